@@ -1,0 +1,80 @@
+// swift-tools-version:6.0
+//
+// RawFX: a frame-effects engine for the raw-data hooks of video SDKs.
+//
+// Layout
+//   Sources/CRawFX          the plugin ABI: one C99 header, rawfx.h
+//   Sources/RawFX           the engine: typed Swift over the ABI, loader, chains, SDK hooks
+//   Sources/RawFXMedia      Y4M, WAV, PNG and test signals (files and pipes, the demo)
+//   Sources/RawFXPluginKit  write a filter in Swift: a protocol and one line of export
+//   Sources/rawfx           the command-line tool
+//   Sources/C*              system libraries: libyuv, SpeexDSP, libpng
+//   Plugins/*               one folder per plugin .so, loaded at run time, never linked
+//   Benchmarks/bench        `swift run -c release bench`
+import PackageDescription
+
+/// A plugin is a dynamic library product: SwiftPM builds it as lib<name>.so next to
+/// the executables, where the loader looks by default.
+func plugin(_ name: String, target: String) -> Product {
+    .library(name: name, type: .dynamic, targets: [target])
+}
+
+let package = Package(
+    name: "RawFX",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "rawfx", targets: ["rawfx"]),
+        .executable(name: "bench", targets: ["bench"]),
+        .library(name: "RawFX", targets: ["RawFX"]),
+        .library(name: "RawFXPluginKit", targets: ["RawFXPluginKit"]),
+        plugin("RawFXWatermark", target: "WatermarkPlugin"),
+        plugin("RawFXYUV", target: "YUVPlugin"),
+        plugin("RawFXSpeex", target: "SpeexPlugin"),
+        plugin("RawFXBasics", target: "BasicsPlugin"),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // The ABI header (and compile-time checks of its layout).
+        .target(name: "CRawFX", path: "Sources/CRawFX"),
+
+        // System libraries (scripts/bootstrap installs them).
+        .systemLibrary(name: "CLibYUV", path: "Sources/CLibYUV",
+                       providers: [.apt(["libyuv-dev"])]),
+        .systemLibrary(name: "CSpeexDSP", path: "Sources/CSpeexDSP", pkgConfig: "speexdsp",
+                       providers: [.apt(["libspeexdsp-dev"])]),
+        .systemLibrary(name: "CLibPNG", path: "Sources/CLibPNG", pkgConfig: "libpng",
+                       providers: [.apt(["libpng-dev"])]),
+
+        // The engine.
+        .target(name: "RawFX", dependencies: ["CRawFX"], path: "Sources/RawFX"),
+        .target(name: "RawFXMedia", dependencies: ["RawFX", "CLibPNG"], path: "Sources/RawFXMedia"),
+        .target(name: "RawFXPluginKit", dependencies: ["CRawFX"], path: "Sources/RawFXPluginKit"),
+        .executableTarget(
+            name: "rawfx",
+            dependencies: ["RawFX", "RawFXMedia",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/rawfx"),
+
+        // Counts heap allocations per thread (malloc interposition) for tests and bench.
+        .target(name: "RawFXAllocCounter", path: "Sources/RawFXAllocCounter"),
+
+        // Plugins: each is its own .so.
+        .target(name: "WatermarkPlugin", dependencies: ["RawFXPluginKit", "CLibPNG", "CLibYUV"],
+                path: "Plugins/Watermark"),
+        .target(name: "YUVPlugin", dependencies: ["CRawFX", "CLibYUV"], path: "Plugins/YUV"),
+        .target(name: "SpeexPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speex"),
+        .target(name: "BasicsPlugin", dependencies: ["RawFXPluginKit"], path: "Plugins/Basics"),
+
+        .executableTarget(
+            name: "bench",
+            dependencies: ["RawFX", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP"],
+            path: "Benchmarks/bench"),
+
+        .testTarget(
+            name: "RawFXTests",
+            dependencies: ["RawFX", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CLibPNG"],
+            path: "Tests/RawFXTests"),
+    ]
+)

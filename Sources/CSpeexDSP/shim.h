@@ -1,0 +1,2 @@
+#include <speex/speex_preprocess.h>
+#include <speex/speex_resampler.h>
