@@ -2,8 +2,10 @@
  * rawfx.h — the RawFX plugin ABI.
  *
  * One header, pure C99, usable from C++. A plugin is a shared object (.so) that
- * exports one symbol, `rawfx_plugin_entry` (RAWFX_ENTRY_SYMBOL), of type
- * `const rawfx_plugin_entry`. Everything else is reached through that struct.
+ * exports one function, `rawfx_get_plugin_entry` (RAWFX_ENTRY_SYMBOL), which
+ * returns a pointer to a static `rawfx_plugin_entry`; everything else is reached
+ * through that struct. (A function rather than a data symbol, so that plugins
+ * written in Swift or Rust, which export functions easily, can provide it.)
  *
  * Conventions
  * - Every struct that may grow starts with `uint32_t struct_size`, set by whoever
@@ -43,8 +45,8 @@ extern "C" {
 #define RAWFX_ABI_MAJOR 1
 #define RAWFX_ABI_MINOR 0
 
-/* The name of the one symbol a plugin exports. */
-#define RAWFX_ENTRY_SYMBOL "rawfx_plugin_entry"
+/* The name of the one symbol a plugin exports (see rawfx_get_plugin_entry). */
+#define RAWFX_ENTRY_SYMBOL "rawfx_get_plugin_entry"
 
 typedef struct rawfx_abi_version {
     uint32_t major;
@@ -317,9 +319,7 @@ typedef struct rawfx_host_info {
     const char *version;     /* the host's version string */
 } rawfx_host_info;
 
-/* The one exported object. Declare it in a plugin as
- *     RAWFX_EXPORT const rawfx_plugin_entry rawfx_plugin_entry = { ... };
- */
+/* The plugin's description of itself, returned by its one exported function. */
 typedef struct rawfx_plugin_entry {
     uint32_t struct_size;
     rawfx_abi_version abi;   /* RAWFX_ABI_VERSION_INIT: what the plugin was built against */
@@ -345,6 +345,16 @@ typedef struct rawfx_plugin_entry {
 #else
 #  define RAWFX_EXPORT __attribute__((visibility("default")))
 #endif
+
+/* [loader] The one function a plugin exports. Returns a pointer to a static
+ * entry that lives as long as the library is loaded; called before init and
+ * possibly more than once. Define it in a plugin as
+ *
+ *     static const rawfx_plugin_entry entry = { sizeof entry, RAWFX_ABI_VERSION_INIT, ... };
+ *     RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void) { return &entry; }
+ */
+RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void);
+typedef const rawfx_plugin_entry *(*rawfx_get_plugin_entry_fn)(void);
 
 #ifdef __cplusplus
 }
