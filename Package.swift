@@ -6,6 +6,7 @@
 //   Sources/CRawFX          the plugin ABI: one C99 header, rawfx.h
 //   Sources/RawFX           the engine: typed Swift over the ABI, loader, chains, SDK hooks
 //   Sources/RawFXMedia      Y4M, WAV, PNG and test signals (files and pipes, the demo)
+//   Sources/RawFXEmulator   an SDK session that drives the hooks with the SDK's contracts
 //   Sources/RawFXPluginKit  write a filter in Swift: a protocol and one line of export
 //   Sources/rawfx           the command-line tool
 //   Sources/C*              system libraries: libyuv, SpeexDSP, libpng
@@ -21,7 +22,7 @@ func plugin(_ name: String, target: String) -> Product {
 
 let package = Package(
     name: "RawFX",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "rawfx", targets: ["rawfx"]),
         .executable(name: "bench", targets: ["bench"]),
@@ -50,10 +51,11 @@ let package = Package(
         // The engine.
         .target(name: "RawFX", dependencies: ["CRawFX"], path: "Sources/RawFX"),
         .target(name: "RawFXMedia", dependencies: ["RawFX", "CLibPNG"], path: "Sources/RawFXMedia"),
+        .target(name: "RawFXEmulator", dependencies: ["RawFX", "RawFXMedia"], path: "Sources/RawFXEmulator"),
         .target(name: "RawFXPluginKit", dependencies: ["CRawFX"], path: "Sources/RawFXPluginKit"),
         .executableTarget(
             name: "rawfx",
-            dependencies: ["RawFX", "RawFXMedia",
+            dependencies: ["RawFX", "RawFXMedia", "RawFXEmulator",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Sources/rawfx"),
 
@@ -74,7 +76,8 @@ let package = Package(
 
         .testTarget(
             name: "RawFXTests",
-            dependencies: ["RawFX", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CLibPNG"],
-            path: "Tests/RawFXTests"),
+            dependencies: ["RawFX", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CLibPNG"],
+            path: "Tests/RawFXTests",
+            exclude: ["Fixtures"]),
     ]
 )

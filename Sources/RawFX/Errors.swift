@@ -1,0 +1,112 @@
+/// Why a plugin file could not be loaded. Every case names the file.
+public enum PluginLoadError: Error, Equatable, CustomStringConvertible {
+    /// No file at this path.
+    case notFound(path: String)
+    /// `dlopen` refused the file (`reason` is `dlerror()`).
+    case notSharedObject(path: String, reason: String)
+    /// The file loads but exports no `rawfx_get_plugin_entry` (RAWFX_ENTRY_SYMBOL).
+    case missingEntrySymbol(path: String)
+    /// The plugin was built for another ABI major version.
+    case abiMajorMismatch(path: String, plugin: ABIVersion, host: ABIVersion)
+    /// The plugin needs a newer ABI minor version than this host has.
+    case newerMinorVersion(path: String, plugin: ABIVersion, host: ABIVersion)
+    /// The plugin's `init` refused this host.
+    case refusedHost(path: String, message: String)
+    /// A filter id that another loaded file already provides.
+    case duplicateFilterID(id: String, path: String, firstPath: String)
+    /// The entry or a descriptor breaks the ABI's rules.
+    case malformedDescriptor(path: String, reason: String)
+
+    public var path: String {
+        switch self {
+        case .notFound(let p), .notSharedObject(let p, _), .missingEntrySymbol(let p),
+             .abiMajorMismatch(let p, _, _), .newerMinorVersion(let p, _, _), .refusedHost(let p, _),
+             .duplicateFilterID(_, let p, _), .malformedDescriptor(let p, _):
+            return p
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .notFound(let path):
+            return "\(path): no such plugin file"
+        case .notSharedObject(let path, let reason):
+            return "\(path): not a loadable shared object (\(reason))"
+        case .missingEntrySymbol(let path):
+            return "\(path): not a RawFX plugin: it exports no \(String(cString: RAWFX_ENTRY_SYMBOL)) function"
+        case .abiMajorMismatch(let path, let plugin, let host):
+            return "\(path): plugin ABI \(plugin) is incompatible with host ABI \(host) (major versions differ)"
+        case .newerMinorVersion(let path, let plugin, let host):
+            return "\(path): plugin ABI \(plugin) is newer than host ABI \(host); update rawfx"
+        case .refusedHost(let path, let message):
+            return "\(path): the plugin refused this host: \(message)"
+        case .duplicateFilterID(let id, let path, let firstPath):
+            return "\(path): filter id '\(id)' is already provided by \(firstPath)"
+        case .malformedDescriptor(let path, let reason):
+            return "\(path): malformed plugin: \(reason)"
+        }
+    }
+}
+
+/// An ABI version (`rawfx_abi_version`).
+public struct ABIVersion: Hashable, Sendable, CustomStringConvertible {
+    public var major: UInt32
+    public var minor: UInt32
+    public init(major: UInt32, minor: UInt32) { self.major = major; self.minor = minor }
+    /// The version of rawfx.h this host was compiled against.
+    public static let host = ABIVersion(major: UInt32(RAWFX_ABI_MAJOR), minor: UInt32(RAWFX_ABI_MINOR))
+    public var description: String { "\(major).\(minor)" }
+}
+
+/// Why a chain could not be built, negotiated or run. Every case names the filter.
+public enum ChainError: Error, Equatable, CustomStringConvertible {
+    /// The chain text does not parse.
+    case syntax(chain: String, offset: Int, reason: String)
+    /// No loaded plugin provides this filter.
+    case unknownFilter(name: String, known: [String])
+    /// The filter has no such parameter.
+    case unknownParameter(filter: String, parameter: String, valid: [String])
+    /// A value of the wrong type or out of range; `expected` says what is allowed.
+    case invalidValue(filter: String, parameter: String, value: String, expected: String)
+    /// More positional values than the filter has parameters.
+    case tooManyValues(filter: String, count: Int, parameters: [String])
+    /// A required parameter has no value.
+    case missingParameter(filter: String, parameter: String)
+    /// A video filter in an audio chain or the reverse.
+    case wrongMediaKind(filter: String, filterKind: MediaKind, chainKind: MediaKind)
+    /// The plugin could not create an instance.
+    case createFailed(filter: String, message: String)
+    /// The filter refused the format at negotiation.
+    case refused(filter: String, input: StreamFormat, message: String)
+    /// The chain's output cannot be what the caller requires (e.g. pre-processing cannot resize).
+    case contract(String)
+    /// A filter failed on a frame.
+    case processFailed(filter: String, status: Int32, message: String)
+
+    public var description: String {
+        switch self {
+        case .syntax(let chain, let offset, let reason):
+            return "chain '\(chain)': \(reason) at character \(offset + 1)"
+        case .unknownFilter(let name, let known):
+            return "unknown filter '\(name)'; known filters: \(known.isEmpty ? "(none loaded)" : known.joined(separator: ", "))"
+        case .unknownParameter(let filter, let parameter, let valid):
+            return "\(filter): unknown parameter '\(parameter)'; valid parameters: \(valid.isEmpty ? "(none)" : valid.joined(separator: ", "))"
+        case .invalidValue(let filter, let parameter, let value, let expected):
+            return "\(filter): invalid value '\(value)' for \(parameter): expected \(expected)"
+        case .tooManyValues(let filter, let count, let parameters):
+            return "\(filter): \(count) positional values but only \(parameters.count) parameters (\(parameters.joined(separator: ", ")))"
+        case .missingParameter(let filter, let parameter):
+            return "\(filter): parameter '\(parameter)' is required"
+        case .wrongMediaKind(let filter, let filterKind, let chainKind):
+            return "\(filter) is a \(filterKind) filter and cannot go in a \(chainKind) chain"
+        case .createFailed(let filter, let message):
+            return "\(filter): could not create an instance: \(message)"
+        case .refused(let filter, let input, let message):
+            return "\(filter) refused \(input): \(message)"
+        case .contract(let message):
+            return message
+        case .processFailed(let filter, let status, let message):
+            return "\(filter) failed on a frame (status \(status)): \(message)"
+        }
+    }
+}

@@ -1,0 +1,126 @@
+/// What a filter answered at negotiation (`rawfx_negotiation`).
+public struct Negotiation: Hashable, Sendable {
+    public var output: StreamFormat
+    /// Audio: the exact frames per process call the filter needs (0: any).
+    public var blockFrames: Int
+    /// Audio out of place: the most frames one call writes (0: the input count).
+    public var maxOutputFrames: Int
+    /// Frames of delay (video frames, or audio frames at the output rate).
+    public var latency: Int
+}
+
+/// One live filter (`rawfx_filter`): created by its plugin, destroyed in `deinit`.
+///
+/// Calls are serialized by the owner (a chain): never two at once on one instance.
+public final class FilterInstance: @unchecked Sendable {
+    public let type: FilterType
+    let filter: UnsafePointer<rawfx_filter>
+    private let processVideoFn: (@convention(c) (UnsafePointer<rawfx_filter>?, UnsafePointer<rawfx_video_frame>?, UnsafeMutablePointer<rawfx_video_frame>?) -> rawfx_status)?
+    private let processAudioFn: (@convention(c) (UnsafePointer<rawfx_filter>?, UnsafePointer<rawfx_audio_frame>?, UnsafeMutablePointer<rawfx_audio_frame>?) -> rawfx_status)?
+    /// The values set so far, by parameter id (defaults are not listed).
+    public private(set) var values: [String: ParameterValue] = [:]
+    /// The last negotiation, or nil before `configure`.
+    public private(set) var negotiation: Negotiation?
+
+    init(type: FilterType) throws(ChainError) {
+        var message = [CChar](repeating: 0, count: 512)
+        guard let create = type.descriptor.pointee.create,
+              let filter = create(type.descriptor, &message, message.count) else {
+            let text = String(cString: message)
+            throw .createFailed(filter: type.id, message: text.isEmpty ? "create returned NULL" : text)
+        }
+        let f = filter.pointee
+        guard f.struct_size >= UInt32(MemoryLayout<rawfx_filter>.size), f.destroy != nil, f.set_param != nil,
+              f.configure != nil, f.reset != nil, f.get_error != nil,
+              (type.mediaKind == .video ? f.process_video != nil : f.process_audio != nil) else {
+            f.destroy?(filter)
+            throw .createFailed(filter: type.id, message: "the instance lacks a required function (destroy, set_param, configure, process_\(type.mediaKind), reset, get_error)")
+        }
+        self.type = type
+        self.filter = filter
+        processVideoFn = f.process_video
+        processAudioFn = f.process_audio
+    }
+
+    deinit { filter.pointee.destroy(filter) }
+
+    /// The instance's message for its last failed call (`get_error`).
+    public var lastError: String {
+        guard let p = filter.pointee.get_error(filter) else { return "" }
+        return String(cString: p)
+    }
+
+    /// Parses and sets a parameter from its chain text (`set_param`).
+    public func set(_ parameter: String, text: String) throws(ChainError) {
+        guard let index = type.parameters.firstIndex(where: { $0.id == parameter }) else {
+            throw .unknownParameter(filter: type.id, parameter: parameter, valid: type.parameters.map(\.id))
+        }
+        try set(index: index, value: type.parameters[index].parse(text, filter: type.id))
+    }
+
+    /// Sets a validated value (`set_param`). A value the plugin still refuses throws with its message.
+    public func set(index: Int, value: ParameterValue) throws(ChainError) {
+        let descriptor = type.parameters[index]
+        let status = value.withCValue { filter.pointee.set_param(filter, UInt32(index), $0) }
+        guard status == RAWFX_OK else {
+            throw .invalidValue(filter: type.id, parameter: descriptor.id, value: value.description,
+                                expected: lastError.isEmpty ? descriptor.allowed : lastError)
+        }
+        values[descriptor.id] = value
+        if descriptor.needsReconfigure { negotiation = nil }
+    }
+
+    /// True when a parameter change since the last `configure` needs a new one.
+    public var needsConfigure: Bool { negotiation == nil }
+
+    /// Negotiates the input format (`configure`). Throws `.refused` with the plugin's message.
+    @discardableResult
+    public func configure(input: StreamFormat) throws(ChainError) -> Negotiation {
+        guard input.kind == type.mediaKind else {
+            throw .wrongMediaKind(filter: type.id, filterKind: type.mediaKind, chainKind: input.kind)
+        }
+        for p in type.parameters where p.isRequired && values[p.id] == nil && p.defaultValue == nil {
+            throw .missingParameter(filter: type.id, parameter: p.id)
+        }
+        var cInput = input.cValue
+        var result = rawfx_negotiation()
+        result.struct_size = UInt32(MemoryLayout<rawfx_negotiation>.size)
+        result.output = cInput
+        let status = filter.pointee.configure(filter, &cInput, &result)
+        guard status == RAWFX_OK else {
+            let message = lastError
+            throw .refused(filter: type.id, input: input, message: message.isEmpty ? "configure returned status \(status)" : message)
+        }
+        guard let output = StreamFormat(result.output), output.kind == input.kind else {
+            throw .refused(filter: type.id, input: input, message: "the plugin answered an output of another media kind")
+        }
+        if type.processing == .inPlace, output != input {
+            throw .refused(filter: type.id, input: input, message: "an in-place filter changed the format to \(output)")
+        }
+        let n = Negotiation(output: output, blockFrames: Int(result.block_frames),
+                            maxOutputFrames: Int(result.max_output_frames), latency: Int(result.latency))
+        negotiation = n
+        return n
+    }
+
+    /// Forgets history at a stream discontinuity (`reset`).
+    public func reset() { filter.pointee.reset(filter) }
+
+    /// Runs one video frame (`process_video`). Returns the plugin's status.
+    @inline(__always)
+    func processVideo(_ input: UnsafePointer<rawfx_video_frame>, _ output: UnsafeMutablePointer<rawfx_video_frame>) -> rawfx_status {
+        processVideoFn!(filter, input, output)
+    }
+
+    /// Runs one audio block (`process_audio`). Returns the plugin's status.
+    @inline(__always)
+    func processAudio(_ input: UnsafePointer<rawfx_audio_frame>, _ output: UnsafeMutablePointer<rawfx_audio_frame>) -> rawfx_status {
+        processAudioFn!(filter, input, output)
+    }
+
+    /// An extension the instance offers by string id (`get_extension`), or nil.
+    public func extensionPointer(_ id: String) -> UnsafeRawPointer? {
+        guard let get = filter.pointee.get_extension else { return nil }
+        return id.withCString { get(filter, $0) }
+    }
+}

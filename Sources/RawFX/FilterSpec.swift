@@ -1,0 +1,142 @@
+/// One filter in a chain's text: `name=key=value:key=value` or `name=value:value` (positional,
+/// in the order the filter declares its parameters), FFmpeg's `-vf` syntax.
+///
+/// Chains separate filters with `,`. Inside a value, `\` escapes the next character and
+/// `'…'` quotes a run (so a path may hold `:` or `,`): `watermark=image='/tmp/a,b.png'`.
+public struct FilterSpec: Hashable, Sendable, CustomStringConvertible {
+    public struct Argument: Hashable, Sendable {
+        /// nil for a positional value.
+        public var key: String?
+        public var value: String
+        public init(key: String?, value: String) { self.key = key; self.value = value }
+    }
+
+    public var name: String
+    public var arguments: [Argument]
+
+    public init(name: String, arguments: [Argument] = []) {
+        self.name = name
+        self.arguments = arguments
+    }
+
+    public init(_ name: String, _ keyed: [(String, String)]) {
+        self.init(name: name, arguments: keyed.map { Argument(key: $0.0, value: $0.1) })
+    }
+
+    public var description: String {
+        guard !arguments.isEmpty else { return name }
+        return name + "=" + arguments.map { ($0.key.map { $0 + "=" } ?? "") + FilterSpec.quote($0.value) }.joined(separator: ":")
+    }
+
+    static func quote(_ value: String) -> String {
+        value.contains(where: { ":,'\\=".contains($0) }) ? "'" + value.replacingAll("'", with: "\\'") + "'" : value
+    }
+
+    /// Parses a whole chain: `a=x=1:y=2,b,c=3`. An empty or blank text is an empty chain.
+    public static func parseChain(_ text: String) throws(ChainError) -> [FilterSpec] {
+        var parser = ChainParser(text: text)
+        return try parser.parse()
+    }
+
+    /// The chain text of a list of specs (inverse of `parseChain`).
+    public static func chainText(_ specs: [FilterSpec]) -> String {
+        specs.map(\.description).joined(separator: ",")
+    }
+}
+
+extension String {
+    func replacingAll(_ target: Character, with replacement: String) -> String {
+        var out = ""
+        for c in self { if c == target { out += replacement } else { out.append(c) } }
+        return out
+    }
+}
+
+/// A small hand-written scanner: tokens are separated by `,` (filters), `=` and `:` (arguments).
+private struct ChainParser {
+    let text: String
+    let chars: [Character]
+    var i = 0
+
+    init(text: String) {
+        self.text = text
+        chars = Array(text)
+    }
+
+    func error(_ reason: String) -> ChainError { .syntax(chain: text, offset: i, reason: reason) }
+
+    /// Reads a run up to one of `stops`, honouring `\` and `'…'`; trims unquoted blanks at the ends.
+    mutating func token(stops: Set<Character>) throws(ChainError) -> (String, quoted: Bool) {
+        var out = ""
+        var quoted = false
+        while i < chars.count, !stops.contains(chars[i]) {
+            let c = chars[i]
+            if c == "\\" {
+                i += 1
+                guard i < chars.count else { throw error("a backslash ends the text") }
+                out.append(chars[i])
+                i += 1
+            } else if c == "'" {
+                quoted = true
+                i += 1
+                while i < chars.count, chars[i] != "'" {
+                    if chars[i] == "\\", i + 1 < chars.count { i += 1 }
+                    out.append(chars[i])
+                    i += 1
+                }
+                guard i < chars.count else { throw error("a quote is not closed") }
+                i += 1
+            } else {
+                out.append(c)
+                i += 1
+            }
+        }
+        return (quoted ? out : out.trimmingBlanks(), quoted)
+    }
+
+    mutating func parse() throws(ChainError) -> [FilterSpec] {
+        var specs: [FilterSpec] = []
+        if text.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" }) { return [] }
+        while true {
+            let (name, _) = try token(stops: ["=", ",", ":"])
+            guard !name.isEmpty else { throw error("a filter name is missing") }
+            guard FilterType.isValidIdentifier(name) else { throw error("'\(name)' is not a filter name ([a-z0-9_-])") }
+            var spec = FilterSpec(name: name)
+            if i < chars.count, chars[i] == ":" { throw error("':' after a filter name; write name=key=value:key=value") }
+            if i < chars.count, chars[i] == "=" {
+                i += 1
+                while true {
+                    let (first, firstQuoted) = try token(stops: ["=", ":", ","])
+                    if i < chars.count, chars[i] == "=" {
+                        guard !firstQuoted, FilterType.isValidIdentifier(first) else {
+                            throw error("'\(first)' is not a parameter name")
+                        }
+                        i += 1
+                        let (value, _) = try token(stops: [":", ","])
+                        if i < chars.count, chars[i] == "=" { throw error("'=' inside a value; quote it") }
+                        spec.arguments.append(.init(key: first, value: value))
+                    } else {
+                        guard !first.isEmpty || firstQuoted else { throw error("an empty argument") }
+                        spec.arguments.append(.init(key: nil, value: first))
+                    }
+                    if i < chars.count, chars[i] == ":" { i += 1; continue }
+                    break
+                }
+            }
+            specs.append(spec)
+            if i >= chars.count { break }
+            guard chars[i] == "," else { throw error("expected ',' between filters") }
+            i += 1
+        }
+        return specs
+    }
+}
+
+extension String {
+    func trimmingBlanks() -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" || f == "\n" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" || l == "\n" { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,129 @@
+/// A kind of filter a plugin provides (`rawfx_filter_descriptor`): its identity, its
+/// parameters, and the factory for instances.
+public final class FilterType: @unchecked Sendable, CustomStringConvertible {
+    public let id: String
+    public let name: String
+    public let version: String
+    public let summary: String
+    public let mediaKind: MediaKind
+    public let processing: Processing
+    public let parameters: [ParameterDescriptor]
+    /// The plugin file it came from; kept alive as long as this type is.
+    public let library: PluginLibrary
+    let descriptor: UnsafePointer<rawfx_filter_descriptor>
+
+    struct Malformed: Error { let reason: String }
+
+    init(descriptor: UnsafePointer<rawfx_filter_descriptor>, library: PluginLibrary) throws(Malformed) {
+        let d = descriptor.pointee
+        guard d.struct_size >= UInt32(MemoryLayout<rawfx_filter_descriptor>.size) else {
+            throw Malformed(reason: "filter descriptor struct_size \(d.struct_size), expected at least \(MemoryLayout<rawfx_filter_descriptor>.size)")
+        }
+        guard let idPointer = d.id else { throw Malformed(reason: "a filter descriptor has no id") }
+        let id = String(cString: idPointer)
+        guard FilterType.isValidIdentifier(id) else {
+            throw Malformed(reason: "filter id '\(id)' is not of the form [a-z0-9_-]+")
+        }
+        guard let kind = MediaKind(rawValue: d.media_kind) else {
+            throw Malformed(reason: "filter '\(id)': media_kind \(d.media_kind) is neither video (1) nor audio (2)")
+        }
+        guard let processing = Processing(rawValue: d.processing) else {
+            throw Malformed(reason: "filter '\(id)': processing \(d.processing) is neither in place (1) nor out of place (2)")
+        }
+        guard d.create != nil else { throw Malformed(reason: "filter '\(id)' has no create function") }
+        guard d.param_count == 0 || d.params != nil else {
+            throw Malformed(reason: "filter '\(id)' declares \(d.param_count) parameters but no array")
+        }
+        var parameters: [ParameterDescriptor] = []
+        for i in 0..<Int(d.param_count) {
+            parameters.append(try FilterType.parameter(d.params[i], filter: id))
+        }
+        if let duplicate = Dictionary(grouping: parameters, by: \.id).first(where: { $0.value.count > 1 }) {
+            throw Malformed(reason: "filter '\(id)' declares parameter '\(duplicate.key)' twice")
+        }
+        self.id = id
+        self.name = d.name.map { String(cString: $0) } ?? id
+        self.version = d.version.map { String(cString: $0) } ?? ""
+        self.summary = d.description.map { String(cString: $0) } ?? ""
+        self.mediaKind = kind
+        self.processing = processing
+        self.parameters = parameters
+        self.library = library
+        self.descriptor = descriptor
+    }
+
+    public var description: String { "\(id) (\(mediaKind), \(processing)) from \(library.path)" }
+
+    public func parameter(named id: String) -> ParameterDescriptor? {
+        parameters.first { $0.id == id }
+    }
+
+    /// Creates an instance with every parameter at its default (`descriptor->create`).
+    public func makeInstance() throws(ChainError) -> FilterInstance {
+        try FilterInstance(type: self)
+    }
+
+    static func isValidIdentifier(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 || $0 == 45 }
+    }
+
+    private static func parameter(_ p: rawfx_param_descriptor, filter: String) throws(Malformed) -> ParameterDescriptor {
+        guard p.struct_size >= UInt32(MemoryLayout<rawfx_param_descriptor>.size) else {
+            throw Malformed(reason: "filter '\(filter)': a parameter descriptor has struct_size \(p.struct_size)")
+        }
+        guard let idPointer = p.id else { throw Malformed(reason: "filter '\(filter)': a parameter has no id") }
+        let id = String(cString: idPointer)
+        guard isValidIdentifier(id) else {
+            throw Malformed(reason: "filter '\(filter)': parameter id '\(id)' is not of the form [a-z0-9_-]+")
+        }
+        func bad(_ why: String) -> Malformed { Malformed(reason: "filter '\(filter)', parameter '\(id)': \(why)") }
+        let type: ParameterType
+        var defaultValue: ParameterValue?
+        var range: ClosedRange<Double>?
+        switch Int(p.type) {
+        case RAWFX_PARAM_INT, RAWFX_PARAM_FLOAT:
+            guard p.min_value.isFinite, p.max_value.isFinite, p.min_value <= p.max_value else {
+                throw bad("range [\(p.min_value), \(p.max_value)] is empty or not finite")
+            }
+            guard p.default_value >= p.min_value, p.default_value <= p.max_value else {
+                throw bad("default \(p.default_value) lies outside [\(p.min_value), \(p.max_value)]")
+            }
+            range = p.min_value...p.max_value
+            if Int(p.type) == RAWFX_PARAM_INT {
+                type = .int
+                defaultValue = .int(Int64(p.default_value))
+            } else {
+                type = .float
+                defaultValue = .float(p.default_value)
+            }
+        case RAWFX_PARAM_BOOL:
+            type = .bool
+            defaultValue = .bool(p.default_value != 0)
+        case RAWFX_PARAM_ENUM:
+            guard p.enum_count > 0, let values = p.enum_values else { throw bad("an enum with no values") }
+            var names: [String] = []
+            for i in 0..<Int(p.enum_count) {
+                guard let name = values[i] else { throw bad("enum value \(i) is NULL") }
+                names.append(String(cString: name))
+            }
+            let index = Int(p.default_value)
+            guard index >= 0, index < names.count else { throw bad("default index \(index) is not one of \(names.count) values") }
+            type = .enumeration(names)
+            defaultValue = .enumeration(index: index, name: names[index])
+        case RAWFX_PARAM_STRING:
+            type = .string
+            defaultValue = p.default_string.map { .string(String(cString: $0)) }
+        default:
+            throw bad("unknown type \(p.type)")
+        }
+        return ParameterDescriptor(
+            id: id,
+            name: p.name.map { String(cString: $0) } ?? id,
+            help: p.help.map { String(cString: $0) } ?? "",
+            unit: p.unit.map { String(cString: $0) } ?? "",
+            type: type, defaultValue: defaultValue, range: range,
+            isPath: p.flags & UInt32(RAWFX_PARAM_FLAG_PATH) != 0,
+            isRequired: p.flags & UInt32(RAWFX_PARAM_FLAG_REQUIRED) != 0,
+            needsReconfigure: p.flags & UInt32(RAWFX_PARAM_FLAG_RECONFIGURE) != 0)
+    }
+}

@@ -1,0 +1,126 @@
+/// The type of a filter parameter (`rawfx_param_type`).
+public enum ParameterType: Hashable, Sendable, CustomStringConvertible {
+    case int
+    case float
+    case bool
+    case enumeration([String])
+    case string
+
+    public var description: String {
+        switch self {
+        case .int: return "int"
+        case .float: return "float"
+        case .bool: return "bool"
+        case .enumeration: return "enum"
+        case .string: return "string"
+        }
+    }
+}
+
+/// A parameter value, already validated against its descriptor.
+public enum ParameterValue: Hashable, Sendable, CustomStringConvertible {
+    case int(Int64)
+    case float(Double)
+    case bool(Bool)
+    case enumeration(index: Int, name: String)
+    case string(String)
+
+    public var description: String {
+        switch self {
+        case .int(let v): return String(v)
+        case .float(let v): return String(v)
+        case .bool(let v): return v ? "true" : "false"
+        case .enumeration(_, let name): return name
+        case .string(let s): return s
+        }
+    }
+
+    /// Calls `body` with the C form (`rawfx_param_value`); string pointers live only for the call.
+    func withCValue<R>(_ body: (UnsafePointer<rawfx_param_value>) -> R) -> R {
+        var c = rawfx_param_value()
+        c.struct_size = UInt32(MemoryLayout<rawfx_param_value>.size)
+        switch self {
+        case .int(let v): c.type = rawfx_param_type(RAWFX_PARAM_INT); c.int_value = v
+        case .float(let v): c.type = rawfx_param_type(RAWFX_PARAM_FLOAT); c.float_value = v
+        case .bool(let v): c.type = rawfx_param_type(RAWFX_PARAM_BOOL); c.int_value = v ? 1 : 0
+        case .enumeration(let i, _): c.type = rawfx_param_type(RAWFX_PARAM_ENUM); c.int_value = Int64(i)
+        case .string(let s):
+            c.type = rawfx_param_type(RAWFX_PARAM_STRING)
+            return s.withCString { p in
+                c.string_value = p
+                return withUnsafePointer(to: &c, body)
+            }
+        }
+        return withUnsafePointer(to: &c, body)
+    }
+}
+
+/// Describes one parameter of a filter (`rawfx_param_descriptor`), so a host lists and
+/// validates values without creating an instance.
+public struct ParameterDescriptor: Hashable, Sendable {
+    public var id: String
+    public var name: String
+    public var help: String
+    public var unit: String
+    public var type: ParameterType
+    /// The value an instance starts with; nil for a string without a default.
+    public var defaultValue: ParameterValue?
+    /// The inclusive range of an int or float parameter.
+    public var range: ClosedRange<Double>?
+    public var isPath: Bool
+    public var isRequired: Bool
+    /// A change needs a new negotiation (RAWFX_PARAM_FLAG_RECONFIGURE).
+    public var needsReconfigure: Bool
+
+    /// What values are allowed, for help text and error messages.
+    public var allowed: String {
+        switch type {
+        case .int:
+            guard let r = range else { return "an integer" }
+            return "an integer from \(Int64(r.lowerBound)) to \(Int64(r.upperBound))" + (unit.isEmpty ? "" : " \(unit)")
+        case .float:
+            guard let r = range else { return "a number" }
+            return "a number from \(r.lowerBound.shortDescription) to \(r.upperBound.shortDescription)" + (unit.isEmpty ? "" : " \(unit)")
+        case .bool:
+            return "true or false"
+        case .enumeration(let names):
+            return "one of \(names.joined(separator: ", "))"
+        case .string:
+            return isPath ? "a file path" : "text"
+        }
+    }
+
+    /// Parses the text form used in chains (`opacity=0.8`). `filter` names the filter in errors.
+    public func parse(_ text: String, filter: String) throws(ChainError) -> ParameterValue {
+        let invalid = ChainError.invalidValue(filter: filter, parameter: id, value: text, expected: allowed)
+        switch type {
+        case .int:
+            guard let v = Int64(text) ?? Double(text).flatMap({ $0.rounded() == $0 ? Int64(exactly: $0) : nil })
+            else { throw invalid }
+            if let r = range, !r.contains(Double(v)) { throw invalid }
+            return .int(v)
+        case .float:
+            guard let v = Double(text), v.isFinite else { throw invalid }
+            if let r = range, !r.contains(v) { throw invalid }
+            return .float(v)
+        case .bool:
+            switch text.lowercased() {
+            case "1", "true", "yes", "on": return .bool(true)
+            case "0", "false", "no", "off": return .bool(false)
+            default: throw invalid
+            }
+        case .enumeration(let names):
+            guard let i = names.firstIndex(of: text) else { throw invalid }
+            return .enumeration(index: i, name: text)
+        case .string:
+            return .string(text)
+        }
+    }
+}
+
+extension Double {
+    /// 0.5 rather than 0.5000000, 30 rather than 30.0.
+    var shortDescription: String {
+        rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import RawFX
+import XCTest
+
+/// The repository root, from this file's path.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// A fresh temporary directory for one test.
+func temporaryDirectory() -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("rawfx-tests-\(UUID().uuidString)")
+    try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// Compiles a C plugin against rawfx.h alone (`cc -std=c99 -shared -fPIC`), returns the .so path.
+func compileCPlugin(_ source: URL, defines: [String] = [], into directory: URL, name: String) throws -> String {
+    let output = directory.appendingPathComponent(name).path
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["cc", "-std=c99", "-Wall", "-Werror", "-shared", "-fPIC",
+                         "-I", repositoryRoot.appendingPathComponent("Sources/CRawFX/include").path]
+        + defines.map { "-D" + $0 } + [source.path, "-o", output]
+    let pipe = Pipe()
+    process.standardError = pipe
+    try process.run()
+    process.waitUntilExit()
+    let errors = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    guard process.terminationStatus == 0 else { throw CompileFailure(message: errors) }
+    return output
+}
+
+struct CompileFailure: Error { let message: String }
+
+let fixtureSource = repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/fixture_plugin.c")
+let invertSource = repositoryRoot.appendingPathComponent("docs/examples/invert.c")
+
+/// The plugins SwiftPM built next to the test binary (the default search path).
+let builtPlugins: PluginRegistry = PluginRegistry(environment: [:])
+
+/// An I420 buffer with a deterministic pattern in every plane and `extraStride` bytes of
+/// padding per row (filled with 0xEE, so tests can check filters leave padding alone).
+func patternBuffer(width: Int, height: Int, range: ColorRange = .limited, rotation: Int = 0,
+                   extraStride: Int = 0, seed: Int = 0) -> VideoBuffer {
+    let buffer = VideoBuffer(format: VideoFormat(width: width, height: height, colorRange: range, rotation: rotation),
+                             strideAlignment: 1, extraStride: extraStride)
+    let f = buffer.frame
+    for p in 0..<3 {
+        let (w, h) = f.planeSize(p)
+        for y in 0..<h {
+            let row = f.plane(p) + y * f.stride(p)
+            for x in 0..<f.stride(p) {
+                row[x] = x < w ? UInt8(truncatingIfNeeded: (x * 7 + y * 13 + p * 50 + seed * 31) ^ (x * y)) : 0xEE
+            }
+        }
+    }
+    return buffer
+}
+
+/// Plane `p` of a frame as rows of exactly its width (no padding), for comparisons.
+func planeBytes(_ frame: VideoFrame, _ p: Int) -> [UInt8] {
+    let (w, h) = frame.planeSize(p)
+    var out: [UInt8] = []
+    out.reserveCapacity(w * h)
+    for y in 0..<h { out.append(contentsOf: UnsafeBufferPointer(start: frame.plane(p) + y * frame.stride(p), count: w)) }
+    return out
+}
+
+/// The padding bytes of every row of plane `p` (between width and stride).
+func paddingBytes(_ frame: VideoFrame, _ p: Int) -> [UInt8] {
+    let (w, h) = frame.planeSize(p)
+    var out: [UInt8] = []
+    for y in 0..<h { out.append(contentsOf: UnsafeBufferPointer(start: frame.plane(p) + y * frame.stride(p) + w, count: frame.stride(p) - w)) }
+    return out
+}
+
+func XCTAssertThrowsChainError<T>(_ expression: @autoclosure () throws -> T, _ check: (ChainError) -> Void,
+                                  file: StaticString = #filePath, line: UInt = #line) {
+    do {
+        _ = try expression()
+        XCTFail("expected a ChainError", file: file, line: line)
+    } catch let error as ChainError {
+        check(error)
+    } catch {
+        XCTFail("expected a ChainError, got \(error)", file: file, line: line)
+    }
+}
