@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the system libraries RawFX builds against, on Debian 12 (and Ubuntu):
+#   libyuv-dev (scale/rotate/convert), libspeexdsp-dev (denoise/resample), libpng-dev (PNG),
+#   pkg-config (SwiftPM finds speexdsp and libpng through it), ffmpeg (end-to-end tests).
+# Idempotent: when everything is installed it only checks and exits. Not root: prints the command.
+set -euo pipefail
+
+packages=(libyuv-dev libspeexdsp-dev libpng-dev pkg-config ffmpeg)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "bootstrap: all system packages present (${packages[*]})"
+    exit 0
+fi
+
+command="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "bootstrap: missing ${missing[*]}. Run as root:"
+    echo "  sudo sh -c '$command'"
+    exit 1
+fi
+
+echo "bootstrap: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "bootstrap: done"
