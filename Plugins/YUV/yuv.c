@@ -1,1 +1,807 @@
+/*
+ * rawfx-yuv: the `scale`, `rotate` and `mirror` video filters over libyuv.
+ *
+ * One plugin file, three filter types, all I420 and out of place. The only
+ * exported symbol is the function `rawfx_get_plugin_entry`; everything else is
+ * static.
+ *
+ * Rules this file keeps (see rawfx.h):
+ * - configure validates and allocates; process only reads, computes and writes
+ *   pixels (no malloc, no locks, no I/O of its own).
+ * - Every host struct is read only as far as its struct_size reaches, and a
+ *   struct we fill gets our struct_size.
+ * - Each instance owns its error message; get_error returns "" when the last
+ *   call succeeded.
+ *
+ * Caveat measured against libyuv 1857 (Debian 0.0~git20230123): I420Scale
+ * itself mallocs (and frees) three row buffers per call for linear, bilinear
+ * and box filtering at most size ratios (point sampling, equal sizes,
+ * vertical-only scaling, exact 1/2, 3/4, 3/8 and 2x do not). The plugin cannot
+ * pass it a buffer. The other libyuv calls used here do not allocate;
+ * I420Rotate(kRotate180) would (a row buffer), so 180 degrees is done with
+ * I420Mirror on a bottom-up source instead, the same permutation of pixels.
+ */
 #include "rawfx.h"
+
+#include <libyuv.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define YUV_PLUGIN_NAME    "rawfx-yuv"
+#define YUV_PLUGIN_VERSION "1.0.0"
+#define YUV_MAX_DIMENSION  16384u
+#define YUV_ERROR_CAPACITY 256
+
+/* The end offset of a member: a struct_size must reach at least this far for
+ * the member to be read or written. */
+#define FIELD_END(type, member) (offsetof(type, member) + sizeof(((type *)0)->member))
+
+/* ------------------------------------------------------------ parameters -- */
+
+static const char *const scale_filter_names[] = { "none", "linear", "bilinear", "box" };
+static const char *const scale_mode_names[] = { "stretch", "fit", "fill" };
+static const char *const rotate_angle_names[] = { "0", "90", "180", "270", "auto" };
+
+enum { SCALE_PARAM_WIDTH, SCALE_PARAM_HEIGHT, SCALE_PARAM_FILTER, SCALE_PARAM_MODE, SCALE_PARAM_COUNT };
+enum { SCALE_MODE_STRETCH, SCALE_MODE_FIT, SCALE_MODE_FILL };
+enum { ROTATE_PARAM_ANGLE, ROTATE_PARAM_MIRROR, ROTATE_PARAM_COUNT };
+enum { ROTATE_ANGLE_0, ROTATE_ANGLE_90, ROTATE_ANGLE_180, ROTATE_ANGLE_270, ROTATE_ANGLE_AUTO };
+enum { MIRROR_PARAM_VERTICAL, MIRROR_PARAM_COUNT };
+
+static const rawfx_param_descriptor scale_params[SCALE_PARAM_COUNT] = {
+    [SCALE_PARAM_WIDTH] = {
+        .struct_size = sizeof(rawfx_param_descriptor),
+        .id = "width",
+        .name = "Width",
+        .help = "Output width in pixels, even. 0 keeps the input width when height is 0 too; "
+                "with only height set, the width follows the input aspect ratio, rounded to an "
+                "even number.",
+        .unit = "px",
+        .type = RAWFX_PARAM_INT,
+        .flags = RAWFX_PARAM_FLAG_RECONFIGURE,
+        .default_value = 0, .min_value = 0, .max_value = YUV_MAX_DIMENSION,
+    },
+    [SCALE_PARAM_HEIGHT] = {
+        .struct_size = sizeof(rawfx_param_descriptor),
+        .id = "height",
+        .name = "Height",
+        .help = "Output height in pixels, even. 0 keeps the input height when width is 0 too; "
+                "with only width set, the height follows the input aspect ratio, rounded to an "
+                "even number (width=1280 on 1920x1080 gives 1280x720).",
+        .unit = "px",
+        .type = RAWFX_PARAM_INT,
+        .flags = RAWFX_PARAM_FLAG_RECONFIGURE,
+        .default_value = 0, .min_value = 0, .max_value = YUV_MAX_DIMENSION,
+    },
+    [SCALE_PARAM_FILTER] = {
+        .struct_size = sizeof(rawfx_param_descriptor),
+        .id = "filter",
+        .name = "Filter",
+        .help = "Resampling filter (libyuv FilterMode): none picks the nearest pixel (fastest, "
+                "blocky), linear blends horizontally only, bilinear blends both ways (good for "
+                "upscaling), box averages every source pixel covered (best for large downscales).",
+        .unit = "",
+        .type = RAWFX_PARAM_ENUM,
+        .flags = 0,
+        .default_value = 2, /* bilinear */
+        .enum_values = scale_filter_names,
+        .enum_count = 4,
+    },
+    [SCALE_PARAM_MODE] = {
+        .struct_size = sizeof(rawfx_param_descriptor),
+        .id = "mode",
+        .name = "Mode",
+        .help = "How a different aspect ratio is handled: stretch distorts to fill the output, "
+                "fit shows the whole picture with black bars (letterbox or pillarbox), fill "
+                "crops the centre of the input so it covers the output without bars.",
+        .unit = "",
+        .type = RAWFX_PARAM_ENUM,
+        .flags = 0,
+        .default_value = SCALE_MODE_STRETCH,
+        .enum_values = scale_mode_names,
+        .enum_count = 3,
+    },
+};
+
+static const rawfx_param_descriptor rotate_params[ROTATE_PARAM_COUNT] = {
+    [ROTATE_PARAM_ANGLE] = {
+        .struct_size = sizeof(rawfx_param_descriptor),
+        .id = "angle",
+        .name = "Angle",
+        .help = "Clockwise rotation in degrees: 0, 90, 180 or 270 (90 and 270 swap width and "
+                "height; the rotation metadata passes through unchanged). auto turns the frame "
+                "upright by the rotation its metadata asks for and then sets that metadata to 0.",
+        .unit = "deg",
+        .type = RAWFX_PARAM_ENUM,
+        .flags = RAWFX_PARAM_FLAG_RECONFIGURE,
+        .default_value = ROTATE_ANGLE_90,
+        .enum_values = rotate_angle_names,
+        .enum_count = 5,
+    },
+    [ROTATE_PARAM_MIRROR] = {
+        .struct_size = sizeof(rawfx_param_descriptor),
+        .id = "mirror",
+        .name = "Mirror",
+        .help = "Also flip left to right, after the rotation (as a front camera preview does). "
+                "angle=90:mirror=true is a transpose.",
+        .unit = "",
+        .type = RAWFX_PARAM_BOOL,
+        .flags = 0,
+        .default_value = 0,
+    },
+};
+
+static const rawfx_param_descriptor mirror_params[MIRROR_PARAM_COUNT] = {
+    [MIRROR_PARAM_VERTICAL] = {
+        .struct_size = sizeof(rawfx_param_descriptor),
+        .id = "vertical",
+        .name = "Vertical",
+        .help = "Flip top to bottom instead of left to right. For both at once use "
+                "rotate=angle=180.",
+        .unit = "",
+        .type = RAWFX_PARAM_BOOL,
+        .flags = 0,
+        .default_value = 0,
+    },
+};
+
+/* -------------------------------------------------------------- instance -- */
+
+typedef enum { KIND_SCALE, KIND_ROTATE, KIND_MIRROR } yuv_kind;
+
+/* Where a scale reads from and writes to, in luma pixels; all offsets even. */
+typedef struct scale_geometry {
+    int src_x, src_y, src_w, src_h;
+    int dst_x, dst_y, dst_w, dst_h;
+} scale_geometry;
+
+typedef struct yuv_instance {
+    rawfx_filter filter;            /* what the host holds; filter_data points back here */
+    yuv_kind kind;
+    const char *tag;                /* "scale", "rotate", "mirror": prefix of messages */
+    char error[YUV_ERROR_CAPACITY];
+
+    /* Negotiated by the last successful configure. */
+    int configured;
+    uint32_t in_width, in_height;
+    uint32_t out_width, out_height;
+    uint32_t in_rotation;
+
+    /* scale */
+    uint32_t scale_width, scale_height; /* as set; used at the next configure */
+    int scale_filter;                   /* live */
+    int scale_mode;                     /* live: geometry recomputed on change */
+    scale_geometry geometry;
+
+    /* rotate */
+    int rotate_angle_set;               /* as set; used at the next configure */
+    int rotate_angle;                   /* configured */
+    int rotate_mirror;                  /* live */
+    uint8_t *scratch;                   /* rotate-then-mirror at 90/270: one frame */
+    int scratch_strides[3];
+    uint8_t *scratch_planes[3];
+
+    /* mirror */
+    int mirror_vertical;                /* live */
+} yuv_instance;
+
+static yuv_instance *instance_of(const rawfx_filter *filter) {
+    return filter ? (yuv_instance *)filter->filter_data : NULL;
+}
+
+static rawfx_status fail(yuv_instance *self, rawfx_status status, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Record a message for get_error. snprintf with %u/%s/%d into a fixed buffer
+ * neither allocates nor locks in glibc, so this is safe in process too. */
+static rawfx_status fail(yuv_instance *self, rawfx_status status, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    vsnprintf(self->error, sizeof self->error, format, args);
+    va_end(args);
+    return status;
+}
+
+static void clear_error(yuv_instance *self) { self->error[0] = '\0'; }
+
+/* ------------------------------------------------------------- geometry -- */
+
+/* The even number nearest to numerator / denominator (halves round up), at least 2. */
+static uint64_t round_even(uint64_t numerator, uint64_t denominator) {
+    uint64_t value = (numerator + denominator) / (2 * denominator) * 2;
+    return value < 2 ? 2 : value;
+}
+
+static int rotation_is_valid(uint32_t rotation) {
+    return rotation == 0 || rotation == 90 || rotation == 180 || rotation == 270;
+}
+
+static scale_geometry compute_scale_geometry(int mode, uint32_t in_w, uint32_t in_h,
+                                             uint32_t out_w, uint32_t out_h) {
+    scale_geometry g = { 0, 0, (int)in_w, (int)in_h, 0, 0, (int)out_w, (int)out_h };
+    /* Compare aspect ratios exactly: in_w/in_h against out_w/out_h. */
+    uint64_t in_cross = (uint64_t)in_w * out_h, out_cross = (uint64_t)out_w * in_h;
+    if (mode == SCALE_MODE_FIT && in_cross != out_cross) {
+        if (in_cross > out_cross) { /* input wider: full width, bars top and bottom */
+            uint64_t h = round_even((uint64_t)out_w * in_h, in_w);
+            if (h > out_h) h = out_h;
+            g.dst_h = (int)h;
+            g.dst_y = (int)(((out_h - h) / 2) & ~1u);
+        } else {                    /* input taller: full height, bars left and right */
+            uint64_t w = round_even((uint64_t)out_h * in_w, in_h);
+            if (w > out_w) w = out_w;
+            g.dst_w = (int)w;
+            g.dst_x = (int)(((out_w - w) / 2) & ~1u);
+        }
+    } else if (mode == SCALE_MODE_FILL && in_cross != out_cross) {
+        if (in_cross > out_cross) { /* input wider: crop left and right */
+            uint64_t w = round_even((uint64_t)in_h * out_w, out_h);
+            if (w > in_w) w = in_w;
+            g.src_w = (int)w;
+            g.src_x = (int)(((in_w - w) / 2) & ~1u);
+        } else {                    /* input taller: crop top and bottom */
+            uint64_t h = round_even((uint64_t)in_w * out_h, out_w);
+            if (h > in_h) h = in_h;
+            g.src_h = (int)h;
+            g.src_y = (int)(((in_h - h) / 2) & ~1u);
+        }
+    }
+    return g;
+}
+
+/* ------------------------------------------------------- format checking -- */
+
+/* Validate the struct sizes and the format every filter here needs: video,
+ * I420, sizes 1..16384. On success *video is a copy of input->video. */
+static rawfx_status read_video_input(yuv_instance *self, const rawfx_format *input,
+                                     const rawfx_negotiation *result, rawfx_video_format *video) {
+    if (input == NULL || result == NULL)
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: configure needs an input format and a result", self->tag);
+    if (input->struct_size < FIELD_END(rawfx_format, video))
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                    "%s: input format struct_size %u is too small to hold a video format (need %zu)",
+                    self->tag, input->struct_size, FIELD_END(rawfx_format, video));
+    if (input->kind != RAWFX_MEDIA_VIDEO)
+        return fail(self, RAWFX_ERR_UNSUPPORTED,
+                    "%s: input is %s; this filter accepts only video (I420)", self->tag,
+                    input->kind == RAWFX_MEDIA_AUDIO ? "audio" : "of an unknown media kind");
+    if (input->video.struct_size < FIELD_END(rawfx_video_format, rotation))
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                    "%s: video format struct_size %u is too small (need %zu)",
+                    self->tag, input->video.struct_size, FIELD_END(rawfx_video_format, rotation));
+    if (result->struct_size < FIELD_END(rawfx_negotiation, output) ||
+        result->output.struct_size < FIELD_END(rawfx_format, video) ||
+        result->output.video.struct_size < FIELD_END(rawfx_video_format, rotation))
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                    "%s: negotiation result struct_size is too small to hold a video output format", self->tag);
+    *video = input->video;
+    if (video->pixel_format != RAWFX_PIXEL_I420)
+        return fail(self, RAWFX_ERR_UNSUPPORTED,
+                    "%s: pixel format %u is not supported; this filter accepts only I420 (RAWFX_PIXEL_I420 = %u)",
+                    self->tag, video->pixel_format, (unsigned)RAWFX_PIXEL_I420);
+    if (video->width == 0 || video->height == 0)
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                    "%s: input size %ux%u is empty; width and height must be 1..%u",
+                    self->tag, video->width, video->height, YUV_MAX_DIMENSION);
+    if (video->width > YUV_MAX_DIMENSION || video->height > YUV_MAX_DIMENSION)
+        return fail(self, RAWFX_ERR_UNSUPPORTED,
+                    "%s: input size %ux%u is too large; width and height must be 1..%u",
+                    self->tag, video->width, video->height, YUV_MAX_DIMENSION);
+    return RAWFX_OK;
+}
+
+static rawfx_status check_output_size(yuv_instance *self, uint32_t width, uint32_t height) {
+    if ((width | height) & 1u)
+        return fail(self, RAWFX_ERR_UNSUPPORTED,
+                    "%s: output size %ux%u is odd; I420 needs even width and height", self->tag, width, height);
+    return RAWFX_OK;
+}
+
+/* Check one plane pointer and stride against the row width it must hold. */
+static int plane_ok(const uint8_t *plane, int32_t stride, uint32_t row_bytes) {
+    return plane != NULL && stride > 0 && (uint32_t)stride >= row_bytes;
+}
+
+/* Validate a frame pair against the configured format. Runs in process:
+ * messages only, no allocation. */
+static rawfx_status check_frames(yuv_instance *self, const rawfx_video_frame *in,
+                                 const rawfx_video_frame *out) {
+    if (!self->configured)
+        return fail(self, RAWFX_ERR_STATE, "%s: process before a successful configure", self->tag);
+    if (in == NULL || out == NULL || in == out)
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                    "%s: process needs two distinct frames (the filter is out of place)", self->tag);
+    if (in->struct_size < sizeof(rawfx_video_frame) || out->struct_size < sizeof(rawfx_video_frame))
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                    "%s: frame struct_size in=%u out=%u is smaller than %zu", self->tag,
+                    in->struct_size, out->struct_size, sizeof(rawfx_video_frame));
+    if (in->pixel_format != RAWFX_PIXEL_I420)
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                    "%s: frame pixel format %u is not I420 (%u), the configured format", self->tag,
+                    in->pixel_format, (unsigned)RAWFX_PIXEL_I420);
+    if (in->width != self->in_width || in->height != self->in_height)
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                    "%s: frame is %ux%u but the filter was configured for %ux%u; configure again when the size changes",
+                    self->tag, in->width, in->height, self->in_width, self->in_height);
+    uint32_t in_cw = (in->width + 1) / 2;
+    if (!plane_ok(in->planes[0], in->strides[0], in->width) ||
+        !plane_ok(in->planes[1], in->strides[1], in_cw) || !plane_ok(in->planes[2], in->strides[2], in_cw))
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                    "%s: input frame has a missing plane or a stride shorter than its row (strides %d/%d/%d for width %u)",
+                    self->tag, in->strides[0], in->strides[1], in->strides[2], in->width);
+    uint32_t out_cw = self->out_width / 2;
+    if (!plane_ok(out->planes[0], out->strides[0], self->out_width) ||
+        !plane_ok(out->planes[1], out->strides[1], out_cw) || !plane_ok(out->planes[2], out->strides[2], out_cw))
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                    "%s: output frame has a missing plane or a stride shorter than its row (strides %d/%d/%d for width %u)",
+                    self->tag, out->strides[0], out->strides[1], out->strides[2], self->out_width);
+    return RAWFX_OK;
+}
+
+static void finish_frame(const yuv_instance *self, const rawfx_video_frame *in,
+                         rawfx_video_frame *out, uint32_t rotation) {
+    out->struct_size = sizeof(rawfx_video_frame);
+    out->width = self->out_width;
+    out->height = self->out_height;
+    out->pixel_format = RAWFX_PIXEL_I420;
+    out->color_range = in->color_range;
+    out->rotation = rotation;
+    out->timestamp_us = in->timestamp_us;
+}
+
+/* ------------------------------------------------------------------ scale -- */
+
+static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format *in,
+                                    rawfx_negotiation *result) {
+    uint64_t w = self->scale_width, h = self->scale_height;
+    if (w == 0 && h == 0) {
+        w = in->width;
+        h = in->height;
+    } else if (h == 0) {
+        h = round_even(w * in->height, in->width);
+    } else if (w == 0) {
+        w = round_even(h * in->width, in->height);
+    }
+    if (w > YUV_MAX_DIMENSION || h > YUV_MAX_DIMENSION)
+        return fail(self, RAWFX_ERR_UNSUPPORTED,
+                    "scale: output size %llux%llu (following the %ux%u input aspect ratio) is larger than %u; "
+                    "set both width and height", (unsigned long long)w, (unsigned long long)h,
+                    in->width, in->height, YUV_MAX_DIMENSION);
+    rawfx_status status = check_output_size(self, (uint32_t)w, (uint32_t)h);
+    if (status != RAWFX_OK) return status;
+    self->out_width = (uint32_t)w;
+    self->out_height = (uint32_t)h;
+    self->geometry = compute_scale_geometry(self->scale_mode, in->width, in->height,
+                                            self->out_width, self->out_height);
+    result->output.video.width = self->out_width;
+    result->output.video.height = self->out_height;
+    return RAWFX_OK;
+}
+
+static rawfx_status scale_process(const rawfx_filter *filter, const rawfx_video_frame *in,
+                                  rawfx_video_frame *out) {
+    yuv_instance *self = instance_of(filter);
+    clear_error(self);
+    rawfx_status status = check_frames(self, in, out);
+    if (status != RAWFX_OK) return status;
+
+    const scale_geometry *g = &self->geometry;
+    const int ow = (int)self->out_width, oh = (int)self->out_height;
+    uint8_t *const *dp = out->planes;
+    const int32_t *ds = out->strides;
+
+    if (g->dst_w != ow || g->dst_h != oh) {
+        /* fit: paint the bars (only the bars) with black of the frame's range */
+        const int black_y = in->color_range == RAWFX_RANGE_FULL ? 0 : 16;
+        const int bottom = g->dst_y + g->dst_h, right = g->dst_x + g->dst_w;
+        if (g->dst_y > 0)
+            I420Rect(dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], 0, 0, ow, g->dst_y, black_y, 128, 128);
+        if (bottom < oh)
+            I420Rect(dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], 0, bottom, ow, oh - bottom, black_y, 128, 128);
+        if (g->dst_x > 0)
+            I420Rect(dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], 0, g->dst_y, g->dst_x, g->dst_h, black_y, 128, 128);
+        if (right < ow)
+            I420Rect(dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], right, g->dst_y, ow - right, g->dst_h,
+                     black_y, 128, 128);
+    }
+
+    const int sx = g->src_x, sy = g->src_y, dx = g->dst_x, dy = g->dst_y;
+    int rc = I420Scale(in->planes[0] + (ptrdiff_t)sy * in->strides[0] + sx, in->strides[0],
+                       in->planes[1] + (ptrdiff_t)(sy / 2) * in->strides[1] + sx / 2, in->strides[1],
+                       in->planes[2] + (ptrdiff_t)(sy / 2) * in->strides[2] + sx / 2, in->strides[2],
+                       g->src_w, g->src_h,
+                       dp[0] + (ptrdiff_t)dy * ds[0] + dx, ds[0],
+                       dp[1] + (ptrdiff_t)(dy / 2) * ds[1] + dx / 2, ds[1],
+                       dp[2] + (ptrdiff_t)(dy / 2) * ds[2] + dx / 2, ds[2],
+                       g->dst_w, g->dst_h, (enum FilterMode)self->scale_filter);
+    if (rc != 0)
+        return fail(self, RAWFX_ERR_INTERNAL, "scale: libyuv I420Scale failed (%d) for %dx%d -> %dx%d",
+                    rc, g->src_w, g->src_h, g->dst_w, g->dst_h);
+    finish_frame(self, in, out, in->rotation);
+    return RAWFX_OK;
+}
+
+/* ----------------------------------------------------------------- rotate -- */
+
+static void rotate_free_scratch(yuv_instance *self) {
+    free(self->scratch);
+    self->scratch = NULL;
+    memset(self->scratch_planes, 0, sizeof self->scratch_planes);
+    memset(self->scratch_strides, 0, sizeof self->scratch_strides);
+}
+
+static rawfx_status rotate_configure(yuv_instance *self, const rawfx_video_format *in,
+                                     rawfx_negotiation *result) {
+    int angle = self->rotate_angle_set;
+    uint32_t degrees;
+    if (angle == ROTATE_ANGLE_AUTO) {
+        if (!rotation_is_valid(in->rotation))
+            return fail(self, RAWFX_ERR_UNSUPPORTED,
+                        "rotate: angle=auto needs rotation metadata of 0, 90, 180 or 270; the input says %u",
+                        in->rotation);
+        degrees = in->rotation;
+    } else {
+        degrees = (uint32_t)angle * 90;
+    }
+    const int swap = degrees == 90 || degrees == 270;
+    const uint32_t ow = swap ? in->height : in->width, oh = swap ? in->width : in->height;
+    rawfx_status status = check_output_size(self, ow, oh);
+    if (status != RAWFX_OK) return status;
+
+    /* Rotating by 90/270 and then mirroring goes through one frame of scratch.
+     * Allocate it whenever the angle is a quarter turn, so that mirror can be
+     * switched on between frames without a configure. */
+    rotate_free_scratch(self);
+    if (swap) {
+        const size_t y_size = (size_t)ow * oh, c_size = (size_t)(ow / 2) * (oh / 2);
+        self->scratch = malloc(y_size + 2 * c_size);
+        if (self->scratch == NULL)
+            return fail(self, RAWFX_ERR_OUT_OF_MEMORY, "rotate: cannot allocate a %ux%u scratch frame", ow, oh);
+        self->scratch_planes[0] = self->scratch;
+        self->scratch_planes[1] = self->scratch + y_size;
+        self->scratch_planes[2] = self->scratch + y_size + c_size;
+        self->scratch_strides[0] = (int)ow;
+        self->scratch_strides[1] = self->scratch_strides[2] = (int)(ow / 2);
+    }
+    self->rotate_angle = angle;
+    self->out_width = ow;
+    self->out_height = oh;
+    result->output.video.width = ow;
+    result->output.video.height = oh;
+    if (angle == ROTATE_ANGLE_AUTO) result->output.video.rotation = 0;
+    return RAWFX_OK;
+}
+
+static rawfx_status rotate_process(const rawfx_filter *filter, const rawfx_video_frame *in,
+                                   rawfx_video_frame *out) {
+    yuv_instance *self = instance_of(filter);
+    clear_error(self);
+    rawfx_status status = check_frames(self, in, out);
+    if (status != RAWFX_OK) return status;
+
+    uint32_t degrees;
+    if (self->rotate_angle == ROTATE_ANGLE_AUTO) {
+        degrees = in->rotation;
+        /* The output buffer was sized at configure: a frame may turn by 180
+         * degrees against the negotiated metadata, not by a quarter turn. */
+        if (!rotation_is_valid(degrees) || (degrees % 180) != (self->in_rotation % 180))
+            return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
+                        "rotate: angle=auto: frame rotation %u does not fit the negotiated %u (output %ux%u); "
+                        "configure again when the rotation changes by a quarter turn",
+                        in->rotation, self->in_rotation, self->out_width, self->out_height);
+    } else {
+        degrees = (uint32_t)self->rotate_angle * 90;
+    }
+
+    const int w = (int)in->width, h = (int)in->height;
+    uint8_t *const *sp = in->planes;
+    const int32_t *ss = in->strides;
+    uint8_t *const *dp = out->planes;
+    const int32_t *ds = out->strides;
+    const int mirror = self->rotate_mirror;
+    int rc;
+    switch (degrees) {
+    case 0:
+        rc = mirror ? I420Mirror(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, h)
+                    : I420Copy(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, h);
+        break;
+    case 180:
+        /* A negative height reads the source bottom up: mirroring that is a
+         * half turn, copying it is a half turn plus a left-right flip. */
+        rc = mirror ? I420Copy(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, -h)
+                    : I420Mirror(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, -h);
+        break;
+    default: {
+        const enum RotationMode mode = degrees == 90 ? kRotate90 : kRotate270;
+        if (mirror) {
+            uint8_t *const *tp = self->scratch_planes;
+            const int *ts = self->scratch_strides;
+            rc = I420Rotate(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], tp[0], ts[0], tp[1], ts[1], tp[2], ts[2], w, h, mode);
+            if (rc == 0)
+                rc = I420Mirror(tp[0], ts[0], tp[1], ts[1], tp[2], ts[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], h, w);
+        } else {
+            rc = I420Rotate(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, h, mode);
+        }
+        break;
+    }
+    }
+    if (rc != 0)
+        return fail(self, RAWFX_ERR_INTERNAL, "rotate: libyuv failed (%d) rotating %dx%d by %u", rc, w, h, degrees);
+    finish_frame(self, in, out, self->rotate_angle == ROTATE_ANGLE_AUTO ? 0 : in->rotation);
+    return RAWFX_OK;
+}
+
+/* ----------------------------------------------------------------- mirror -- */
+
+static rawfx_status mirror_configure(yuv_instance *self, const rawfx_video_format *in,
+                                     rawfx_negotiation *result) {
+    (void)result; /* the output format is the input format */
+    rawfx_status status = check_output_size(self, in->width, in->height);
+    if (status != RAWFX_OK) return status;
+    self->out_width = in->width;
+    self->out_height = in->height;
+    return RAWFX_OK;
+}
+
+static rawfx_status mirror_process(const rawfx_filter *filter, const rawfx_video_frame *in,
+                                   rawfx_video_frame *out) {
+    yuv_instance *self = instance_of(filter);
+    clear_error(self);
+    rawfx_status status = check_frames(self, in, out);
+    if (status != RAWFX_OK) return status;
+    const int w = (int)in->width, h = (int)in->height;
+    uint8_t *const *sp = in->planes;
+    const int32_t *ss = in->strides;
+    uint8_t *const *dp = out->planes;
+    const int32_t *ds = out->strides;
+    int rc = self->mirror_vertical
+        ? I420Copy(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, -h)
+        : I420Mirror(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, h);
+    if (rc != 0)
+        return fail(self, RAWFX_ERR_INTERNAL, "mirror: libyuv failed (%d) on %dx%d", rc, w, h);
+    finish_frame(self, in, out, in->rotation);
+    return RAWFX_OK;
+}
+
+/* ------------------------------------------------------ shared callbacks -- */
+
+static void yuv_destroy(const rawfx_filter *filter) {
+    yuv_instance *self = instance_of(filter);
+    if (self == NULL) return;
+    rotate_free_scratch(self);
+    free(self);
+}
+
+static rawfx_status yuv_set_param(const rawfx_filter *filter, uint32_t index, const rawfx_param_value *value) {
+    yuv_instance *self = instance_of(filter);
+    clear_error(self);
+    const rawfx_filter_descriptor *descriptor = filter->descriptor;
+    if (index >= descriptor->param_count)
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: no parameter number %u (it has %u)",
+                    self->tag, index, descriptor->param_count);
+    const rawfx_param_descriptor *param = &descriptor->params[index];
+    if (value == NULL || value->struct_size < FIELD_END(rawfx_param_value, int_value))
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: %s: missing value or value struct_size too small",
+                    self->tag, param->id);
+    if (value->type != param->type)
+        return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: %s: value of type %u, expected type %u",
+                    self->tag, param->id, value->type, param->type);
+    const int64_t v = value->int_value;
+    switch (param->type) {
+    case RAWFX_PARAM_INT:
+        if (v < (int64_t)param->min_value || v > (int64_t)param->max_value)
+            return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: %s=%lld is out of range %.0f..%.0f %s",
+                        self->tag, param->id, (long long)v, param->min_value, param->max_value, param->unit);
+        break;
+    case RAWFX_PARAM_BOOL:
+        if (v != 0 && v != 1)
+            return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: %s=%lld is not a boolean (0 or 1)",
+                        self->tag, param->id, (long long)v);
+        break;
+    case RAWFX_PARAM_ENUM:
+        if (v < 0 || v >= (int64_t)param->enum_count)
+            return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: %s: index %lld is not one of the %u choices",
+                        self->tag, param->id, (long long)v, param->enum_count);
+        break;
+    default:
+        return fail(self, RAWFX_ERR_INTERNAL, "%s: %s has an unexpected type", self->tag, param->id);
+    }
+
+    switch (self->kind) {
+    case KIND_SCALE:
+        switch (index) {
+        case SCALE_PARAM_WIDTH: self->scale_width = (uint32_t)v; break;   /* at next configure */
+        case SCALE_PARAM_HEIGHT: self->scale_height = (uint32_t)v; break; /* at next configure */
+        case SCALE_PARAM_FILTER: self->scale_filter = (int)v; break;
+        case SCALE_PARAM_MODE:
+            self->scale_mode = (int)v;
+            if (self->configured)
+                self->geometry = compute_scale_geometry(self->scale_mode, self->in_width, self->in_height,
+                                                        self->out_width, self->out_height);
+            break;
+        }
+        break;
+    case KIND_ROTATE:
+        if (index == ROTATE_PARAM_ANGLE) self->rotate_angle_set = (int)v; /* at next configure */
+        else self->rotate_mirror = (int)v;
+        break;
+    case KIND_MIRROR:
+        self->mirror_vertical = (int)v;
+        break;
+    }
+    return RAWFX_OK;
+}
+
+static rawfx_status yuv_configure(const rawfx_filter *filter, const rawfx_format *input,
+                                  rawfx_negotiation *result) {
+    yuv_instance *self = instance_of(filter);
+    clear_error(self);
+    self->configured = 0; /* a failed configure leaves the instance unconfigured */
+    rawfx_video_format video;
+    rawfx_status status = read_video_input(self, input, result, &video);
+    if (status != RAWFX_OK) return status;
+    switch (self->kind) {
+    case KIND_SCALE: status = scale_configure(self, &video, result); break;
+    case KIND_ROTATE: status = rotate_configure(self, &video, result); break;
+    case KIND_MIRROR: status = mirror_configure(self, &video, result); break;
+    }
+    if (status != RAWFX_OK) return status;
+    self->in_width = video.width;
+    self->in_height = video.height;
+    self->in_rotation = video.rotation;
+    self->configured = 1;
+    return RAWFX_OK;
+}
+
+static void yuv_reset(const rawfx_filter *filter) {
+    /* No history: every frame is processed on its own. */
+    clear_error(instance_of(filter));
+}
+
+static const char *yuv_get_error(const rawfx_filter *filter) {
+    yuv_instance *self = instance_of(filter);
+    return self ? self->error : "";
+}
+
+/* ----------------------------------------------------------- descriptors -- */
+
+static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor, char *error, size_t error_capacity);
+
+enum { FILTER_SCALE, FILTER_ROTATE, FILTER_MIRROR, FILTER_COUNT };
+
+static const rawfx_filter_descriptor yuv_descriptors[FILTER_COUNT] = {
+    [FILTER_SCALE] = {
+        .struct_size = sizeof(rawfx_filter_descriptor),
+        .id = "scale",
+        .name = "Scale",
+        .version = YUV_PLUGIN_VERSION,
+        .description = "Resizes I420 video with libyuv: stretch to the new size, fit it inside with "
+                       "black bars, or fill it by cropping the centre.",
+        .media_kind = RAWFX_MEDIA_VIDEO,
+        .processing = RAWFX_PROCESS_OUT_OF_PLACE,
+        .params = scale_params,
+        .param_count = SCALE_PARAM_COUNT,
+        .create = yuv_create,
+    },
+    [FILTER_ROTATE] = {
+        .struct_size = sizeof(rawfx_filter_descriptor),
+        .id = "rotate",
+        .name = "Rotate",
+        .version = YUV_PLUGIN_VERSION,
+        .description = "Turns I420 video by quarter turns clockwise, optionally mirrored; angle=auto "
+                       "uprights frames by their rotation metadata.",
+        .media_kind = RAWFX_MEDIA_VIDEO,
+        .processing = RAWFX_PROCESS_OUT_OF_PLACE,
+        .params = rotate_params,
+        .param_count = ROTATE_PARAM_COUNT,
+        .create = yuv_create,
+    },
+    [FILTER_MIRROR] = {
+        .struct_size = sizeof(rawfx_filter_descriptor),
+        .id = "mirror",
+        .name = "Mirror",
+        .version = YUV_PLUGIN_VERSION,
+        .description = "Flips I420 video left to right (or top to bottom with vertical=true).",
+        .media_kind = RAWFX_MEDIA_VIDEO,
+        .processing = RAWFX_PROCESS_OUT_OF_PLACE,
+        .params = mirror_params,
+        .param_count = MIRROR_PARAM_COUNT,
+        .create = yuv_create,
+    },
+};
+
+static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor, char *error, size_t error_capacity) {
+    int which = -1;
+    for (int i = 0; i < FILTER_COUNT; i++)
+        if (descriptor == &yuv_descriptors[i]) which = i;
+    if (which < 0) {
+        if (error != NULL && error_capacity > 0)
+            snprintf(error, error_capacity, "rawfx-yuv: create was given a descriptor this plugin does not own");
+        return NULL;
+    }
+    yuv_instance *self = calloc(1, sizeof *self);
+    if (self == NULL) {
+        if (error != NULL && error_capacity > 0)
+            snprintf(error, error_capacity, "%s: out of memory creating an instance", descriptor->id);
+        return NULL;
+    }
+    self->filter.struct_size = sizeof(rawfx_filter);
+    self->filter.descriptor = descriptor;
+    self->filter.filter_data = self;
+    self->filter.destroy = yuv_destroy;
+    self->filter.set_param = yuv_set_param;
+    self->filter.configure = yuv_configure;
+    self->filter.process_audio = NULL;
+    self->filter.reset = yuv_reset;
+    self->filter.get_error = yuv_get_error;
+    self->filter.get_extension = NULL;
+    self->tag = descriptor->id;
+    switch (which) {
+    case FILTER_SCALE:
+        self->kind = KIND_SCALE;
+        self->filter.process_video = scale_process;
+        self->scale_width = (uint32_t)scale_params[SCALE_PARAM_WIDTH].default_value;
+        self->scale_height = (uint32_t)scale_params[SCALE_PARAM_HEIGHT].default_value;
+        self->scale_filter = (int)scale_params[SCALE_PARAM_FILTER].default_value;
+        self->scale_mode = (int)scale_params[SCALE_PARAM_MODE].default_value;
+        break;
+    case FILTER_ROTATE:
+        self->kind = KIND_ROTATE;
+        self->filter.process_video = rotate_process;
+        self->rotate_angle_set = (int)rotate_params[ROTATE_PARAM_ANGLE].default_value;
+        self->rotate_angle = self->rotate_angle_set;
+        self->rotate_mirror = (int)rotate_params[ROTATE_PARAM_MIRROR].default_value;
+        break;
+    default:
+        self->kind = KIND_MIRROR;
+        self->filter.process_video = mirror_process;
+        self->mirror_vertical = (int)mirror_params[MIRROR_PARAM_VERTICAL].default_value;
+        break;
+    }
+    return &self->filter;
+}
+
+/* ------------------------------------------------------------------ entry -- */
+
+static rawfx_status yuv_init(const rawfx_host_info *host, char *error, size_t error_capacity) {
+    if (host == NULL || host->struct_size < FIELD_END(rawfx_host_info, abi)) {
+        if (error != NULL && error_capacity > 0)
+            snprintf(error, error_capacity, "rawfx-yuv: the host passed no ABI version");
+        return RAWFX_ERR_VERSION;
+    }
+    if (host->abi.major != RAWFX_ABI_MAJOR) {
+        if (error != NULL && error_capacity > 0)
+            snprintf(error, error_capacity, "rawfx-yuv: built for ABI %u.%u; the host speaks %u.%u",
+                     RAWFX_ABI_MAJOR, RAWFX_ABI_MINOR, host->abi.major, host->abi.minor);
+        return RAWFX_ERR_VERSION;
+    }
+    return RAWFX_OK;
+}
+
+static void yuv_deinit(void) {}
+
+static uint32_t yuv_filter_count(void) { return FILTER_COUNT; }
+
+static const rawfx_filter_descriptor *yuv_filter_descriptor(uint32_t index) {
+    return index < FILTER_COUNT ? &yuv_descriptors[index] : NULL;
+}
+
+/* The one exported symbol (rawfx.h, RAWFX_ENTRY_SYMBOL): a function that
+ * returns the static entry. */
+static const rawfx_plugin_entry yuv_plugin_entry = {
+    .struct_size = sizeof(rawfx_plugin_entry),
+    .abi = RAWFX_ABI_VERSION_INIT,
+    .plugin_name = YUV_PLUGIN_NAME,
+    .plugin_version = YUV_PLUGIN_VERSION,
+    .init = yuv_init,
+    .deinit = yuv_deinit,
+    .filter_count = yuv_filter_count,
+    .filter_descriptor = yuv_filter_descriptor,
+};
+
+RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void) { return &yuv_plugin_entry; }
