@@ -134,8 +134,8 @@ typedef struct rawfx_negotiation {
     rawfx_format output;
     /* Audio: the exact number of frames (samples per channel) every process
      * call must carry, or 0 for any count. SpeexDSP filters ask for 10 ms
-     * (sample_rate / 100); the host re-blocks so the filter never sees another
-     * size. Ignored for video. */
+     * (sample_rate / 100, rounded up for rates like 22050); the host re-blocks
+     * so the filter never sees another size. Ignored for video. */
     uint32_t block_frames;
     /* Audio out-of-place: the most output frames one process call can write
      * (the host sizes its pool buffer from this); 0 means "block_frames, or
@@ -282,7 +282,8 @@ struct rawfx_filter {
     void (*reset)(const rawfx_filter *filter);
 
     /* [any, about this instance] The message for the last failed call, or "".
-     * Owned by the instance, valid until its next call. */
+     * Owned by the instance, valid until its next call of any function other
+     * than get_error itself. */
     const char *(*get_error)(const rawfx_filter *filter);
 
     /* [control] Optional (may be NULL): an extension by string id, e.g.
