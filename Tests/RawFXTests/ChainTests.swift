@@ -171,9 +171,10 @@ final class ChainTests: XCTestCase {
     // MARK: Swapping chains while frames flow
 
     func testSwapBetweenFramesWhileFramesFlowFromAnotherThread() throws {
-        // Each chain stamps twice: the old one +1 +1, the new one +10 +10. A frame run half by
-        // each would read +11. Every frame must be +2 or +20, none missing, and once the new
-        // chain has taken over no frame may go back (the swaps alternate A, B, A, B ...).
+        // Each chain stamps twice: one kind +1 +1, the other +10 +10. A frame run half by each
+        // would read +11. Every frame must be +2 or +20, none missing, and the result may only
+        // change where the processing thread took a new chain (two quick replaces may install
+        // the same kind again, so the swap count alone does not say which kind is in force).
         let chains = [try VideoChain("stamp=value=1,stamp=value=1", registry: registry),
                       try VideoChain("stamp=value=10,stamp=value=10", registry: registry)]
         let swappable = SwappableVideoChain(chains[0])
@@ -208,10 +209,10 @@ final class ChainTests: XCTestCase {
         done.wait()
         XCTAssertEqual(results.filter { $0 != 2 && $0 != 20 }.count, 0, "a frame ran through parts of two chains")
         XCTAssertGreaterThan(swappable.swapCount, 2, "the test should swap while frames flow")
-        for i in 0..<frames {
-            // After n swaps the chain in force is chains[n % 2] (replacements alternate).
-            XCTAssertEqual(results[i], swapsSeen[i] % 2 == 0 ? 2 : 20, "frame \(i)")
-            if results[i] != (swapsSeen[i] % 2 == 0 ? 2 : 20) { break }
+        XCTAssertTrue(results.contains(2) && results.contains(20), "both chains ran frames")
+        for i in 1..<frames where swapsSeen[i] == swapsSeen[i - 1] && results[i] != results[i - 1] {
+            XCTFail("frame \(i) changed chains without a swap")
+            break
         }
     }
 }
