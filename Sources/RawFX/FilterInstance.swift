@@ -44,10 +44,13 @@ public final class FilterInstance: @unchecked Sendable {
 
     deinit { filter.pointee.destroy(filter) }
 
-    /// The instance's message for its last failed call (`get_error`).
+    /// The instance's message for its last failed call (`get_error`). A leading "<id>: ",
+    /// which C plugins often add, is dropped: the engine's errors already name the filter.
     public var lastError: String {
         guard let p = filter.pointee.get_error(filter) else { return "" }
-        return String(cString: p)
+        let message = String(cString: p)
+        let prefix = type.id + ": "
+        return message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
     }
 
     /// Parses and sets a parameter from its chain text (`set_param`).

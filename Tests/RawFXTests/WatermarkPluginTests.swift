@@ -669,7 +669,7 @@ final class WatermarkPluginTests: XCTestCase {
             guard case .refused(filter: "watermark", _, let message) = $0 else {
                 return XCTFail("expected refused, got \($0)", file: file, line: line)
             }
-            XCTAssertTrue(message.hasPrefix("watermark: \(path): "), message, file: file, line: line)
+            XCTAssertTrue(message.hasPrefix("\(path): "), message, file: file, line: line)
             XCTAssertTrue(message.contains(reason), "'\(message)' should say '\(reason)'", file: file, line: line)
         }
     }
@@ -711,7 +711,7 @@ final class WatermarkPluginTests: XCTestCase {
         let chain = try VideoChain("watermark=image=''", registry: registry)
         XCTAssertThrowsChainError(try chain.negotiate(VideoFormat(width: 16, height: 16))) {
             guard case .refused(filter: "watermark", _, let message) = $0 else { return XCTFail("\($0)") }
-            XCTAssertEqual(message, "watermark: no image; set image=<path to a PNG file>")
+            XCTAssertEqual(message, "no image; set image=<path to a PNG file>")
         }
     }
 

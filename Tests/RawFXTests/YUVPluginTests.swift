@@ -138,12 +138,12 @@ final class YUVPluginTests: XCTestCase {
     func testRotateRefusesOddSizesAndUnknownMetadata() throws {
         XCTAssertThrowsChainError(try VideoChain("rotate", registry: registry).negotiate(VideoFormat(width: 33, height: 20))) {
             guard case .refused("rotate", _, let message) = $0 else { return XCTFail("\($0)") }
-            XCTAssertEqual(message, "rotate: output size 20x33 is odd; I420 needs even width and height")
+            XCTAssertEqual(message, "output size 20x33 is odd; I420 needs even width and height")
         }
         XCTAssertThrowsChainError(try VideoChain("rotate=angle=auto", registry: registry)
             .negotiate(VideoFormat(width: 32, height: 20, rotation: 45))) {
             guard case .refused("rotate", _, let message) = $0 else { return XCTFail("\($0)") }
-            XCTAssertEqual(message, "rotate: angle=auto needs rotation metadata of 0, 90, 180 or 270; the input says 45")
+            XCTAssertEqual(message, "angle=auto needs rotation metadata of 0, 90, 180 or 270; the input says 45")
         }
     }
 
@@ -260,13 +260,13 @@ final class YUVPluginTests: XCTestCase {
         let chain = try VideoChain("scale=width=1279:height=720", registry: registry)
         XCTAssertThrowsChainError(try chain.negotiate(VideoFormat(width: 1920, height: 1080))) {
             guard case .refused("scale", _, let message) = $0 else { return XCTFail("\($0)") }
-            XCTAssertEqual(message, "scale: output size 1279x720 is odd; I420 needs even width and height")
+            XCTAssertEqual(message, "output size 1279x720 is odd; I420 needs even width and height")
             XCTAssertEqual($0.description, "scale refused 1920x1080 I420 limited range: " + message)
         }
         // Keeping an odd input size is refused the same way; an odd input scaled to even is fine.
         XCTAssertThrowsChainError(try VideoChain("scale", registry: registry).negotiate(VideoFormat(width: 641, height: 480))) {
             guard case .refused("scale", _, let message) = $0 else { return XCTFail("\($0)") }
-            XCTAssertEqual(message, "scale: output size 641x480 is odd; I420 needs even width and height")
+            XCTAssertEqual(message, "output size 641x480 is odd; I420 needs even width and height")
         }
         let odd = patternBuffer(width: 63, height: 37, extraStride: 1, seed: 7)
         XCTAssertEqual(try run("scale=width=32:height=20", odd).picture, libyuvScale(odd, to: 32, 20, filter: 2))
