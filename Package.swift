@@ -65,8 +65,11 @@ let package = Package(
         // Plugins: each is its own .so.
         .target(name: "WatermarkPlugin", dependencies: ["RawFXPluginKit", "CLibPNG", "CLibYUV"],
                 path: "Plugins/Watermark"),
-        .target(name: "YUVPlugin", dependencies: ["CRawFX", "CLibYUV"], path: "Plugins/YUV"),
-        .target(name: "SpeexPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speex"),
+        // C targets do not inherit a system module's `link`: name the library here.
+        .target(name: "YUVPlugin", dependencies: ["CRawFX", "CLibYUV"], path: "Plugins/YUV",
+                linkerSettings: [.linkedLibrary("yuv")]),
+        .target(name: "SpeexPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speex",
+                linkerSettings: [.linkedLibrary("speexdsp")]),
         .target(name: "BasicsPlugin", dependencies: ["RawFXPluginKit"], path: "Plugins/Basics"),
 
         .executableTarget(

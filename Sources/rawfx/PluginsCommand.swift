@@ -1,0 +1,150 @@
+import ArgumentParser
+import Foundation
+import RawFX
+
+struct PluginsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plugins",
+        abstract: "List every filter on the plugin path with its parameters.",
+        discussion: """
+        For each filter: its id (the name used in chains), media kind, whether it works in place, \
+        the plugin file, and each parameter with its type, default, allowed range or values, unit \
+        and help. A plugin file that fails to load is listed with the reason; it never stops the \
+        listing, and the exit status stays 0.
+
+        Examples:
+          rawfx plugins
+          rawfx plugins --json | jq '.filters[].id'
+          rawfx plugins --plugin-path ./build/plugins
+        """)
+
+    @Flag(help: "Print JSON (filters, parameters, failures, search path) instead of text.")
+    var json = false
+
+    @Option(name: .customLong("plugin-path"),
+            help: ArgumentHelp("A directory (or .so file) to search first; repeatable.", valueName: "dir"))
+    var pluginPath: [String] = []
+
+    func run() throws {
+        let path = PluginRegistry.searchPath(explicit: pluginPath)
+        let registry = PluginRegistry()
+        registry.scan(path)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data = try encoder.encode(Listing(registry: registry, searchPath: path))
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            printText(registry, searchPath: path)
+        }
+    }
+
+    private func printText(_ registry: PluginRegistry, searchPath: [String]) {
+        print("Plugin path: \(searchPath.joined(separator: ":"))")
+        let types = registry.filterTypes
+        if types.isEmpty { print("\nNo filters found.") }
+        for type in types {
+            let library = type.library
+            print("\n\(type.id)  \(type.mediaKind), \(type.processing) — \(library.name) \(library.version) (\(library.path))")
+            if !type.summary.isEmpty { print("    \(type.summary)") }
+            if type.parameters.isEmpty { print("    (no parameters)") }
+            for p in type.parameters {
+                var line = "    \(p.id)=\(p.type.description.uppercased())".padding(toLength: 26, withPad: " ", startingAt: 0)
+                var facts: [String] = []
+                if let d = p.defaultValue { facts.append("default \(d)") }
+                facts.append(p.allowed)
+                if p.isRequired { facts.append("required") }
+                if p.needsReconfigure { facts.append("takes effect at the next configure") }
+                line += facts.joined(separator: "; ")
+                print(line)
+                if !p.help.isEmpty { print(String(repeating: " ", count: 26) + p.help) }
+            }
+        }
+        if !registry.failures.isEmpty {
+            print("\nPlugin files that failed to load (\(registry.failures.count)):")
+            for failure in registry.failures { print("    \(failure.description)") }
+        }
+    }
+}
+
+/// The JSON form of `rawfx plugins --json`.
+struct Listing: Encodable {
+    struct Parameter: Encodable {
+        var id: String
+        var name: String
+        var type: String
+        var `default`: JSONValue?
+        var min: Double?
+        var max: Double?
+        var values: [String]?
+        var unit: String
+        var help: String
+        var allowed: String
+        var required: Bool
+        var path: Bool
+        var reconfigure: Bool
+    }
+    struct Filter: Encodable {
+        var id: String
+        var name: String
+        var version: String
+        var description: String
+        var kind: String
+        var processing: String
+        var plugin: String
+        var pluginName: String
+        var pluginVersion: String
+        var parameters: [Parameter]
+    }
+    struct Failure: Encodable {
+        var path: String
+        var error: String
+    }
+    var searchPath: [String]
+    var filters: [Filter]
+    var failures: [Failure]
+
+    init(registry: PluginRegistry, searchPath: [String]) {
+        self.searchPath = searchPath
+        filters = registry.filterTypes.map { t in
+            Filter(id: t.id, name: t.name, version: t.version, description: t.summary,
+                   kind: t.mediaKind.description, processing: t.processing == .inPlace ? "in-place" : "out-of-place",
+                   plugin: t.library.path, pluginName: t.library.name, pluginVersion: t.library.version,
+                   parameters: t.parameters.map { p in
+                       var values: [String]?
+                       if case .enumeration(let names) = p.type { values = names }
+                       return Parameter(id: p.id, name: p.name, type: p.type.description,
+                                        default: p.defaultValue.map(JSONValue.init), min: p.range?.lowerBound,
+                                        max: p.range?.upperBound, values: values, unit: p.unit, help: p.help,
+                                        allowed: p.allowed, required: p.isRequired, path: p.isPath,
+                                        reconfigure: p.needsReconfigure)
+                   })
+        }
+        failures = registry.failures.map { Failure(path: $0.path, error: $0.description) }
+    }
+}
+
+/// A parameter value as its natural JSON type.
+enum JSONValue: Encodable {
+    case number(Double), integer(Int64), bool(Bool), string(String)
+
+    init(_ value: ParameterValue) {
+        switch value {
+        case .int(let v): self = .integer(v)
+        case .float(let v): self = .number(v)
+        case .bool(let v): self = .bool(v)
+        case .enumeration(_, let name): self = .string(name)
+        case .string(let s): self = .string(s)
+        }
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .number(let v): try c.encode(v)
+        case .integer(let v): try c.encode(v)
+        case .bool(let v): try c.encode(v)
+        case .string(let v): try c.encode(v)
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import ArgumentParser
+import RawFX
+
+struct RawfxCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rawfx",
+        abstract: "Frame effects for raw video (I420) and audio (16-bit PCM), with filters from plugins.",
+        discussion: """
+        Filters live in plugin files (.so) found in --plugin-path directories, then in \
+        $RAWFX_PLUGIN_PATH (colon-separated), then next to the rawfx executable. \
+        'rawfx plugins' lists them with every parameter.
+
+        A chain is FFmpeg's -vf syntax: filters separated by ',', each 'name=key=value:key=value' \
+        (or values in declared order, 'scale=1280:720'). Quote a value holding ':' or ',' with '…'.
+
+        Examples:
+          rawfx plugins                                   list filters and parameters
+          rawfx demo --output-dir /tmp/rawfx-demo         the whole pipeline on generated input
+          rawfx run --vf scale=width=1280:height=720 in.y4m out.y4m
+          rawfx run --af denoise=level=-30 noisy.wav clean.wav
+          ffmpeg -i in.mp4 -f yuv4mpegpipe - | rawfx run --vf rotate=angle=90 - - | ffmpeg -f yuv4mpegpipe -i - out.mp4
+        """,
+        version: RawFXHost.version,
+        subcommands: [PluginsCommand.self, RunCommand.self, DemoCommand.self])
+}

@@ -1,0 +1,238 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ArgumentParser
+import Foundation
+import RawFX
+import RawFXMedia
+
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a filter chain over a Y4M video or a WAV audio file or pipe.",
+        discussion: """
+        INPUT and OUTPUT are .y4m (video) or .wav (audio) paths, or - for standard input/output. \
+        With -, the input's format is read from its first bytes ('YUV4MPEG2' or 'RIFF') and the \
+        output has the same format. Without a chain, frames pass through unchanged.
+
+        Y4M: 8-bit 4:2:0 only (C420, C420jpeg, C420mpeg2, C420paldv, or no C tag), with the \
+        frame rate, interlace, aspect and X fields kept, and XCOLORRANGE=FULL|LIMITED for the \
+        range. Frame parameters on FRAME lines pass through. Convert other inputs with \
+        'ffmpeg -pix_fmt yuv420p -f yuv4mpegpipe'.
+        WAV: 16-bit integer PCM, any rate and channel count. On a pipe the sizes are written \
+        as 0xFFFFFFFF (unknown), which FFmpeg reads.
+
+        A progress line (frames, fps, ETA) appears when stderr is a terminal. A truncated input \
+        still leaves a valid output of every complete frame; rawfx then exits with status 1 \
+        saying how many frames it wrote.
+
+        Examples:
+          rawfx run --vf scale=width=1280:height=720 in.y4m out.y4m
+          rawfx run --vf 'watermark=image=logo.png:opacity=0.8,rotate=angle=90' --snapshot 0:first.png in.y4m out.y4m
+          rawfx run --af denoise=level=-30,resample=rate=16000 in.wav out.wav
+          ffmpeg -i in.mp4 -f yuv4mpegpipe - | rawfx run --vf rotate=angle=90 - - | ffmpeg -f yuv4mpegpipe -i - out.mp4
+          ffmpeg -i talk.m4a -f wav -c:a pcm_s16le - | rawfx run --af denoise - - | ffmpeg -f wav -i - talk-clean.m4a
+        """)
+
+    @Option(name: .customLong("vf"), help: ArgumentHelp("The video chain, e.g. scale=width=1280:height=720,rotate=angle=90.", valueName: "chain"))
+    var videoChain: String?
+
+    @Option(name: .customLong("af"), help: ArgumentHelp("The audio chain, e.g. denoise=level=-30.", valueName: "chain"))
+    var audioChain: String?
+
+    @Option(name: .customLong("plugin-path"),
+            help: ArgumentHelp("A directory (or .so file) to search for plugins first; repeatable.", valueName: "dir"))
+    var pluginPath: [String] = []
+
+    @Option(name: .customLong("snapshot"),
+            help: ArgumentHelp("Write frame N (counting from 0) as it leaves the chain to a PNG; repeatable.",
+                               valueName: "N:file.png"))
+    var snapshots: [String] = []
+
+    @Argument(help: ArgumentHelp("A .y4m or .wav file, or - for standard input.", valueName: "input"))
+    var input: String
+
+    @Argument(help: ArgumentHelp("A .y4m or .wav file (the input's format), or - for standard output.", valueName: "output"))
+    var output: String
+
+    func validate() throws {
+        _ = try parsedSnapshots()
+    }
+
+    func parsedSnapshots() throws -> [(frame: Int, path: String)] {
+        try snapshots.map { text in
+            guard let colon = text.firstIndex(of: ":"), let n = Int(text[..<colon]), n >= 0,
+                  text.index(after: colon) < text.endIndex else {
+                throw ValidationError("--snapshot '\(text)' is not of the form N:file.png (N = frame number from 0)")
+            }
+            return (n, String(text[text.index(after: colon)...]))
+        }.sorted { $0.frame < $1.frame }
+    }
+
+    func run() throws {
+        let registry = makeRegistry(pluginPath)
+        let source = try MediaInput(path: input)
+        let kind = try Container.of(input: source, path: input)
+        let outputKind = try Container.of(output: output, input: kind)
+        guard outputKind == kind else {
+            throw CLIError("the input is \(kind) and the output '\(output)' is \(outputKind); rawfx runs Y4M to Y4M and WAV to WAV")
+        }
+        var inputStat = stat(), outputStat = stat()
+        if output != "-", fstat(source.fileDescriptor, &inputStat) == 0, stat(output, &outputStat) == 0,
+           inputStat.st_dev == outputStat.st_dev, inputStat.st_ino == outputStat.st_ino {
+            throw CLIError("the output '\(output)' is the input file; writing it would destroy the input")
+        }
+        switch kind {
+        case .y4m:
+            if audioChain != nil {
+                throw CLIError("--af is an audio chain but the input is Y4M video; use --vf")
+            }
+            try runVideo(source, registry: registry)
+        case .wav:
+            if videoChain != nil {
+                throw CLIError("--vf is a video chain but the input is WAV audio; use --af")
+            }
+            if !snapshots.isEmpty { throw CLIError("--snapshot needs a Y4M video input") }
+            try runAudio(source, registry: registry)
+        }
+    }
+
+    // MARK: - Video
+
+    private func runVideo(_ source: MediaInput, registry: PluginRegistry) throws {
+        let chain: VideoChain
+        do { chain = try VideoChain(videoChain ?? "", registry: registry) } catch { throw explain(error, registry: registry) }
+        let reader = try Y4MReader(source)
+        let inFormat = reader.header.format
+        let outFormat = try chain.negotiate(inFormat)
+        let header = outputHeader(reader.header, input: inFormat, output: outFormat)
+        let writer = try Y4MWriter(MediaOutput(path: output), header: header)
+        let pending = try parsedSnapshots()
+        var nextSnapshot = 0
+        let progress = ProgressLine(total: reader.estimatedFrameCount, unit: "frames")
+        var index = 0
+        do {
+            while let frame = try reader.readFrame() {
+                let out = try chain.process(frame)
+                try writer.write(out, parameters: reader.frameParameters)
+                while nextSnapshot < pending.count && pending[nextSnapshot].frame == index {
+                    try PNGWriter.write(out, to: pending[nextSnapshot].path)
+                    nextSnapshot += 1
+                }
+                index += 1
+                progress.update(index)
+            }
+        } catch {
+            // Everything written so far is whole frames: leave a valid file and say so.
+            progress.finish(index)
+            try? writer.close()
+            let message = "\(error)"
+            if case .writeFailed? = error as? MediaError { throw error }  // the output is the problem
+            throw CLIError("\(message); wrote \(writer.framesWritten) complete frame\(writer.framesWritten == 1 ? "" : "s") to \(writer.output.name)")
+        }
+        progress.finish(index)
+        try writer.close()
+        if nextSnapshot < pending.count {
+            let missed = pending[nextSnapshot...].map { "\($0.frame)" }.joined(separator: ", ")
+            throw CLIError("--snapshot: the input has \(index) frame\(index == 1 ? "" : "s") (0 to \(index - 1)); no frame \(missed)")
+        }
+    }
+
+    /// The output stream's header: the input's rate, interlace and X fields; the chain's size
+    /// and range; the pixel aspect turned with the picture when the chain swaps width and height.
+    private func outputHeader(_ input: Y4MHeader, input inFormat: VideoFormat, output outFormat: VideoFormat) -> Y4MHeader {
+        var header = input
+        header.width = outFormat.width
+        header.height = outFormat.height
+        header.colorRange = outFormat.colorRange == .full ? .full : (input.colorRange == .limited ? .limited : nil)
+        if inFormat.width != inFormat.height, outFormat.width == inFormat.height, outFormat.height == inFormat.width,
+           let a = input.pixelAspect {
+            header.pixelAspect = Y4MRatio(a.denominator, a.numerator)
+        }
+        return header
+    }
+
+    // MARK: - Audio
+
+    private func runAudio(_ source: MediaInput, registry: PluginRegistry) throws {
+        let chain: AudioChain
+        do { chain = try AudioChain(audioChain ?? "", registry: registry) } catch { throw explain(error, registry: registry) }
+        let reader = try WAVReader(source)
+        let inFormat = reader.format
+        let outFormat = try chain.negotiate(inFormat)
+        let writer = try WAVWriter(MediaOutput(path: output), format: outFormat)
+        let chunk = max(1, inFormat.framesPer10ms) * 10  // 100 ms per read
+        let samples = UnsafeMutablePointer<Int16>.allocate(capacity: chunk * inFormat.channels)
+        defer { samples.deallocate() }
+        let progress = ProgressLine(total: reader.frameCount.map { ($0 + chunk - 1) / chunk }, unit: "blocks")
+        var framesIn = 0
+        var blocks = 0
+        var writeError: MediaError?
+        func emit(_ block: AudioBlock) {
+            guard writeError == nil else { return }
+            do { try writer.write(block) } catch { writeError = error }
+        }
+        /// At the end, write no more than the input's duration: the flush pads to a whole block.
+        func emitCapped(_ block: AudioBlock) {
+            let cap = Int((Double(framesIn) * Double(outFormat.sampleRate) / Double(inFormat.sampleRate)).rounded(.up))
+            let room = cap - writer.framesWritten
+            guard room > 0, writeError == nil else { return }
+            var b = block
+            b.raw.frame_count = UInt32(min(block.frameCount, room))
+            emit(b)
+        }
+        var readError: Error?
+        while true {
+            let n: Int
+            do { n = try reader.read(into: samples, maxFrames: chunk) } catch { readError = error; break }
+            if n == 0 { break }
+            let timestamp = Int64(framesIn) * 1_000_000 / Int64(inFormat.sampleRate)
+            framesIn += n
+            try chain.process(AudioBlock(samples: samples, frameCount: n, format: inFormat, timestampMicroseconds: timestamp), emit: emit)
+            if let writeError { throw writeError }
+            blocks += 1
+            progress.update(blocks)
+        }
+        try chain.flush(emit: emitCapped)
+        progress.finish(blocks)
+        if let writeError { throw writeError }
+        try writer.close()
+        if let readError {
+            let seconds = Double(writer.framesWritten) / Double(outFormat.sampleRate)
+            throw CLIError("\(readError); wrote \(writer.framesWritten) frames (\(String(format: "%.3f", seconds)) s) to \(writer.output.name)")
+        }
+    }
+}
+
+/// The two formats rawfx reads and writes.
+enum Container: CustomStringConvertible {
+    case y4m, wav
+
+    var description: String { self == .y4m ? "Y4M video" : "WAV audio" }
+
+    static func byExtension(_ path: String) -> Container? {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "y4m", "yuv4mpeg": return .y4m
+        case "wav", "wave": return .wav
+        default: return nil
+        }
+    }
+
+    /// By extension; for `-` or another extension, by the first bytes (Y4M unless 'RIFF').
+    static func of(input: MediaInput, path: String) throws -> Container {
+        if path != "-", let kind = byExtension(path) { return kind }
+        let magic = try input.peek(4)
+        if magic == Array("RIFF".utf8) || magic == Array("RIFX".utf8) || magic == Array("RF64".utf8) { return .wav }
+        return .y4m
+    }
+
+    static func of(output path: String, input: Container) throws -> Container {
+        if path == "-" { return input }
+        guard let kind = byExtension(path) else {
+            throw CLIError("cannot tell the output format of '\(path)': name it .y4m or .wav, or use - (rawfx writes Y4M and WAV; pipe to ffmpeg to encode)")
+        }
+        return kind
+    }
+}

@@ -1,0 +1,146 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ArgumentParser
+import Foundation
+import RawFX
+import RawFXMedia
+
+/// A failure of the command itself (wrong combination of arguments, truncated input…):
+/// `message` is printed as `rawfx: error: <message>`.
+struct CLIError: Error, CustomStringConvertible {
+    var message: String
+    var exitCode: Int32 = 1
+    init(_ message: String, exitCode: Int32 = 1) {
+        self.message = message
+        self.exitCode = exitCode
+    }
+    var description: String { message }
+}
+
+/// Writes text to stderr, unbuffered (write(2)).
+func writeStandardError(_ text: String) {
+    var bytes = Array(text.utf8)
+    var done = 0
+    while done < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress! + done, $0.count - done) }
+        if n > 0 { done += n } else if n < 0 && errno == EINTR { continue } else { return }
+    }
+}
+
+/// Writes one line to stderr (newlines inside collapse to spaces so it stays one line).
+func printError(_ message: String) {
+    let flat = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+    writeStandardError("rawfx: error: \(flat)\n")
+}
+
+func printWarning(_ message: String) {
+    writeStandardError("rawfx: warning: \(message)\n")
+}
+
+extension RawfxCommand {
+    /// Parses and runs; returns the exit status. Help and --version go to stdout (status 0);
+    /// every error is one line on stderr.
+    static func runReportingErrors(_ arguments: [String]) -> Int32 {
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+            return 0
+        } catch let error as CLIError {
+            printError(error.message)
+            return error.exitCode
+        } catch let error as ChainError {
+            printError(error.description)
+            return 1
+        } catch let error as MediaError {
+            printError(error.description)
+            return 1
+        } catch let error as PluginLoadError {
+            printError(error.description)
+            return 1
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                // --help, help <subcommand>, --version
+                print(fullMessage(for: error))
+                return 0
+            }
+            let message = message(for: error).split(whereSeparator: \.isNewline).first.map(String.init) ?? "\(error)"
+            let subcommand = arguments.first.flatMap { name in
+                configuration.subcommands.first { $0._commandName == name }?._commandName
+            }
+            printError("\(message) (see 'rawfx \(subcommand.map { "help \($0)" } ?? "--help")')")
+            return code.rawValue == 0 ? 1 : code.rawValue
+        }
+    }
+}
+
+/// Builds the registry: `--plugin-path` entries, then RAWFX_PLUGIN_PATH, then the
+/// executable's directory.
+func makeRegistry(_ explicit: [String]) -> PluginRegistry {
+    PluginRegistry(searchPath: explicit)
+}
+
+/// Turns an unknown-filter error into one that also mentions plugin files that failed.
+func explain(_ error: ChainError, registry: PluginRegistry) -> Error {
+    if case .unknownFilter = error, !registry.failures.isEmpty {
+        let n = registry.failures.count
+        return CLIError("\(error.description) (\(n) plugin file\(n == 1 ? "" : "s") failed to load; see 'rawfx plugins')")
+    }
+    return error
+}
+
+/// A progress line on stderr, only when stderr is a terminal: frames, fps and ETA,
+/// redrawn at most four times a second (so nothing is formatted for most frames).
+final class ProgressLine {
+    let enabled: Bool
+    let total: Int?
+    let unit: String
+    let start = monotonicNanoseconds()
+    private var lastDraw: UInt64 = 0
+    private var drawn = false
+
+    init(total: Int?, unit: String) {
+        enabled = isatty(STDERR_FILENO) != 0
+        self.total = total
+        self.unit = unit
+    }
+
+    @inline(__always) func update(_ done: Int) {
+        guard enabled else { return }
+        let now = monotonicNanoseconds()
+        guard now &- lastDraw > 250_000_000 else { return }
+        lastDraw = now
+        draw(done, now: now)
+    }
+
+    private func draw(_ done: Int, now: UInt64) {
+        let seconds = Double(now - start) / 1e9
+        let rate = seconds > 0 ? Double(done) / seconds : 0
+        var text = "\r\(done)"
+        if let total, total > 0 {
+            text += "/\(total) \(unit) (\(min(100, done * 100 / total))%)"
+        } else {
+            text += " \(unit)"
+        }
+        text += String(format: "  %.1f %@/s", rate, unit as NSString)
+        if let total, rate > 0, done < total {
+            let eta = Int((Double(total - done) / rate).rounded())
+            text += String(format: "  ETA %d:%02d", eta / 60, eta % 60)
+        }
+        writeStandardError(text + "\u{1B}[K")
+        drawn = true
+    }
+
+    /// Draws the final figures and ends the line.
+    func finish(_ done: Int) {
+        guard enabled else { return }
+        draw(done, now: monotonicNanoseconds())
+        if drawn { writeStandardError("\n") }
+    }
+}
+
+/// Milliseconds with three decimals.
+func milliseconds(_ nanoseconds: UInt64) -> String { String(format: "%.3f", Double(nanoseconds) / 1e6) }
