@@ -1,0 +1,335 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// A pthread mutex with a condition variable on the monotonic clock. Used where a thread must
+/// wait (workers) and for the short critical sections of queues and send gates; never held
+/// across a chain. `recursive` lets a sender call back into the hook on the same thread
+/// (an SDK may deliver onStopSend from inside a send call).
+final class HookLock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init(recursive: Bool = false) {
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        if recursive { pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE)) }
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+        var conditionAttributes = pthread_condattr_t()
+        pthread_condattr_init(&conditionAttributes)
+        #if os(Linux)
+        pthread_condattr_setclock(&conditionAttributes, CLOCK_MONOTONIC)
+        #endif
+        pthread_cond_init(condition, &conditionAttributes)
+        pthread_condattr_destroy(&conditionAttributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    @inline(__always) func lock() { pthread_mutex_lock(mutex) }
+    @inline(__always) func unlock() { pthread_mutex_unlock(mutex) }
+
+    /// Waits for a signal (lock held on entry and on return).
+    func wait() { pthread_cond_wait(condition, mutex) }
+
+    /// Waits for a signal or until the monotonic clock reaches `deadline` nanoseconds.
+    func wait(untilMonotonicNanoseconds deadline: UInt64) {
+        #if os(Linux)
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        pthread_cond_timedwait(condition, mutex, &ts)
+        #else
+        let now = monotonicNanoseconds()
+        let delta = deadline > now ? deadline - now : 0
+        var ts = timespec(tv_sec: Int(delta / 1_000_000_000), tv_nsec: Int(delta % 1_000_000_000))
+        pthread_cond_timedwait_relative_np(condition, mutex, &ts)
+        #endif
+    }
+
+    func signal() { pthread_cond_signal(condition) }
+    func broadcast() { pthread_cond_broadcast(condition) }
+}
+
+/// A thread the hooks own (async workers, the mic pacer). Started once, joined once.
+final class HookThread: @unchecked Sendable {
+    #if os(Linux)
+    private var thread = pthread_t()
+    #else
+    private var thread: pthread_t?
+    #endif
+    private var joined = false
+    private let body: () -> Void
+
+    init(name: String, body: @escaping () -> Void) {
+        self.body = body
+        let context = Unmanaged.passRetained(self).toOpaque()
+        #if os(Linux)
+        let status = pthread_create(&thread, nil, { raw in
+            let me = Unmanaged<HookThread>.fromOpaque(raw!).takeRetainedValue()
+            me.body()
+            return nil
+        }, context)
+        #else
+        let status = pthread_create(&thread, nil, { raw in
+            let me = Unmanaged<HookThread>.fromOpaque(raw).takeRetainedValue()
+            me.body()
+            return nil
+        }, context)
+        #endif
+        precondition(status == 0, "pthread_create failed (\(status))")
+    }
+
+    /// Waits for the body to return. Called from the thread itself (its owner was released
+    /// there), it detaches instead: the body is about to end on its own.
+    func join() {
+        guard !joined else { return }
+        joined = true
+        #if os(Linux)
+        if pthread_equal(pthread_self(), thread) != 0 {
+            pthread_detach(thread)
+        } else {
+            pthread_join(thread, nil)
+        }
+        #else
+        guard let thread else { return }
+        if pthread_equal(pthread_self(), thread) != 0 {
+            pthread_detach(thread)
+        } else {
+            pthread_join(thread, nil)
+        }
+        #endif
+    }
+}
+
+// MARK: - Processing modes
+
+/// Where a hook runs its chain.
+public enum ProcessingMode: Sendable, Equatable {
+    /// On the calling thread, inside the callback: the callback takes as long as the chain.
+    case sync
+    /// On a worker thread the hook owns, fed through a bounded queue, for chains too slow
+    /// for the callback. Video: `capacity` frames; when full, the OLDEST queued frame is
+    /// dropped (counted in `drops`). Audio: `capacity` is in milliseconds of audio; audio is
+    /// never dropped: past the capacity the queue grows and each growth is counted in
+    /// `overflows` and `errors` (see docs/sdk-integration.md for why).
+    case async(capacity: Int)
+
+    public static let asyncVideoDefault = ProcessingMode.async(capacity: 3)
+    public static let asyncAudioDefault = ProcessingMode.async(capacity: 2000)
+
+    var isAsync: Bool { if case .async = self { return true } else { return false } }
+    var capacity: Int { if case .async(let c) = self { return max(c, 1) } else { return 0 } }
+}
+
+// MARK: - Metrics
+
+/// Counters and timings of one hook, safe to read from any thread.
+///
+/// `processing` times are recorded by the single thread that runs the chain (the SDK's
+/// callback thread in sync mode, the worker in async mode); `callback` times by the SDK's
+/// thread in async mode (the cost of queueing). Errors, drops and refusals are atomics, as
+/// they come from several threads.
+public final class HookStats: @unchecked Sendable {
+    public let name: String
+    let processing = TimingRecorder()
+    let callback = TimingRecorder()
+    private let errorCount = Atomic<UInt64>(0)
+    private let dropCount = Atomic<UInt64>(0)
+    private let refusedCount = Atomic<UInt64>(0)
+    private let overflowCount = Atomic<UInt64>(0)
+    private let sendRejectedCount = Atomic<UInt64>(0)
+
+    init(name: String) { self.name = name }
+
+    @inline(__always) func recordError() { errorCount.add(1, ordering: .relaxed) }
+    @inline(__always) func recordDrop() { dropCount.add(1, ordering: .relaxed) }
+    @inline(__always) func recordRefused() { refusedCount.add(1, ordering: .relaxed) }
+    @inline(__always) func recordOverflow() {
+        overflowCount.add(1, ordering: .relaxed)
+        errorCount.add(1, ordering: .relaxed)
+    }
+    @inline(__always) func recordSendRejected() {
+        sendRejectedCount.add(1, ordering: .relaxed)
+        errorCount.add(1, ordering: .relaxed)
+    }
+
+    func snapshot(filters: [Metrics], async: Bool) -> HookMetrics {
+        var hook = processing.snapshot(name: name)
+        hook.errors = errorCount.load(ordering: .relaxed)
+        hook.drops = dropCount.load(ordering: .relaxed)
+        return HookMetrics(hook: hook,
+                           callback: async ? callback.snapshot(name: name + ".callback") : nil,
+                           refused: refusedCount.load(ordering: .relaxed),
+                           overflows: overflowCount.load(ordering: .relaxed),
+                           sendRejected: sendRejectedCount.load(ordering: .relaxed),
+                           filters: filters)
+    }
+}
+
+/// The figures of one hook: `hook` counts what went through the chain (frames or audio
+/// callbacks), its errors (chain failures, malformed input, sender rejections, audio queue
+/// overflows), drops (video frames dropped by an async queue or discarded at stop) and
+/// p50/p99 of chain + send time; `filters` the same per filter, in chain order.
+public struct HookMetrics: Sendable, CustomStringConvertible {
+    public var hook: Metrics
+    /// Async mode: time the SDK's thread spent in the callback (queueing only).
+    public var callback: Metrics?
+    /// Frames or audio offered outside start/stop (refused, never sent).
+    public var refused: UInt64
+    /// Async audio: times the queue had to grow past its capacity.
+    public var overflows: UInt64
+    /// Sends the SDK's sender answered with an error.
+    public var sendRejected: UInt64
+    public var filters: [Metrics]
+
+    public var name: String { hook.name }
+
+    public var description: String {
+        var lines = [hook.description + (refused > 0 ? ", \(refused) refused" : "")
+                     + (overflows > 0 ? ", \(overflows) queue overflows" : "")
+                     + (sendRejected > 0 ? ", \(sendRejected) rejected by the sender" : "")]
+        if let callback { lines.append("  callback " + callback.description) }
+        lines += filters.map { "  " + $0.description }
+        return lines.joined(separator: "\n")
+    }
+}
+
+// MARK: - Lifecycle gate
+
+/// Why a frame or audio was refused without being sent.
+public enum Refusal: Sendable, Equatable, CustomStringConvertible {
+    /// No sender: onInitialize / onMicInitialize / onShareSendStarted has not come, or
+    /// onUninitialized has.
+    case noSender
+    /// The sender exists but onStartSend has not come (PS: or onStartPSModeResult was not a success).
+    case notStarted
+    /// onStopSend came; nothing is sent until the next onStartSend.
+    case stopped
+    /// The hook was closed.
+    case closed
+
+    public var description: String {
+        switch self {
+        case .noSender: return "no sender yet (the SDK has not initialized this source, or has uninitialized it)"
+        case .notStarted: return "the SDK has not called onStartSend yet"
+        case .stopped: return "the SDK called onStopSend; nothing is sent until it starts sending again"
+        case .closed: return "the hook is closed"
+        }
+    }
+}
+
+/// The sending state of a source, shared by the frame path and the SDK's lifecycle callbacks.
+///
+/// The frame path reads the state without a lock to refuse early (before running a chain),
+/// then calls the sender inside `send`, which holds the gate's (recursive) lock for the
+/// duration of the sender call only. `stop` takes the same lock, so once `stop` returns no
+/// send is in progress and none will start: a frame in flight in the chain finishes its
+/// chain, finds the gate closed and is not sent.
+final class SendGate<Sender>: @unchecked Sendable {
+    enum State: Int { case noSender = 0, initialized = 1, sending = 2, stopped = 3, closed = 4 }
+    private let lock = HookLock(recursive: true)
+    private let stateBits = Atomic<Int>(State.noSender.rawValue)
+    /// Incremented by every `start`; lets a worker tell one sending period from the next.
+    private let epochBits = Atomic<UInt64>(0)
+    private var sender: Sender?
+
+    var state: State { State(rawValue: stateBits.load(ordering: .acquiring))! }
+    var epoch: UInt64 { epochBits.load(ordering: .acquiring) }
+
+    /// The refusal for the current state, or nil while sending.
+    var refusal: Refusal? { Self.refusal(for: state) }
+
+    static func refusal(for state: State) -> Refusal? {
+        switch state {
+        case .sending: return nil
+        case .noSender: return .noSender
+        case .initialized: return .notStarted
+        case .stopped: return .stopped
+        case .closed: return .closed
+        }
+    }
+
+    func initialize(_ sender: Sender?) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard state != .closed else { return }
+        self.sender = sender
+        stateBits.store((sender == nil ? State.noSender : State.initialized).rawValue, ordering: .releasing)
+    }
+
+    /// onStartSend: true when this call started a sending period (false if there is no
+    /// sender or it was already sending).
+    @discardableResult
+    func start() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard sender != nil, state == .initialized || state == .stopped else { return false }
+        epochBits.add(1, ordering: .releasing)
+        stateBits.store(State.sending.rawValue, ordering: .releasing)
+        return true
+    }
+
+    /// onStopSend: returns once no send is in progress; none starts afterwards.
+    func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        if state == .sending { stateBits.store(State.stopped.rawValue, ordering: .releasing) }
+    }
+
+    /// onUninitialized: stops and forgets the sender.
+    func uninitialize() {
+        lock.lock()
+        defer { lock.unlock() }
+        sender = nil
+        if state != .closed { stateBits.store(State.noSender.rawValue, ordering: .releasing) }
+    }
+
+    func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        sender = nil
+        stateBits.store(State.closed.rawValue, ordering: .releasing)
+    }
+
+    /// Calls `body` with the sender if sending (and, when given, still in `epoch`); returns
+    /// the refusal otherwise. The lock is held during `body` only.
+    @inline(__always)
+    func send<R>(epoch expected: UInt64? = nil, _ body: (Sender) -> R) -> Result<R, RefusalError> {
+        lock.lock()
+        defer { lock.unlock() }
+        guard state == .sending, let sender else {
+            return .failure(RefusalError(refusal: refusal ?? .stopped))
+        }
+        if let expected, expected != epoch { return .failure(RefusalError(refusal: .stopped)) }
+        return .success(body(sender))
+    }
+}
+
+struct RefusalError: Error { let refusal: Refusal }
+
+// MARK: - Packed output
+
+/// A tightly packed I420 picture, allocated at negotiation and reused for every frame: what
+/// `sendVideoFrame` / `sendShareFrame` take.
+final class PackedPicture: @unchecked Sendable {
+    let format: VideoFormat
+    let byteCount: Int
+    let bytes: UnsafeMutablePointer<CChar>
+
+    init(format: VideoFormat) {
+        self.format = format
+        byteCount = format.packedByteCount
+        bytes = .allocate(capacity: max(byteCount, 1))
+        bytes.initialize(repeating: 0, count: max(byteCount, 1))
+    }
+
+    deinit { bytes.deallocate() }
+}

@@ -1,0 +1,174 @@
+import Synchronization
+
+/// The video pre-processor (`onPreProcessRawData`): runs a video chain in place on the SDK's
+/// own capture planes, before the SDK encodes the frame.
+///
+/// The chain may contain out-of-place filters as long as the picture keeps its size,
+/// rotation and range: the result is then copied back, row by row, into the SDK's planes
+/// (their strides honoured, their padding untouched). A chain that would resize is refused
+/// when it is configured ("pre-processing cannot resize: chain output 1280x720, frame
+/// 1920x1080"); with no frame size known yet it is checked against two probe sizes, and
+/// again against every new frame format (a frame it would resize is left untouched and
+/// counted as an error).
+///
+/// Always synchronous: the SDK's planes exist only during the callback and
+/// `YUVProcessDataI420` cannot be retained, so there is no async mode.
+/// `configure` may be called from any thread while frames flow: the new chain is taken at
+/// the start of the next frame, lock-free.
+public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Sendable {
+    public let registry: PluginRegistry
+    let stats = HookStats(name: "preProcessor")
+
+    /// Frame path state (the SDK's capture thread).
+    private var current: VideoChain?
+    private var validatedFormat: VideoFormat?
+    private var refusedFormat: VideoFormat?
+    /// A chain waiting to be taken (+1 retained), or 0; and the one let go of.
+    private let pending = Atomic<UInt>(0)
+    private let retired = Atomic<UInt>(0)
+    private let hasPending = Atomic<Bool>(false)
+    /// Control state: the newest chain (for metrics), the last error, the last frame format.
+    private let control = Mutex<Control>(Control())
+
+    struct Control {
+        var chain: VideoChain?
+        var text = ""
+        var lastError: ChainError?
+        var lastFormat: VideoFormat?
+    }
+
+    /// The sizes a chain is checked against when no frame format is known.
+    public static let probeFormats = [VideoFormat(width: 1280, height: 720), VideoFormat(width: 640, height: 480)]
+
+    /// - Parameters:
+    ///   - chain: chain text; empty passes frames through.
+    ///   - frameFormat: the camera's format if known, to check the chain against it now.
+    public init(chain: String, registry: PluginRegistry, frameFormat: VideoFormat? = nil) throws(ChainError) {
+        self.registry = registry
+        try configure(chain: chain, frameFormat: frameFormat)
+    }
+
+    deinit {
+        Self.release(pending.exchange(0, ordering: .acquiring))
+        Self.release(retired.exchange(0, ordering: .acquiring))
+    }
+
+    /// Builds and checks a chain, then installs it for the next frame. Throws (and keeps the
+    /// chain in force) if the chain does not parse, a filter refuses, or it would change the
+    /// frame's size, rotation or range.
+    public func configure(chain text: String, frameFormat: VideoFormat? = nil) throws(ChainError) {
+        let chain = try VideoChain(text, registry: registry)
+        let formats = frameFormat.map { [$0] } ?? control.withLock { $0.lastFormat }.map { [$0] } ?? Self.probeFormats
+        for format in formats {
+            let output = try chain.negotiate(format)
+            try Self.checkKeepsFormat(output: output, frame: format)
+        }
+        control.withLock {
+            $0.chain = chain
+            $0.text = text
+        }
+        let bits = UInt(bitPattern: Unmanaged.passRetained(chain).toOpaque())
+        Self.release(pending.exchange(bits, ordering: .acquiringAndReleasing))
+        hasPending.store(true, ordering: .releasing)
+        Self.release(retired.exchange(0, ordering: .acquiring))
+    }
+
+    /// The pre-processing contract: same size (and rotation and range: the SDK keeps its own
+    /// metadata for the frame, so a chain cannot change them either).
+    public static func checkKeepsFormat(output: VideoFormat, frame: VideoFormat) throws(ChainError) {
+        if output.width != frame.width || output.height != frame.height {
+            throw .contract("pre-processing cannot resize: chain output \(output.width)x\(output.height), frame \(frame.width)x\(frame.height)")
+        }
+        if output.rotation != frame.rotation {
+            throw .contract("pre-processing cannot change the rotation: chain output rotation \(output.rotation), frame rotation \(frame.rotation)")
+        }
+        if output.colorRange != frame.colorRange {
+            throw .contract("pre-processing cannot change the color range: chain output \(output.colorRange) range, frame \(frame.colorRange) range")
+        }
+    }
+
+    /// The chain text in force (or about to be, at the next frame).
+    public var chainText: String { control.withLock { $0.text } }
+
+    /// The last error on the frame path (a refused format, a failing filter), if any.
+    public var lastError: ChainError? { control.withLock { $0.lastError } }
+
+    public var metrics: HookMetrics {
+        stats.snapshot(filters: control.withLock { $0.chain }?.metrics ?? [], async: false)
+    }
+
+    // MARK: - The callback
+
+    public func onPreProcessRawData(_ rawData: any YUVProcessDataI420) {
+        let start = monotonicNanoseconds()
+        guard let y = rawData.getYBuffer(0), let u = rawData.getUBuffer(0), let v = rawData.getVBuffer(0),
+              rawData.width > 0, rawData.height > 0 else {
+            stats.recordError()
+            return
+        }
+        let format = rawData.videoFormat
+        let frame = VideoFrame(format: format,
+                               y: UnsafeMutableRawPointer(y).assumingMemoryBound(to: UInt8.self), yStride: rawData.yStride,
+                               u: UnsafeMutableRawPointer(u).assumingMemoryBound(to: UInt8.self), uStride: rawData.uStride,
+                               v: UnsafeMutableRawPointer(v).assumingMemoryBound(to: UInt8.self), vStride: rawData.vStride,
+                               timestampMicroseconds: Int64(start / 1000))
+        if hasPending.load(ordering: .acquiring) { takePendingChain() }
+        guard let chain = current else { return }
+        if format != validatedFormat {
+            if format == refusedFormat {
+                stats.recordError()
+                return
+            }
+            do {
+                let output = try chain.negotiate(format)
+                try Self.checkKeepsFormat(output: output, frame: format)
+                validatedFormat = format
+                refusedFormat = nil
+                control.withLock { $0.lastFormat = format }
+            } catch {
+                // The frame is left as the SDK captured it.
+                refusedFormat = format
+                validatedFormat = nil
+                stats.recordError()
+                control.withLock {
+                    $0.lastError = error
+                    $0.lastFormat = format
+                }
+                return
+            }
+        }
+        do throws(ChainError) {
+            let output = try chain.process(frame)
+            if output.raw.planes.0 != frame.raw.planes.0 {
+                guard output.width == frame.width, output.height == frame.height else {
+                    // A parameter changed the output size since negotiation: leave the frame.
+                    throw ChainError.contract("pre-processing cannot resize: chain output \(output.width)x\(output.height), frame \(frame.width)x\(frame.height)")
+                }
+                output.copy(to: frame)
+            }
+            stats.processing.record(nanoseconds: monotonicNanoseconds() &- start)
+        } catch {
+            stats.recordError()
+            control.withLock { $0.lastError = error }
+        }
+    }
+
+    private func takePendingChain() {
+        hasPending.store(false, ordering: .releasing)
+        let next = pending.exchange(0, ordering: .acquiring)
+        guard next != 0 else { return }
+        let new = Unmanaged<VideoChain>.fromOpaque(UnsafeRawPointer(bitPattern: next)!).takeRetainedValue()
+        if let old = current {
+            // Released by the next configure, off the SDK's thread.
+            Self.release(retired.exchange(UInt(bitPattern: Unmanaged.passRetained(old).toOpaque()), ordering: .acquiringAndReleasing))
+        }
+        current = new
+        validatedFormat = nil
+        refusedFormat = nil
+    }
+
+    private static func release(_ bits: UInt) {
+        guard bits != 0 else { return }
+        Unmanaged<VideoChain>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+    }
+}

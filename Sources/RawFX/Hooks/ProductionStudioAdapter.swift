@@ -1,0 +1,214 @@
+import Synchronization
+
+/// Why production studio refused a send, before it reached the SDK (or what the SDK said).
+public enum PSSendError: Error, Equatable, CustomStringConvertible {
+    /// The SDK's `SDKERR_INVALID_PARAMETER`: size or format not the declared capability,
+    /// wrong length, a rate other than 32000/48000, an odd byte count.
+    case invalidParameter(String)
+    /// The SDK's `SDKERR_WRONG_USAGE`: outside onStartSend…onStopSend (or PS mode not started).
+    case wrongUsage(String)
+    /// The sender itself answered this error.
+    case sender(MeetingSDKError)
+
+    /// The Meeting SDK code this corresponds to.
+    public var code: MeetingSDKError {
+        switch self {
+        case .invalidParameter: return .invalidParameter
+        case .wrongUsage: return .wrongUsage
+        case .sender(let e): return e
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidParameter(let why): return "SDKERR_INVALID_PARAMETER: \(why)"
+        case .wrongUsage(let why): return "SDKERR_WRONG_USAGE: \(why)"
+        case .sender(let e): return "the PS sender answered \(e)"
+        }
+    }
+}
+
+/// Production studio mode (Meeting SDK): a wrapper around the PS sender for the capability
+/// the app declared when it started PS mode.
+///
+/// - Video from `pushFrame` is negotiated to exactly the declared width and height (a
+///   fit-mode scale is appended when the chain does not end there) and must be in the
+///   declared format (range); anything else is refused with `PSSendError.invalidParameter`
+///   before it reaches the sender.
+/// - Audio from `pushAudio` goes out as 16-bit mono at `audioRate` (32000 or 48000; 48000 by
+///   default), in 10 ms chunks (always an even byte count), paced like the virtual mic.
+/// - `sendVideoFrame` / `sendAudio` validate and forward buffers the app made itself.
+/// - Lifecycle: `onStartPSModeResult(true)`, then `onStartSend(sender)` opens sending;
+///   `onStopSend` closes it and releases the sender. Nothing is sent outside.
+public final class ProductionStudioAdapter: SDKProductionStudioEvent, @unchecked Sendable {
+    public let capability: PSVideoSourceCapability
+    public let audioRate: Int
+    public let registry: PluginRegistry
+    let video: VideoPublisher<any SDKPSSender>
+    let audio: AudioPublisher<any SDKPSSender>
+    private let state = Mutex<(accepted: Bool?, publishing: Set<UInt32>)>((nil, []))
+
+    public init(capability: PSVideoSourceCapability, videoChain: String = "", audioChain: String = "",
+                registry: PluginRegistry, audioRate: Int = 48000, mode: ProcessingMode = .sync,
+                pacing: AudioPacing = .worker) throws(ChainError) {
+        guard SDKAudioRates.productionStudio.contains(audioRate) else {
+            throw .contract("production studio sends audio at 32000 or 48000 Hz only, not \(audioRate)")
+        }
+        guard capability.width > 0, capability.height > 0, capability.width % 2 == 0, capability.height % 2 == 0 else {
+            throw .contract("production studio capability \(capability) must have even, non-zero width and height")
+        }
+        self.capability = capability
+        self.audioRate = audioRate
+        self.registry = registry
+        let cap = capability
+        video = VideoPublisher(name: "productionStudio.video", chain: videoChain.isEmpty ? nil : try VideoChain(videoChain, registry: registry),
+                               registry: registry, mode: mode) { sender, picture, format in
+            let dataFormat = FrameDataFormat(format.colorRange)
+            if let error = Self.validateVideo(width: picture.format.width, height: picture.format.height,
+                                              frameLength: picture.byteCount, format: dataFormat, capability: cap) {
+                return .invalid(error.description)
+            }
+            let status = sender.sendVideoFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
+                                               frameLength: picture.byteCount, format: dataFormat)
+            return status == .success ? .sent : .rejectedBySender(code: status.rawValue, name: status.description)
+        }
+        video.pipeline.setTarget(.exact(width: capability.width, height: capability.height))
+        audio = AudioPublisher(name: "productionStudio.audio", chain: audioChain.isEmpty ? nil : try AudioChain(audioChain, registry: registry),
+                               registry: registry, targetRate: audioRate, pacing: pacing, queueMilliseconds: 10_000) { sender, data, length, rate in
+            if let error = Self.validateAudio(dataLength: length, sampleRate: rate, channel: .mono) {
+                return .rejected(code: error.code.rawValue, name: error.description)
+            }
+            let status = sender.sendAudio(data, dataLength: length, sampleRate: rate, channel: .mono)
+            return status == .success ? .sent : .rejected(code: status.rawValue, name: status.description)
+        }
+    }
+
+    deinit {
+        video.close()
+        audio.close()
+    }
+
+    // MARK: Validation (what the SDK documents; checked before the sender is called)
+
+    public static func validateVideo(width: Int, height: Int, frameLength: Int, format: FrameDataFormat,
+                                     capability: PSVideoSourceCapability) -> PSSendError? {
+        if width != capability.width || height != capability.height {
+            return .invalidParameter("frame is \(width)x\(height), production studio was started for \(capability.width)x\(capability.height)")
+        }
+        if format != capability.format {
+            return .invalidParameter("frame format is \(format), production studio was started for \(capability.format)")
+        }
+        if frameLength != capability.frameLength {
+            return .invalidParameter("frameLength \(frameLength) is not \(capability.width)·\(capability.height)·3/2 = \(capability.frameLength)")
+        }
+        return nil
+    }
+
+    public static func validateAudio(dataLength: Int, sampleRate: Int, channel: SDKAudioChannel) -> PSSendError? {
+        if !SDKAudioRates.productionStudio.contains(sampleRate) {
+            return .invalidParameter("sample rate \(sampleRate) Hz: production studio takes 32000 or 48000")
+        }
+        if dataLength <= 0 || dataLength % 2 != 0 {
+            return .invalidParameter("dataLength \(dataLength) must be an even, positive number of bytes")
+        }
+        if dataLength % (2 * channel.count) != 0 {
+            return .invalidParameter("dataLength \(dataLength) is not a whole number of \(channel) 16-bit frames")
+        }
+        return nil
+    }
+
+    // MARK: SDK callbacks
+
+    public func onStartPSModeResult(_ success: Bool) {
+        state.withLock { $0.accepted = success }
+    }
+
+    public func onStartSend(_ sender: (any SDKPSSender)?) {
+        guard state.withLock({ $0.accepted }) == true, let sender else { return }
+        video.gate.initialize(sender)
+        audio.gate.initialize(sender)
+        if video.gate.start() { video.pipeline.requestReset() }
+        audio.start()
+    }
+
+    public func onStopSend() {
+        video.gate.stop()
+        video.gate.uninitialize()
+        video.discardQueued()
+        audio.uninitialize()
+        state.withLock { $0.accepted = nil }
+    }
+
+    public func onPSUserStatusChanged(_ userID: UInt32, isStart: Bool) {
+        state.withLock {
+            if isStart { $0.publishing.insert(userID) } else { $0.publishing.remove(userID) }
+        }
+    }
+
+    // MARK: App side
+
+    /// Processes one frame to exactly the declared capability and sends it.
+    @discardableResult
+    public func pushFrame(_ frame: VideoFrame) -> PublishStatus { video.push(frame) }
+
+    /// Processes PCM (any rate, channels, size) to 10 ms mono chunks at `audioRate`.
+    @discardableResult
+    public func pushAudio(_ samples: UnsafePointer<Int16>, frameCount: Int, format: AudioFormat,
+                          timestampMicroseconds: Int64? = nil) -> AudioPushStatus {
+        audio.push(samples: samples, frameCount: frameCount, format: format, timestampMicroseconds: timestampMicroseconds)
+    }
+
+    /// `.caller` pacing: sends the audio chunks due at `now`.
+    @discardableResult
+    public func pump(nowMicroseconds now: Int64) -> Int64? { audio.pump(nowMicroseconds: now) }
+
+    /// Validates and forwards an I420 buffer the app packed itself.
+    public func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,
+                               format: FrameDataFormat = .i420Full) throws(PSSendError) {
+        if let error = Self.validateVideo(width: width, height: height, frameLength: frameLength, format: format, capability: capability) {
+            video.stats.recordError()
+            throw error
+        }
+        let result = video.gate.send { $0.sendVideoFrame(frameBuffer, width: width, height: height, frameLength: frameLength, format: format) }
+        switch result {
+        case .success(.success): return
+        case .success(let code):
+            video.stats.recordSendRejected()
+            throw .sender(code)
+        case .failure(let refusal):
+            video.stats.recordRefused()
+            throw .wrongUsage("production studio is not sending: \(refusal.refusal)")
+        }
+    }
+
+    /// Validates and forwards PCM the app made itself (16-bit, 32000 or 48000 Hz, even length).
+    public func sendAudio(_ data: UnsafeMutablePointer<CChar>, dataLength: Int, sampleRate: Int,
+                          channel: SDKAudioChannel = .mono) throws(PSSendError) {
+        if let error = Self.validateAudio(dataLength: dataLength, sampleRate: sampleRate, channel: channel) {
+            audio.stats.recordError()
+            throw error
+        }
+        let result = audio.gate.send { $0.sendAudio(data, dataLength: dataLength, sampleRate: sampleRate, channel: channel) }
+        switch result {
+        case .success(.success): return
+        case .success(let code):
+            audio.stats.recordSendRejected()
+            throw .sender(code)
+        case .failure(let refusal):
+            audio.stats.recordRefused()
+            throw .wrongUsage("production studio is not sending: \(refusal.refusal)")
+        }
+    }
+
+    public var isSending: Bool { video.gate.state == .sending }
+    /// PS users currently publishing (from onPSUserStatusChanged).
+    public var publishingUsers: Set<UInt32> { state.withLock { $0.publishing } }
+    public var videoMetrics: HookMetrics { video.metrics }
+    public var audioMetrics: HookMetrics { audio.metrics }
+    public var lastVideoFailure: PublishStatus? { video.lastStatus }
+
+    public func close() {
+        video.close()
+        audio.close()
+    }
+}

@@ -1,0 +1,124 @@
+import Synchronization
+
+/// The core processor: one object that builds the hook adapters from chain texts and a
+/// plugin registry, keeps them, and reports every hook's metrics.
+///
+/// Each hook is its own object because the SDK registers each separately (the session
+/// context's `preProcessor`, `virtualAudioSpeaker`, `externalVideoSource`, `virtualAudioMic`;
+/// the share helper's external source; the PS controller's event) and because two of them
+/// share callback names (`onStartSend`/`onStopSend` of the video source and of production
+/// studio). Install `processor.preProcessor` where the SDK wants an
+/// `IZoomVideoSDKVideoSourcePreProcessor`, and so on:
+///
+/// ```swift
+/// let processor = RawFXProcessor(registry: PluginRegistry())
+/// context.preProcessor = try processor.configurePreProcessor(chain: "watermark=image=logo.png")
+/// context.virtualAudioSpeaker = try processor.configureVirtualSpeaker(chain: "denoise=level=-30") { stream, block in … }
+/// context.externalVideoSource = try processor.configureVideoSource(chain: "rotate=angle=90")
+/// context.virtualAudioMic = try processor.configureVirtualMic(chain: "gain=db=6")
+/// ```
+public final class RawFXProcessor: @unchecked Sendable {
+    public let registry: PluginRegistry
+    private struct Hooks {
+        var preProcessor: PreProcessorHook?
+        var virtualSpeaker: VirtualSpeakerHook?
+        var videoSource: VideoSourceAdapter?
+        var virtualMic: VirtualMicAdapter?
+        var shareSource: ShareSourceAdapter?
+        var productionStudio: ProductionStudioAdapter?
+    }
+    private let hooks = Mutex<Hooks>(Hooks())
+
+    public init(registry: PluginRegistry) { self.registry = registry }
+
+    public var preProcessor: PreProcessorHook? { hooks.withLock { $0.preProcessor } }
+    public var virtualSpeaker: VirtualSpeakerHook? { hooks.withLock { $0.virtualSpeaker } }
+    public var videoSource: VideoSourceAdapter? { hooks.withLock { $0.videoSource } }
+    public var virtualMic: VirtualMicAdapter? { hooks.withLock { $0.virtualMic } }
+    public var shareSource: ShareSourceAdapter? { hooks.withLock { $0.shareSource } }
+    public var productionStudio: ProductionStudioAdapter? { hooks.withLock { $0.productionStudio } }
+
+    /// Creates the pre-processor, or swaps the chain of the existing one between frames.
+    @discardableResult
+    public func configurePreProcessor(chain: String, frameFormat: VideoFormat? = nil) throws(ChainError) -> PreProcessorHook {
+        if let existing = preProcessor {
+            try existing.configure(chain: chain, frameFormat: frameFormat)
+            return existing
+        }
+        let hook = try PreProcessorHook(chain: chain, registry: registry, frameFormat: frameFormat)
+        hooks.withLock { $0.preProcessor = hook }
+        return hook
+    }
+
+    @discardableResult
+    public func configureVirtualSpeaker(chain: String, mode: ProcessingMode = .sync, retainInAsync: Bool = false,
+                                        sink: @escaping VirtualSpeakerHook.Sink) throws(ChainError) -> VirtualSpeakerHook {
+        let hook = try VirtualSpeakerHook(chain: chain, registry: registry, mode: mode, retainInAsync: retainInAsync, sink: sink)
+        let old = hooks.withLock { h -> VirtualSpeakerHook? in
+            defer { h.virtualSpeaker = hook }
+            return h.virtualSpeaker
+        }
+        old?.close()
+        return hook
+    }
+
+    @discardableResult
+    public func configureVideoSource(chain: String = "", mode: ProcessingMode = .sync,
+                                     capabilityPolicy: VideoSourceAdapter.CapabilityPolicy? = nil) throws(ChainError) -> VideoSourceAdapter {
+        let hook = try VideoSourceAdapter(chain: chain, registry: registry, mode: mode, capabilityPolicy: capabilityPolicy)
+        hooks.withLock { $0.videoSource = hook }
+        return hook
+    }
+
+    @discardableResult
+    public func configureVirtualMic(chain: String = "", targetRate: Int = 48000,
+                                    pacing: AudioPacing = .worker) throws(ChainError) -> VirtualMicAdapter {
+        let hook = try VirtualMicAdapter(chain: chain, registry: registry, targetRate: targetRate, pacing: pacing)
+        hooks.withLock { $0.virtualMic = hook }
+        return hook
+    }
+
+    @discardableResult
+    public func configureShareSource(chain: String = "", mode: ProcessingMode = .sync,
+                                     outputSize: (width: Int, height: Int)? = nil) throws(ChainError) -> ShareSourceAdapter {
+        let hook = try ShareSourceAdapter(chain: chain, registry: registry, mode: mode, outputSize: outputSize)
+        hooks.withLock { $0.shareSource = hook }
+        return hook
+    }
+
+    @discardableResult
+    public func configureProductionStudio(capability: PSVideoSourceCapability, videoChain: String = "", audioChain: String = "",
+                                          audioRate: Int = 48000, mode: ProcessingMode = .sync,
+                                          pacing: AudioPacing = .worker) throws(ChainError) -> ProductionStudioAdapter {
+        let hook = try ProductionStudioAdapter(capability: capability, videoChain: videoChain, audioChain: audioChain,
+                                               registry: registry, audioRate: audioRate, mode: mode, pacing: pacing)
+        hooks.withLock { $0.productionStudio = hook }
+        return hook
+    }
+
+    /// Every configured hook's figures (frames, errors, drops, p50/p99) with its filters'.
+    public var metrics: [HookMetrics] {
+        let h = hooks.withLock { $0 }
+        var all: [HookMetrics] = []
+        if let x = h.preProcessor { all.append(x.metrics) }
+        if let x = h.virtualSpeaker { all.append(x.metrics) }
+        if let x = h.videoSource { all.append(x.metrics) }
+        if let x = h.virtualMic { all.append(x.metrics) }
+        if let x = h.shareSource { all.append(x.metrics) }
+        if let x = h.productionStudio {
+            all.append(x.videoMetrics)
+            all.append(x.audioMetrics)
+        }
+        return all
+    }
+
+    /// Stops every worker and refuses everything afterwards.
+    public func close() {
+        let h = hooks.withLock { $0 }
+        h.virtualSpeaker?.close()
+        h.videoSource?.close()
+        h.virtualMic?.close()
+        h.shareSource?.close()
+        h.productionStudio?.close()
+    }
+}

@@ -1,2 +1,0 @@
-// The SDK session emulator (see issue 4). Placeholder until it lands.
-public enum RawFXEmulatorPlaceholder {}
