@@ -39,16 +39,23 @@ public final class SwappableVideoChain: @unchecked Sendable {
 
     /// [process] Runs one frame through the chain in force at its start.
     public func process(_ frame: VideoFrame) throws(ChainError) -> VideoFrame {
-        let next = pending.exchange(0, ordering: .acquiring)
-        if next != 0 {
-            let old = Unmanaged.passRetained(current).toOpaque()
-            current = Unmanaged<VideoChain>.fromOpaque(UnsafeRawPointer(bitPattern: next)!).takeRetainedValue()
-            // Hand the old chain to the control side; if one is still waiting there, it is
-            // released here (rare: two swaps between two replace calls).
-            SwappableVideoChain.release(retired.exchange(UInt(bitPattern: old), ordering: .acquiringAndReleasing))
-            swaps.add(1, ordering: .relaxed)
-        }
+        takePending()
         return try current.process(frame)
+    }
+
+    /// [process] Installs a chain handed over by `replace`, if any, and says whether it did.
+    /// `process` calls it; a hook that checks formats before processing calls it first.
+    @discardableResult
+    public func takePending() -> Bool {
+        let next = pending.exchange(0, ordering: .acquiring)
+        guard next != 0 else { return false }
+        let old = Unmanaged.passRetained(current).toOpaque()
+        current = Unmanaged<VideoChain>.fromOpaque(UnsafeRawPointer(bitPattern: next)!).takeRetainedValue()
+        // Hand the old chain to the control side; if one is still waiting there, it is
+        // released here (rare: two swaps between two replace calls).
+        SwappableVideoChain.release(retired.exchange(UInt(bitPattern: old), ordering: .acquiringAndReleasing))
+        swaps.add(1, ordering: .relaxed)
+        return true
     }
 
     /// [process] The chain in force (for metrics on the processing thread).

@@ -19,14 +19,11 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
     public let registry: PluginRegistry
     let stats = HookStats(name: "preProcessor")
 
+    /// The chain in force, swapped lock-free between frames.
+    private let live: SwappableVideoChain
     /// Frame path state (the SDK's capture thread).
-    private var current: VideoChain?
     private var validatedFormat: VideoFormat?
     private var refusedFormat: VideoFormat?
-    /// A chain waiting to be taken (+1 retained), or 0; and the one let go of.
-    private let pending = Atomic<UInt>(0)
-    private let retired = Atomic<UInt>(0)
-    private let hasPending = Atomic<Bool>(false)
     /// Control state: the newest chain (for metrics), the last error, the last frame format.
     private let control = Mutex<Control>(Control())
 
@@ -45,32 +42,34 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
     ///   - frameFormat: the camera's format if known, to check the chain against it now.
     public init(chain: String, registry: PluginRegistry, frameFormat: VideoFormat? = nil) throws(ChainError) {
         self.registry = registry
-        try configure(chain: chain, frameFormat: frameFormat)
-    }
-
-    deinit {
-        Self.release(pending.exchange(0, ordering: .acquiring))
-        Self.release(retired.exchange(0, ordering: .acquiring))
+        let built = try Self.checkedChain(chain, registry: registry, formats: frameFormat.map { [$0] } ?? Self.probeFormats)
+        live = SwappableVideoChain(built)
+        control.withLock {
+            $0.chain = built
+            $0.text = chain
+        }
     }
 
     /// Builds and checks a chain, then installs it for the next frame. Throws (and keeps the
     /// chain in force) if the chain does not parse, a filter refuses, or it would change the
     /// frame's size, rotation or range.
     public func configure(chain text: String, frameFormat: VideoFormat? = nil) throws(ChainError) {
-        let chain = try VideoChain(text, registry: registry)
         let formats = frameFormat.map { [$0] } ?? control.withLock { $0.lastFormat }.map { [$0] } ?? Self.probeFormats
-        for format in formats {
-            let output = try chain.negotiate(format)
-            try Self.checkKeepsFormat(output: output, frame: format)
-        }
+        let chain = try Self.checkedChain(text, registry: registry, formats: formats)
         control.withLock {
             $0.chain = chain
             $0.text = text
         }
-        let bits = UInt(bitPattern: Unmanaged.passRetained(chain).toOpaque())
-        Self.release(pending.exchange(bits, ordering: .acquiringAndReleasing))
-        hasPending.store(true, ordering: .releasing)
-        Self.release(retired.exchange(0, ordering: .acquiring))
+        try live.replace(with: chain)
+    }
+
+    private static func checkedChain(_ text: String, registry: PluginRegistry, formats: [VideoFormat]) throws(ChainError) -> VideoChain {
+        let chain = try VideoChain(text, registry: registry)
+        for format in formats {
+            let output = try chain.negotiate(format)
+            try Self.checkKeepsFormat(output: output, frame: format)
+        }
+        return chain
     }
 
     /// The pre-processing contract: same size (and rotation and range: the SDK keeps its own
@@ -112,8 +111,11 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
                                u: UnsafeMutableRawPointer(u).assumingMemoryBound(to: UInt8.self), uStride: rawData.uStride,
                                v: UnsafeMutableRawPointer(v).assumingMemoryBound(to: UInt8.self), vStride: rawData.vStride,
                                timestampMicroseconds: Int64(start / 1000))
-        if hasPending.load(ordering: .acquiring) { takePendingChain() }
-        guard let chain = current else { return }
+        if live.takePending() {
+            validatedFormat = nil
+            refusedFormat = nil
+        }
+        let chain = live.chain
         if format != validatedFormat {
             if format == refusedFormat {
                 stats.recordError()
@@ -153,22 +155,4 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
         }
     }
 
-    private func takePendingChain() {
-        hasPending.store(false, ordering: .releasing)
-        let next = pending.exchange(0, ordering: .acquiring)
-        guard next != 0 else { return }
-        let new = Unmanaged<VideoChain>.fromOpaque(UnsafeRawPointer(bitPattern: next)!).takeRetainedValue()
-        if let old = current {
-            // Released by the next configure, off the SDK's thread.
-            Self.release(retired.exchange(UInt(bitPattern: Unmanaged.passRetained(old).toOpaque()), ordering: .acquiringAndReleasing))
-        }
-        current = new
-        validatedFormat = nil
-        refusedFormat = nil
-    }
-
-    private static func release(_ bits: UInt) {
-        guard bits != 0 else { return }
-        Unmanaged<VideoChain>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
-    }
 }
