@@ -1,0 +1,142 @@
+// Audio paths: the engine's chain fed in chunks, and SpeexDSP called directly on 10 ms blocks.
+import CSpeexDSP
+import RawFX
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Chunk sizes the "odd" cases feed, cycled: a 512-frame device buffer, sizes that are prime
+/// and so never line up with 10 ms, one tiny chunk. They sum to 2400 frames (50 ms at 48 kHz,
+/// 75 ms at 32 kHz).
+let oddChunkSizes = [512, 127, 1021, 331, 7, 402]
+
+/// The engine: `AudioChain.process` on consecutive chunks of the pool; every emitted block
+/// is read (a checksum), as a consumer would.
+final class EngineAudio: Workload {
+    let chain: AudioChain
+    let pool: AudioPool
+    let format: AudioFormat
+    private let chunks: UnsafeMutablePointer<Int>
+    private let chunkCount: Int
+    private var offset = 0
+    /// Own call counter: the chunk-size cycle must run in order for the pool to wrap exactly.
+    private var calls = 0
+    private(set) var consumed = 0
+    private(set) var emittedFrames = 0
+    private(set) var checksum = 0
+
+    init(chain: AudioChain, pool: AudioPool, chunkSizes: [Int]) throws {
+        self.chain = chain
+        self.pool = pool
+        format = AudioFormat(sampleRate: pool.sampleRate, channels: 1)
+        chunkCount = chunkSizes.count
+        chunks = .allocate(capacity: chunkSizes.count)
+        chunks.initialize(from: chunkSizes, count: chunkSizes.count)
+        precondition(pool.frameCount % chunkSizes.reduce(0, +) == 0, "the pool must hold whole chunk cycles")
+        try chain.negotiate(format)
+    }
+
+    deinit { chunks.deallocate() }
+
+    var audioFramesConsumed: Int { consumed }
+
+    func run(_ i: Int) throws {
+        let n = chunks[calls]
+        calls = calls + 1 == chunkCount ? 0 : calls + 1
+        let block = AudioBlock(samples: pool.samples + offset, frameCount: n, format: format,
+                               timestampMicroseconds: Int64(consumed) &* 1_000_000 / Int64(format.sampleRate))
+        try chain.process(block) { out in
+            self.checksum &+= Int(out.samples[0])
+            self.emittedFrames &+= out.frameCount
+        }
+        offset += n
+        if offset == pool.frameCount { offset = 0 }
+        consumed &+= n
+    }
+}
+
+/// SpeexDSP's preprocessor on exact 10 ms blocks, set up as `denoise=level=-30` sets it up
+/// (denoise on, suppression -30 dB, AGC, VAD and dereverb off). Each block is copied from the
+/// pool into a work buffer first, as the engine copies it into its re-block buffer (the input
+/// stays intact for the next lap of the pool).
+final class DirectDenoise: Workload {
+    let pool: AudioPool
+    let block: Int
+    private let state: OpaquePointer
+    private let work: UnsafeMutablePointer<Int16>
+    private var offset = 0
+    private var consumed = 0
+    private(set) var checksum = 0
+
+    init(pool: AudioPool, level: Int32) {
+        self.pool = pool
+        block = pool.sampleRate / 100
+        precondition(pool.frameCount % block == 0)
+        state = speex_preprocess_state_init(Int32(block), Int32(pool.sampleRate))
+        var on: Int32 = 1, off: Int32 = 0, suppress = level
+        speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_DENOISE, &on)
+        speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &suppress)
+        speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_AGC, &off)
+        // VAD is off by default; SET_VAD would print SpeexDSP's "VAD replaced by a hack" warning.
+        speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_DEREVERB, &off)
+        work = .allocate(capacity: block)
+    }
+
+    deinit {
+        speex_preprocess_state_destroy(state)
+        work.deallocate()
+    }
+
+    var audioFramesConsumed: Int { consumed }
+
+    func run(_ i: Int) throws {
+        work.update(from: pool.samples + offset, count: block)
+        speex_preprocess_run(state, work)
+        checksum &+= Int(work[0])
+        offset += block
+        if offset == pool.frameCount { offset = 0 }
+        consumed &+= block
+    }
+}
+
+/// SpeexDSP's resampler on exact 10 ms input blocks, as `resample=rate=…` sets it up
+/// (quality 5, mono, interleaved int API), straight from the pool.
+final class DirectResample: Workload {
+    let pool: AudioPool
+    let block: Int
+    private let state: OpaquePointer
+    private let output: UnsafeMutablePointer<Int16>
+    private let capacity: Int
+    private var offset = 0
+    private var consumed = 0
+    private(set) var produced = 0
+
+    init(pool: AudioPool, outputRate: Int, quality: Int32) {
+        self.pool = pool
+        block = (pool.sampleRate + 99) / 100
+        precondition(pool.frameCount % block == 0)
+        var error: Int32 = 0
+        state = speex_resampler_init(1, UInt32(pool.sampleRate), UInt32(outputRate), quality, &error)!
+        capacity = (block * outputRate + pool.sampleRate - 1) / pool.sampleRate + 16
+        output = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        speex_resampler_destroy(state)
+        output.deallocate()
+    }
+
+    var audioFramesConsumed: Int { consumed }
+
+    func run(_ i: Int) throws {
+        var inLength = UInt32(block)
+        var outLength = UInt32(capacity)
+        let rc = speex_resampler_process_interleaved_int(state, pool.samples + offset, &inLength, output, &outLength)
+        precondition(rc == 0 && inLength == UInt32(block), "speex_resampler_process_interleaved_int failed")
+        produced &+= Int(outLength)
+        offset += block
+        if offset == pool.frameCount { offset = 0 }
+        consumed &+= block
+    }
+}

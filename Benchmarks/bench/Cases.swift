@@ -1,0 +1,265 @@
+// The benchmark cases: what the engine runs, and what the direct path runs for comparison.
+import CLibYUV
+import Foundation
+import RawFX
+
+/// Shared inputs: the plugin registry, frame pools by size (one size kept at a time), the logo.
+final class BenchContext {
+    let options: Options
+    let registry: PluginRegistry
+    private var pool: FramePool?
+    private var audioPools: [String: AudioPool] = [:]
+    private var logoStore: Logo?
+
+    init(options: Options, registry: PluginRegistry) {
+        self.options = options
+        self.registry = registry
+    }
+
+    /// The pool of input frames of this size; the previous size's pool is released first so
+    /// that two cold pools never sit in memory together.
+    func framePool(width: Int, height: Int) -> FramePool {
+        if let pool, pool.format.width == width, pool.format.height == height { return pool }
+        pool = nil
+        let format = VideoFormat(width: width, height: height)
+        let made = FramePool(width: width, height: height, count: options.poolFrames(frameBytes: format.packedByteCount))
+        pool = made
+        return made
+    }
+
+    func audioPool(sampleRate: Int, multiple: Int) -> AudioPool {
+        let key = "\(sampleRate)/\(multiple)"
+        if let made = audioPools[key] { return made }
+        let made = AudioPool(sampleRate: sampleRate, seconds: 4, multiple: multiple)
+        audioPools[key] = made
+        return made
+    }
+
+    func logo() throws -> Logo {
+        if let logoStore { return logoStore }
+        let made = try Logo.make()
+        logoStore = made
+        return made
+    }
+
+    /// Frees the frame pool and deletes the temporary logo PNG (exit() runs no deinit).
+    func finish() {
+        pool = nil
+        logoStore?.remove()
+    }
+}
+
+struct Resolution {
+    let name: String
+    let width: Int
+    let height: Int
+    static let p360 = Resolution(name: "360p", width: 640, height: 360)
+    static let p720 = Resolution(name: "720p", width: 1280, height: 720)
+    static let p1080 = Resolution(name: "1080p", width: 1920, height: 1080)
+}
+
+struct BenchCase {
+    enum Kind: String { case video, audio }
+    let name: String
+    let kind: Kind
+    /// Filter ids the engine chain needs (to name a missing .so before running).
+    let filters: [String]
+    /// What the unit of p50/p99 is for the engine path.
+    let unit: String
+    let summary: String
+    /// What the direct path does, or nil when the case has none (the null chains).
+    let directSummary: String?
+    let make: (BenchContext) throws -> Built
+
+    struct Built {
+        var chain: String
+        var engine: Workload
+        var direct: Workload?
+        var sampleRate: Int?
+        /// Filters in the engine chain (for the per-filter figure of pass-through chains).
+        var filterCount: Int
+        /// Further direct variants measured in the same interleave, shown but not in the ratio.
+        var references: [Reference] = []
+    }
+
+    struct Reference {
+        /// A few characters for the table's path column.
+        var short: String
+        var label: String
+        var workload: Workload
+    }
+}
+
+/// Logo placement used by every watermark case: 400×100, 32 px from the top-right corner,
+/// at 80 % opacity (so both the logo's own alpha and the opacity multiply in).
+enum WatermarkPlacement {
+    static let width = 400
+    static let height = 100
+    static let margin = 32
+    static let opacity = 0.8
+    static func x(frameWidth: Int) -> Int { frameWidth - width - margin }
+    static let y = margin
+}
+
+func videoCases() -> [BenchCase] {
+    var cases: [BenchCase] = []
+    let resolutions = [Resolution.p720, Resolution.p1080]
+
+    func engine(_ context: BenchContext, _ chain: String, _ r: Resolution) throws -> EngineVideo {
+        let pool = context.framePool(width: r.width, height: r.height)
+        return try EngineVideo(chain: VideoChain(chain, registry: context.registry), pool: pool)
+    }
+
+    for r in resolutions {
+        cases.append(BenchCase(
+            name: "watermark-\(r.name)", kind: .video, filters: ["watermark"], unit: "frame",
+            summary: "watermark: \(WatermarkPlacement.width)x\(WatermarkPlacement.height) RGBA logo blended in place on \(r.name) I420",
+            directSummary: DirectBlend.summary,
+            make: { context in
+                let logo = try context.logo()
+                let chain = watermarkChain(logo: logo, frameWidth: r.width)
+                let e = try engine(context, chain, r)
+                let d = DirectVideo(steps: [DirectBlend(logo: logo, x: WatermarkPlacement.x(frameWidth: r.width),
+                                                        y: WatermarkPlacement.y, opacity: WatermarkPlacement.opacity)],
+                                    pool: e.pool)
+                let reference = DirectVideo(steps: [LibyuvBlend(logo: logo, x: WatermarkPlacement.x(frameWidth: r.width),
+                                                                y: WatermarkPlacement.y, opacity: WatermarkPlacement.opacity)],
+                                            pool: e.pool)
+                let raw = try RawABIVideo([("watermark", watermarkParameters(logo: logo, frameWidth: r.width))],
+                                          pool: e.pool, registry: context.registry)
+                return .init(chain: chain, engine: e, direct: d, filterCount: 1,
+                             references: [.init(short: "libyuv", label: LibyuvBlend.summary, workload: reference),
+                                          .init(short: "raw-abi", label: RawABIVideo.summary, workload: raw)])
+            }))
+    }
+
+    let scales: [(Resolution, Resolution)] = [(.p1080, .p720), (.p720, .p360)]
+    for (from, to) in scales {
+        for (filterName, mode) in [("bilinear", kFilterBilinear), ("box", kFilterBox)] {
+            cases.append(BenchCase(
+                name: "scale-\(filterName)-\(from.name)-\(to.name)", kind: .video, filters: ["scale"], unit: "frame",
+                summary: "scale \(from.width)x\(from.height) -> \(to.width)x\(to.height), filter=\(filterName)",
+                directSummary: "libyuv I420Scale(\(filterName == "box" ? "kFilterBox" : "kFilterBilinear"))",
+                make: { context in
+                    let chain = "scale=width=\(to.width):height=\(to.height):filter=\(filterName):mode=stretch"
+                    let e = try engine(context, chain, from)
+                    let d = DirectVideo(steps: [DirectScale(width: to.width, height: to.height, filter: mode)], pool: e.pool)
+                    return .init(chain: chain, engine: e, direct: d, filterCount: 1)
+                }))
+        }
+    }
+
+    for degrees in [90, 180] {
+        for r in resolutions {
+            cases.append(BenchCase(
+                name: "rotate\(degrees)-\(r.name)", kind: .video, filters: ["rotate"], unit: "frame",
+                summary: "rotate \(r.name) by \(degrees) degrees",
+                directSummary: degrees == 180 ? "libyuv I420Mirror with negative height (what the plugin calls)"
+                                              : "libyuv I420Rotate(kRotate90)",
+                make: { context in
+                    let chain = "rotate=angle=\(degrees)"
+                    let e = try engine(context, chain, r)
+                    let d = DirectVideo(steps: [DirectRotate(degrees: degrees)], pool: e.pool)
+                    var references: [BenchCase.Reference] = []
+                    if degrees == 180 {
+                        references.append(.init(short: "rotate180", label: "libyuv I420Rotate(kRotate180), the obvious call",
+                                                workload: DirectVideo(steps: [DirectRotate180Naive()], pool: e.pool)))
+                    }
+                    return .init(chain: chain, engine: e, direct: d, filterCount: 1, references: references)
+                }))
+        }
+    }
+
+    for r in resolutions {
+        let to = r.height == 1080 ? Resolution.p720 : Resolution.p360
+        cases.append(BenchCase(
+            name: "chain-\(r.name)", kind: .video, filters: ["watermark", "scale", "rotate"], unit: "frame",
+            summary: "watermark -> scale \(to.width)x\(to.height) bilinear -> rotate 90 on \(r.name)",
+            directSummary: "the blend, I420Scale and I420Rotate in sequence through two buffers",
+            make: { context in
+                let logo = try context.logo()
+                let chain = watermarkChain(logo: logo, frameWidth: r.width)
+                    + ",scale=width=\(to.width):height=\(to.height):filter=bilinear:mode=stretch,rotate=angle=90"
+                let e = try engine(context, chain, r)
+                let d = DirectVideo(steps: [
+                    DirectBlend(logo: logo, x: WatermarkPlacement.x(frameWidth: r.width), y: WatermarkPlacement.y,
+                                opacity: WatermarkPlacement.opacity),
+                    DirectScale(width: to.width, height: to.height, filter: kFilterBilinear),
+                    DirectRotate(degrees: 90),
+                ], pool: e.pool)
+                return .init(chain: chain, engine: e, direct: d, filterCount: 3)
+            }))
+    }
+
+    for (count, r) in [(8, Resolution.p720), (8, Resolution.p1080), (1, Resolution.p720), (1, Resolution.p1080)] {
+        cases.append(BenchCase(
+            name: "null\(count)-\(r.name)", kind: .video, filters: ["null"], unit: "frame",
+            summary: "\(count) x null (in-place pass-through): the engine's own cost per filter",
+            directSummary: nil,
+            make: { context in
+                let chain = Array(repeating: "null", count: count).joined(separator: ",")
+                let e = try engine(context, chain, r)
+                let raw = try RawABIVideo(Array(repeating: ("null", []), count: count), pool: e.pool, registry: context.registry)
+                return .init(chain: chain, engine: e, direct: nil, filterCount: count,
+                             references: [.init(short: "raw-abi", label: RawABIVideo.summary, workload: raw)])
+            }))
+    }
+    return cases
+}
+
+func watermarkParameters(logo: Logo, frameWidth: Int) -> [(String, String)] {
+    [("image", logo.path), ("x", "\(WatermarkPlacement.x(frameWidth: frameWidth))"), ("y", "\(WatermarkPlacement.y)"),
+     ("opacity", "\(WatermarkPlacement.opacity)")]
+}
+
+func watermarkChain(logo: Logo, frameWidth: Int) -> String {
+    "watermark=" + watermarkParameters(logo: logo, frameWidth: frameWidth).map { "\($0)=\($1)" }.joined(separator: ":")
+}
+
+func audioCases() -> [BenchCase] {
+    var cases: [BenchCase] = []
+    for rate in [48_000, 32_000] {
+        let k = "\(rate / 1000)k"
+        let block = rate / 100
+        cases.append(BenchCase(
+            name: "denoise-\(k)", kind: .audio, filters: ["denoise"], unit: "block",
+            summary: "denoise=level=-30, \(k)Hz mono, fed exact 10 ms blocks (\(block) frames)",
+            directSummary: "speex_preprocess_run on the same 10 ms blocks",
+            make: { context in
+                let pool = context.audioPool(sampleRate: rate, multiple: block)
+                let chain = "denoise=level=-30"
+                let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [block])
+                return .init(chain: chain, engine: e, direct: DirectDenoise(pool: pool, level: -30),
+                             sampleRate: rate, filterCount: 1)
+            }))
+        cases.append(BenchCase(
+            name: "denoise-odd-\(k)", kind: .audio, filters: ["denoise"], unit: "chunk",
+            summary: "denoise=level=-30, \(k)Hz mono, fed chunks of \(oddChunkSizes.map(String.init).joined(separator: "/")) frames (re-blocked to 10 ms)",
+            directSummary: "speex_preprocess_run on exact 10 ms blocks of the same signal (no re-blocking)",
+            make: { context in
+                let cycle = oddChunkSizes.reduce(0, +)
+                let multiple = cycle * block / gcd(cycle, block)
+                let pool = context.audioPool(sampleRate: rate, multiple: multiple)
+                let chain = "denoise=level=-30"
+                let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: oddChunkSizes)
+                return .init(chain: chain, engine: e, direct: DirectDenoise(pool: pool, level: -30),
+                             sampleRate: rate, filterCount: 1)
+            }))
+    }
+    cases.append(BenchCase(
+        name: "resample-44k1-48k", kind: .audio, filters: ["resample"], unit: "block",
+        summary: "resample=rate=48000 (quality 5), 44.1 kHz mono in 10 ms blocks (441 frames)",
+        directSummary: "speex_resampler_process_interleaved_int, quality 5, same blocks",
+        make: { context in
+            let pool = context.audioPool(sampleRate: 44_100, multiple: 441)
+            let chain = "resample=rate=48000:quality=5"
+            let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [441])
+            return .init(chain: chain, engine: e, direct: DirectResample(pool: pool, outputRate: 48_000, quality: 5),
+                         sampleRate: 44_100, filterCount: 1)
+        }))
+    return cases
+}
+
+func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+
+func allCases() -> [BenchCase] { videoCases() + audioCases() }
