@@ -117,7 +117,8 @@ public struct VideoFrame {
 /// Allocated once; a chain keeps one per out-of-place stage and reuses it every frame.
 public final class VideoBuffer: @unchecked Sendable {
     public let format: VideoFormat
-    public private(set) var frame: VideoFrame
+    /// The view of the planes; constant for the buffer's life.
+    public let frame: VideoFrame
     private let storage: UnsafeMutableRawPointer
     public let byteCount: Int
 

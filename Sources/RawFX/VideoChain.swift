@@ -75,6 +75,8 @@ public final class VideoChain: @unchecked Sendable {
         // owns, so the plugins get stable pointers without closures or copies to the heap.
         frames[0] = frame.raw
         var index = 0
+        // One clock read per stage boundary: a stage's end is the next one's start.
+        var start = monotonicNanoseconds()
         while index < stages.count {
             let stage = stages[index]
             let input = frames + index
@@ -85,13 +87,14 @@ public final class VideoChain: @unchecked Sendable {
             } else {
                 output.pointee = input.pointee
             }
-            let start = monotonicNanoseconds()
             let status = stage.instance.processVideo(input, output)
             guard status == RAWFX_OK else {
                 stage.timing.recordError()
                 throw .processFailed(filter: stage.instance.type.id, status: status, message: stage.instance.lastError)
             }
-            stage.timing.record(nanoseconds: monotonicNanoseconds() &- start)
+            let end = monotonicNanoseconds()
+            stage.timing.record(nanoseconds: end &- start)
+            start = end
             index += 1
         }
         return VideoFrame(frames[stages.count])
