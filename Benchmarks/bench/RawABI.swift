@@ -23,7 +23,7 @@ final class RawABIFilter {
         let type = try registry.filterType(id)
         guard let handle = dlopen(type.library.path, RTLD_NOW | RTLD_NOLOAD),
               let symbol = dlsym(handle, RAWFX_ENTRY_SYMBOL) else {
-            throw Failure(description: "\(type.library.path): cannot reach \(String(cString: RAWFX_ENTRY_SYMBOL))")
+            throw Failure(description: "\(type.library.path): cannot reach \(RAWFX_ENTRY_SYMBOL)")
         }
         let entry = unsafeBitCast(symbol, to: rawfx_get_plugin_entry_fn.self)()!.pointee
         var descriptor: UnsafePointer<rawfx_filter_descriptor>?
@@ -35,7 +35,7 @@ final class RawABIFilter {
         }
         var message = [CChar](repeating: 0, count: 256)
         guard let filter = create(descriptor, &message, message.count) else {
-            throw Failure(description: "\(id): create failed: \(String(cString: message))")
+            throw Failure(description: "\(id): create failed: \(String(nulTerminated: message))")
         }
         self.filter = filter
         process = filter.pointee.process_video!

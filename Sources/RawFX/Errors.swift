@@ -33,7 +33,7 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible {
         case .notSharedObject(let path, let reason):
             return "\(path): not a loadable shared object (\(reason))"
         case .missingEntrySymbol(let path):
-            return "\(path): not a RawFX plugin: it exports no \(String(cString: RAWFX_ENTRY_SYMBOL)) function"
+            return "\(path): not a RawFX plugin: it exports no \(RAWFX_ENTRY_SYMBOL) function"
         case .abiMajorMismatch(let path, let plugin, let host):
             return "\(path): plugin ABI \(plugin) is incompatible with host ABI \(host) (major versions differ)"
         case .newerMinorVersion(let path, let plugin, let host):
@@ -108,5 +108,13 @@ public enum ChainError: Error, Equatable, CustomStringConvertible {
         case .processFailed(let filter, let status, let message):
             return "\(filter) failed on a frame (status \(status)): \(message)"
         }
+    }
+}
+
+extension String {
+    /// The text in a C buffer up to its first NUL (a message a plugin wrote into a
+    /// host-provided `char error[capacity]`).
+    public init(nulTerminated buffer: [CChar]) {
+        self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

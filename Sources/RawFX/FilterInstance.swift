@@ -26,7 +26,7 @@ public final class FilterInstance: @unchecked Sendable {
         var message = [CChar](repeating: 0, count: 512)
         guard let create = type.descriptor.pointee.create,
               let filter = create(type.descriptor, &message, message.count) else {
-            let text = String(cString: message)
+            let text = String(nulTerminated: message)
             throw .createFailed(filter: type.id, message: text.isEmpty ? "create returned NULL" : text)
         }
         let f = filter.pointee

@@ -70,7 +70,7 @@ public final class PluginLibrary: @unchecked Sendable {
                 hostInfo.version = version
                 var message = [CChar](repeating: 0, count: 512)
                 let status = initFn(&hostInfo, &message, message.count)
-                return (status, String(cString: message))
+                return (status, String(nulTerminated: message))
             }
         }
         guard status.0 == RAWFX_OK else {
