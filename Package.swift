@@ -4,7 +4,9 @@
 //
 // Layout
 //   Sources/CRawFX          the plugin ABI: one C99 header, rawfx.h
+//   Sources/RawFXRuntime    the host object plugins call (log ring, callbacks, thread pool), in C
 //   Sources/RawFX           the engine: typed Swift over the ABI, loader, chains, SDK hooks
+//   Sources/RawFXValidate   the conformance checker behind `rawfx validate`
 //   Sources/RawFXMedia      Y4M, WAV, PNG and test signals (files and pipes, the demo)
 //   Sources/RawFXEmulator   an SDK session that drives the hooks with the SDK's contracts
 //   Sources/RawFXPluginKit  write a filter in Swift: a protocol and one line of export
@@ -28,6 +30,7 @@ let package = Package(
         .executable(name: "bench", targets: ["bench"]),
         .library(name: "RawFX", targets: ["RawFX"]),
         .library(name: "RawFXPluginKit", targets: ["RawFXPluginKit"]),
+        .library(name: "RawFXValidate", targets: ["RawFXValidate"]),
         plugin("RawFXWatermark", target: "WatermarkPlugin"),
         plugin("RawFXYUV", target: "YUVPlugin"),
         plugin("RawFXSpeex", target: "SpeexPlugin"),
@@ -48,14 +51,17 @@ let package = Package(
         .systemLibrary(name: "CLibPNG", path: "Sources/CLibPNG", pkgConfig: "libpng",
                        providers: [.apt(["libpng-dev"])]),
 
-        // The engine.
-        .target(name: "RawFX", dependencies: ["CRawFX"], path: "Sources/RawFX"),
+        // The engine: the C runtime behind rawfx_host, then the Swift engine.
+        .target(name: "RawFXRuntime", dependencies: ["CRawFX"], path: "Sources/RawFXRuntime"),
+        .target(name: "RawFX", dependencies: ["CRawFX", "RawFXRuntime"], path: "Sources/RawFX"),
+        .target(name: "RawFXValidate", dependencies: ["RawFX", "RawFXRuntime", "RawFXAllocCounter"],
+                path: "Sources/RawFXValidate"),
         .target(name: "RawFXMedia", dependencies: ["RawFX", "CLibPNG"], path: "Sources/RawFXMedia"),
         .target(name: "RawFXEmulator", dependencies: ["RawFX", "RawFXMedia"], path: "Sources/RawFXEmulator"),
         .target(name: "RawFXPluginKit", dependencies: ["CRawFX"], path: "Sources/RawFXPluginKit"),
         .executableTarget(
             name: "rawfx",
-            dependencies: ["RawFX", "RawFXMedia", "RawFXEmulator",
+            dependencies: ["RawFX", "RawFXMedia", "RawFXEmulator", "RawFXValidate",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Sources/rawfx"),
 
@@ -79,7 +85,8 @@ let package = Package(
 
         .testTarget(
             name: "RawFXTests",
-            dependencies: ["RawFX", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CLibPNG"],
+            dependencies: ["RawFX", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter", "RawFXValidate",
+                           "RawFXRuntime", "CLibYUV", "CSpeexDSP", "CLibPNG"],
             path: "Tests/RawFXTests",
             exclude: ["Fixtures"]),
     ]

@@ -308,7 +308,8 @@ final class Instance {
                 let box = Instance.of(f)
                 return box.message.withUnsafeBufferPointer { UnsafePointer($0.baseAddress!) }
             },
-            get_extension: nil))
+            get_extension: nil,
+            on_callback: nil))
         return c
     }
 

@@ -8,19 +8,36 @@
  * written in Swift or Rust, which export functions easily, can provide it.)
  *
  * Conventions
- * - Every struct that may grow starts with `uint32_t struct_size`, set by whoever
- *   fills it in to `sizeof` of the struct as they compiled it. A reader uses only
- *   the fields that fit inside `struct_size`; new fields are appended, never
- *   inserted, and a new field's zero value always means "as before".
+ * - Growth. Every struct that may grow starts with `uint32_t struct_size`, set by
+ *   whoever fills it in to `sizeof` of the struct as they compiled it. A reader
+ *   uses only the fields that fit inside `struct_size`, and only fields of the
+ *   ABI minor version the writer declared; new fields are appended, never
+ *   inserted, and a new field's zero (or NULL) value always means "as before".
+ *   A 1.1 host reads a 1.0 plugin's structs at their 1.0 size; a 1.0 plugin that
+ *   never heard of a 1.1 field is never asked for it. Fields marked "(1.1)" are
+ *   new in 1.1; see RAWFX_SIZE_1_0_* for the 1.0 sizes.
+ * - Versions. A host accepts a plugin of its own major version and any minor,
+ *   older or newer (as CLAP does): it reads a newer plugin's structs only as far
+ *   as it knows them. A plugin that needs a host feature of a newer minor checks
+ *   `host->abi.minor` in init and refuses with RAWFX_ERR_VERSION.
  * - Thread tags on every function:
  *     [loader]   the thread that loads the plugin (dlopen); never concurrent with
  *                any other call into the same plugin file.
  *     [control]  any thread, but the host never makes two calls on the same
  *                instance at once, and never while that instance is processing.
+ *                May allocate, lock and do I/O.
  *     [process]  the thread that runs frames through the chain (often an SDK
- *                callback thread): must not block, lock, allocate or do I/O.
+ *                callback thread). REAL-TIME: must not block, lock, allocate,
+ *                free or do I/O, and must return in bounded time.
+ *     [process or control]  either, as the host chooses; REAL-TIME either way.
+ *     [any]      any thread, at any time, concurrently with anything: must be
+ *                thread-safe, and is REAL-TIME unless it says otherwise.
  *   Different instances may be used on different threads at the same time: a
  *   filter must keep all mutable state in its instance.
+ * - Real-time calls, in short: process_video, process_audio, reset, set_param of
+ *   a parameter without RAWFX_PARAM_FLAG_RECONFIGURE, get_error, and every
+ *   function of rawfx_host except get_extension. `rawfx validate` counts heap
+ *   allocations in each of them.
  * - Frames are planes plus strides. Never assume stride == width. Pointers in a
  *   frame are valid only for the duration of the call that received them.
  * - Functions that can fail return rawfx_status. On failure an instance keeps a
@@ -41,9 +58,12 @@ extern "C" {
 /* ---------------------------------------------------------------- version -- */
 
 /* The ABI version this header describes. A host refuses a plugin of another
- * major, or of a newer minor than its own. A plugin may refuse a host in init. */
+ * major and accepts any minor (see "Versions" above). A plugin may refuse a host
+ * in init. 1.1 added: rawfx_host (log, request_reconfigure, is_process_thread,
+ * get_extension, request_callback), create_with_host, on_callback, and the
+ * plugin's own path in rawfx_host_info. */
 #define RAWFX_ABI_MAJOR 1
-#define RAWFX_ABI_MINOR 0
+#define RAWFX_ABI_MINOR 1
 
 /* The name of the one symbol a plugin exports (see rawfx_get_plugin_entry). */
 #define RAWFX_ENTRY_SYMBOL "rawfx_get_plugin_entry"
@@ -142,8 +162,13 @@ typedef struct rawfx_negotiation {
      * the input count". Ignored for video. */
     uint32_t max_output_frames;
     /* Delay the filter adds: frames for video, frames (samples per channel)
-     * at the output rate for audio. The host adds these up along the chain
-     * and shifts timestamps by the total. */
+     * at the output rate for audio. The host adds these up along the chain.
+     * A timestamp stays with its content: the host stamps each output with
+     * the time of the input it came from, so output timestamps run `latency`
+     * behind the arrival of the frames that pushed them out. At the end of a
+     * stream the host drains a delaying chain (audio: silence; video: the last
+     * frame again) and a file writer drops the leading `latency`, so that an
+     * output lines up with its input sample for sample (or frame for frame). */
     uint32_t latency;
 } rawfx_negotiation;
 
@@ -194,7 +219,69 @@ typedef struct rawfx_audio_frame {
     int64_t timestamp_us;
 } rawfx_audio_frame;
 
+/* ------------------------------------------------------------------- host -- */
+
+/* Severity of a log line (rawfx_host.log). */
+typedef uint32_t rawfx_log_severity;
+enum {
+    RAWFX_LOG_DEBUG   = 0,
+    RAWFX_LOG_INFO    = 1,
+    RAWFX_LOG_WARNING = 2,
+    RAWFX_LOG_ERROR   = 3
+};
+
+/* The bytes of one log line the host keeps (NUL included); a longer one is cut. */
+#define RAWFX_LOG_MESSAGE_MAX 256
+
+/* (1.1) The host, as a plugin sees it. The host hands one to init (for the
+ * plugin file: rawfx_host_info.host) and one to each instance it creates
+ * (create_with_host). It stays valid until deinit, or until the instance's
+ * destroy returns. Every function pointer is non-NULL in a 1.1 host; a plugin
+ * checks `struct_size` before using a field appended after 1.1. */
+typedef struct rawfx_host rawfx_host;
+struct rawfx_host {
+    uint32_t struct_size;
+    rawfx_abi_version abi;   /* the host's ABI version */
+    const char *name;        /* "rawfx" */
+    const char *version;     /* the host's version string */
+    void *host_data;         /* the host's own; a plugin never touches it */
+
+    /* [any] Log one line (UTF-8, no trailing newline needed) at a severity.
+     * REAL-TIME: copies at most RAWFX_LOG_MESSAGE_MAX bytes into a lock-free
+     * ring and returns; the host formats and writes it on another thread. When
+     * the ring is full the line is dropped and counted, never waited for. The
+     * host names the filter (or plugin file) in front of the line. */
+    void (*log)(const rawfx_host *host, rawfx_log_severity severity, const char *message);
+
+    /* [any] Ask for configure to be called again, with the same input format,
+     * before this instance's next frame (say, a file it watches changed). The
+     * host prepares the reconfigured chain on a control thread and swaps it in
+     * between two frames. REAL-TIME. No effect on the plugin-file host. */
+    void (*request_reconfigure)(const rawfx_host *host);
+
+    /* [any] 1 when the calling thread is the one processing this instance's
+     * frames right now (inside process, or a slice job of it), else 0. For
+     * assertions. REAL-TIME. Always 0 on the plugin-file host. */
+    int32_t (*is_process_thread)(const rawfx_host *host);
+
+    /* [any, not real-time] A host extension by string id, or NULL:
+     * RAWFX_EXT_THREAD_POOL ("rawfx.thread-pool/1", rawfx/ext/thread_pool.h).
+     * The pointer lives as long as this host object. */
+    const void *(*get_extension)(const rawfx_host *host, const char *id);
+
+    /* [any] Ask the host to call this instance's on_callback soon, on a
+     * control thread (CLAP's request_callback). For work that must not happen
+     * on the process thread, such as re-creating state a real-time reset used
+     * up. REAL-TIME. No effect on the plugin-file host. */
+    void (*request_callback)(const rawfx_host *host);
+};
+
 /* ------------------------------------------------------------- parameters -- */
+
+/* The one rule for filter ids and parameter ids: one or more of a-z, 0-9 and
+ * '_' (no capitals, dashes, dots or spaces: chains address a parameter as
+ * "filter.parameter"). The host refuses a file with any other id. */
+#define RAWFX_ID_RULE "[a-z0-9_]+"
 
 typedef uint32_t rawfx_param_type;
 enum {
@@ -208,14 +295,19 @@ enum {
 enum {
     RAWFX_PARAM_FLAG_PATH     = 1u << 0, /* a STRING that names a file */
     RAWFX_PARAM_FLAG_REQUIRED = 1u << 1, /* the filter cannot configure without it */
-    RAWFX_PARAM_FLAG_RECONFIGURE = 1u << 2 /* a change needs a new configure */
+    /* A change needs a new configure (an output size, a file to read). The
+     * host then never calls set_param on a live instance: it sets the value on
+     * a new instance on a control thread, configures it there, and swaps it in
+     * between two frames. Without this flag set_param is REAL-TIME and takes
+     * effect from the next frame, keeping the stream's state. */
+    RAWFX_PARAM_FLAG_RECONFIGURE = 1u << 2
 };
 
 /* Describes one parameter, so a host can list and validate parameters without
  * creating an instance. All strings are static, UTF-8, owned by the plugin. */
 typedef struct rawfx_param_descriptor {
     uint32_t struct_size;
-    const char *id;          /* spelled in chains: "opacity"; [a-z0-9_]+ */
+    const char *id;          /* spelled in chains: "opacity"; RAWFX_ID_RULE */
     const char *name;        /* for people: "Opacity" */
     const char *help;        /* one or two sentences */
     const char *unit;        /* "px", "dB", "Hz", "" */
@@ -254,10 +346,12 @@ struct rawfx_filter {
     /* [control] Release everything the instance owns, including itself. */
     void (*destroy)(const rawfx_filter *filter);
 
-    /* [control, or process between two frames] Set parameter `index` (into
-     * descriptor->params). Never concurrent with process. A parameter whose
-     * descriptor has RAWFX_PARAM_FLAG_RECONFIGURE (an output size, a file) takes
-     * effect at the next configure, which the host makes before the next frame. */
+    /* [process or control] Set parameter `index` (into descriptor->params).
+     * Never concurrent with process. Before configure, and for a parameter
+     * with RAWFX_PARAM_FLAG_RECONFIGURE, the host calls it on a control thread
+     * and configures afterwards; otherwise it may call it on the process
+     * thread between two frames, so it is REAL-TIME: no allocation, no lock,
+     * and the stream's state (history, phase, estimates) is kept. */
     rawfx_status (*set_param)(const rawfx_filter *filter, uint32_t index,
                               const rawfx_param_value *value);
 
@@ -271,14 +365,17 @@ struct rawfx_filter {
 
     /* [process] Process one frame. Video filters set process_video and leave
      * process_audio NULL, audio filters the reverse. In-place filters get
-     * out == in. Must not allocate, lock or block. */
+     * out == in (the same pointer). REAL-TIME. A filter may split the work
+     * into slice jobs through the host's RAWFX_EXT_THREAD_POOL. */
     rawfx_status (*process_video)(const rawfx_filter *filter,
                                   const rawfx_video_frame *in, rawfx_video_frame *out);
     rawfx_status (*process_audio)(const rawfx_filter *filter,
                                   const rawfx_audio_frame *in, rawfx_audio_frame *out);
 
-    /* [control, or process between two frames] Forget history (a stream
-     * discontinuity: seek, source switch). Keeps the negotiated format. */
+    /* [process or control] Forget history (a stream discontinuity: seek,
+     * source switch, a user's video turned off). Keeps the negotiated format.
+     * REAL-TIME: state that must be re-created is prepared ahead (in configure)
+     * and topped up in on_callback. */
     void (*reset)(const rawfx_filter *filter);
 
     /* [any, about this instance] The message for the last failed call, or "".
@@ -287,8 +384,16 @@ struct rawfx_filter {
     const char *(*get_error)(const rawfx_filter *filter);
 
     /* [control] Optional (may be NULL): an extension by string id, e.g.
-     * "rawfx.voice-activity/1". NULL if not supported. */
+     * RAWFX_EXT_VOICE_ACTIVITY (rawfx/ext/voice_activity.h). NULL if not
+     * supported. */
     const void *(*get_extension)(const rawfx_filter *filter, const char *id);
+
+    /* (1.1) [control, possibly while the instance processes on another
+     * thread] Optional (may be NULL). Called after the instance asked with
+     * host->request_callback; several requests may fold into one call. Never
+     * concurrent with another control call on the instance, but it may run
+     * during process: share state with process through atomics only. */
+    void (*on_callback)(const rawfx_filter *filter);
 };
 
 /* Static description of one filter type. */
@@ -305,19 +410,32 @@ struct rawfx_filter_descriptor {
 
     /* [control] Create an instance with every parameter at its default.
      * On failure return NULL and, if `error` is not NULL, write a message of
-     * at most error_capacity bytes (NUL included). */
+     * at most error_capacity bytes (NUL included). A 1.1 host calls it only
+     * when create_with_host is NULL; a 1.1 plugin may leave it NULL. */
     const rawfx_filter *(*create)(const rawfx_filter_descriptor *descriptor,
                                   char *error, size_t error_capacity);
+
+    /* (1.1) [control] Optional: as create, with the host object of the new
+     * instance (valid until its destroy returns; keep the pointer). */
+    const rawfx_filter *(*create_with_host)(const rawfx_filter_descriptor *descriptor,
+                                            const rawfx_host *host,
+                                            char *error, size_t error_capacity);
 };
 
 /* ------------------------------------------------------------------ entry -- */
 
-/* What the host tells a plugin in init. */
+/* What the host tells a plugin in init. Valid during init only, except `host`
+ * (until deinit returns) and `plugin_path` (copy it). */
 typedef struct rawfx_host_info {
     uint32_t struct_size;
     rawfx_abi_version abi;   /* the host's ABI version */
     const char *name;        /* "rawfx" */
     const char *version;     /* the host's version string */
+    /* (1.1) The absolute path of the plugin's own file, for resources that
+     * ship beside it. */
+    const char *plugin_path;
+    /* (1.1) The host object for the plugin file (log, get_extension). */
+    const rawfx_host *host;
 } rawfx_host_info;
 
 /* The plugin's description of itself, returned by its one exported function. */
@@ -332,14 +450,25 @@ typedef struct rawfx_plugin_entry {
      * too old) with a message in `error` (at most error_capacity bytes). */
     rawfx_status (*init)(const rawfx_host_info *host, char *error, size_t error_capacity);
 
-    /* [loader] Called once before the host unloads the plugin, after every
-     * instance has been destroyed. */
+    /* [loader] Called exactly once, after every instance has been destroyed,
+     * when the host lets go of the file (the registry that loaded it is gone).
+     * The host keeps the code mapped afterwards (RTLD_NODELETE: the Swift and
+     * Rust runtimes keep records that point into a loaded image), so a second
+     * host in the same process that loads the file again calls init again. */
     void (*deinit)(void);
 
     /* [loader, or any thread after init] The filters this file provides. */
     uint32_t (*filter_count)(void);
     const rawfx_filter_descriptor *(*filter_descriptor)(uint32_t index);
 } rawfx_plugin_entry;
+
+/* ------------------------------------------------------------- 1.0 sizes -- */
+
+/* The struct_size of a plugin struct written against the 1.0 header: the
+ * smallest a host accepts, and where the 1.1 fields begin. */
+#define RAWFX_SIZE_1_0_FILTER_DESCRIPTOR offsetof(rawfx_filter_descriptor, create_with_host)
+#define RAWFX_SIZE_1_0_FILTER            offsetof(rawfx_filter, on_callback)
+#define RAWFX_SIZE_1_0_HOST_INFO         offsetof(rawfx_host_info, plugin_path)
 
 #if defined(_WIN32)
 #  define RAWFX_EXPORT __declspec(dllexport)

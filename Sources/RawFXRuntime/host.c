@@ -1,0 +1,296 @@
+/*
+ * The rawfx_host objects, the log ring and the service thread.
+ *
+ * Real-time paths (log, request_reconfigure, request_callback,
+ * is_process_thread, enter/leave_process) touch only atomics, a thread-local
+ * pointer and sem_post. Everything else (create, destroy, the service thread)
+ * takes the registry mutex.
+ */
+#include "rawfx_runtime.h"
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SOURCE_MAX 64
+#define RING_SLOTS 1024 /* a power of two */
+
+struct rfx_host_context {
+    rawfx_host host;                 /* first: a rawfx_host* is a context* */
+    rfx_host_kind kind;
+    char source[SOURCE_MAX];
+    const rawfx_filter *filter;      /* INSTANCE, once attached */
+    void *owner;
+    rfx_reconfigure_sink reconfigure_sink;
+    atomic_int callback_requested;
+    atomic_int reconfigure_requested;
+    rfx_host_context *next, *previous; /* the registry */
+};
+
+/* The thread that is processing, per thread: set by enter_process and by the
+ * thread pool's workers while they run a job of that context. Initial-exec TLS
+ * (the runtime is linked into the executable): reading it never allocates. */
+static __thread rfx_host_context *current_context __attribute__((tls_model("initial-exec")));
+
+/* ------------------------------------------------------------- log ring -- */
+
+/* Dmitry Vyukov's bounded MPMC queue: each slot carries a sequence number, so
+ * producers claim slots with one CAS and never wait for each other. */
+typedef struct log_slot {
+    atomic_size_t sequence;
+    rawfx_log_severity severity;
+    char source[SOURCE_MAX];
+    char message[RAWFX_LOG_MESSAGE_MAX];
+} log_slot;
+
+static log_slot ring[RING_SLOTS];
+static atomic_size_t ring_enqueue, ring_dequeue; /* dequeue: the service thread only */
+static atomic_uint_fast64_t dropped_lines;
+static atomic_uint_fast64_t lines_logged, lines_delivered;
+
+static pthread_mutex_t registry_mutex;
+static rfx_host_context *registry_head;
+static sem_t wake;
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static atomic_int service_started;
+static atomic_uint_fast64_t service_rounds;  /* completed passes of the service loop */
+static pthread_mutex_t sync_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+static rfx_log_sink log_sink;
+
+static void copy_cut(char *destination, size_t capacity, const char *text) {
+    size_t n = 0;
+    if (text != NULL)
+        while (n + 1 < capacity && text[n] != '\0') n++;
+    /* Never end inside a UTF-8 sequence. */
+    if (text != NULL && text[n] != '\0')
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) n--;
+    if (n > 0) memcpy(destination, text, n);
+    destination[n] = '\0';
+}
+
+static void wake_service(void) {
+    if (atomic_load_explicit(&service_started, memory_order_acquire))
+        sem_post(&wake);
+}
+
+void rfx_runtime_log(rawfx_log_severity severity, const char *source, const char *message) {
+    size_t position = atomic_load_explicit(&ring_enqueue, memory_order_relaxed);
+    log_slot *slot;
+    for (;;) {
+        slot = &ring[position & (RING_SLOTS - 1)];
+        size_t sequence = atomic_load_explicit(&slot->sequence, memory_order_acquire);
+        intptr_t difference = (intptr_t)sequence - (intptr_t)position;
+        if (difference == 0) {
+            if (atomic_compare_exchange_weak_explicit(&ring_enqueue, &position, position + 1,
+                                                      memory_order_relaxed, memory_order_relaxed))
+                break;
+        } else if (difference < 0) {
+            atomic_fetch_add_explicit(&dropped_lines, 1, memory_order_relaxed);
+            return; /* full: drop, never wait */
+        } else {
+            position = atomic_load_explicit(&ring_enqueue, memory_order_relaxed);
+        }
+    }
+    slot->severity = severity;
+    copy_cut(slot->source, sizeof slot->source, source);
+    copy_cut(slot->message, sizeof slot->message, message);
+    atomic_fetch_add_explicit(&lines_logged, 1, memory_order_relaxed);
+    atomic_store_explicit(&slot->sequence, position + 1, memory_order_release);
+    wake_service();
+}
+
+uint64_t rfx_runtime_dropped_log_lines(void) {
+    return atomic_load_explicit(&dropped_lines, memory_order_relaxed);
+}
+
+void rfx_runtime_set_log_sink(rfx_log_sink sink) {
+    pthread_mutex_lock(&registry_mutex);
+    log_sink = sink;
+    pthread_mutex_unlock(&registry_mutex);
+}
+
+static void drain_log(void) {
+    for (;;) {
+        size_t position = atomic_load_explicit(&ring_dequeue, memory_order_relaxed);
+        log_slot *slot = &ring[position & (RING_SLOTS - 1)];
+        size_t sequence = atomic_load_explicit(&slot->sequence, memory_order_acquire);
+        if ((intptr_t)sequence - (intptr_t)(position + 1) < 0) return; /* empty */
+        rfx_log_sink sink = log_sink;
+        if (sink != NULL) sink(slot->severity, slot->source, slot->message);
+        else if (slot->severity >= RAWFX_LOG_WARNING)
+            fprintf(stderr, "rawfx: %s: %s\n", slot->source[0] ? slot->source : "plugin", slot->message);
+        atomic_store_explicit(&ring_dequeue, position + 1, memory_order_relaxed);
+        atomic_store_explicit(&slot->sequence, position + RING_SLOTS, memory_order_release);
+        atomic_fetch_add_explicit(&lines_delivered, 1, memory_order_relaxed);
+    }
+}
+
+/* --------------------------------------------------------- service thread -- */
+
+static void run_requests(void) {
+    for (rfx_host_context *c = registry_head; c != NULL; c = c->next) {
+        if (atomic_exchange_explicit(&c->reconfigure_requested, 0, memory_order_acq_rel) && c->reconfigure_sink)
+            c->reconfigure_sink(c->owner, c);
+        if (atomic_exchange_explicit(&c->callback_requested, 0, memory_order_acq_rel) && c->filter != NULL
+            && c->filter->struct_size >= offsetof(rawfx_filter, on_callback) + sizeof c->filter->on_callback
+            && c->filter->on_callback != NULL)
+            c->filter->on_callback(c->filter);
+    }
+}
+
+static void *service_main(void *unused) {
+    (void)unused;
+    for (;;) {
+        sem_wait(&wake);
+        while (sem_trywait(&wake) == 0) {} /* fold a burst of wake-ups into one pass */
+        pthread_mutex_lock(&registry_mutex);
+        drain_log();
+        run_requests();
+        pthread_mutex_unlock(&registry_mutex);
+        pthread_mutex_lock(&sync_mutex);
+        atomic_fetch_add_explicit(&service_rounds, 1, memory_order_release);
+        pthread_cond_broadcast(&sync_cond);
+        pthread_mutex_unlock(&sync_mutex);
+    }
+    return NULL;
+}
+
+static void start_service(void) {
+    pthread_mutexattr_t attributes;
+    pthread_mutexattr_init(&attributes);
+    /* Recursive: a reconfigure sink or on_callback may create or destroy host
+     * contexts while the service thread holds the registry. */
+    pthread_mutexattr_settype(&attributes, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&registry_mutex, &attributes);
+    pthread_mutexattr_destroy(&attributes);
+    for (size_t i = 0; i < RING_SLOTS; i++) atomic_init(&ring[i].sequence, i);
+    sem_init(&wake, 0, 0);
+    pthread_t thread;
+    pthread_attr_t thread_attributes;
+    pthread_attr_init(&thread_attributes);
+    pthread_attr_setdetachstate(&thread_attributes, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thread, &thread_attributes, service_main, NULL) == 0)
+        atomic_store_explicit(&service_started, 1, memory_order_release);
+    pthread_attr_destroy(&thread_attributes);
+}
+
+static void ensure_started(void) { pthread_once(&start_once, start_service); }
+
+void rfx_runtime_sync(void) {
+    ensure_started();
+    if (!atomic_load_explicit(&service_started, memory_order_acquire)) {
+        pthread_mutex_lock(&registry_mutex);
+        drain_log();
+        run_requests();
+        pthread_mutex_unlock(&registry_mutex);
+        return;
+    }
+    /* Two full passes after this point: the first may have begun before our
+     * lines were in the ring. */
+    uint64_t target = atomic_load_explicit(&service_rounds, memory_order_acquire) + 2;
+    pthread_mutex_lock(&sync_mutex);
+    while (atomic_load_explicit(&service_rounds, memory_order_acquire) < target) {
+        sem_post(&wake);
+        pthread_cond_wait(&sync_cond, &sync_mutex);
+    }
+    pthread_mutex_unlock(&sync_mutex);
+}
+
+/* ------------------------------------------------------- host functions -- */
+
+static rfx_host_context *context_of(const rawfx_host *host) { return (rfx_host_context *)host->host_data; }
+
+static void host_log(const rawfx_host *host, rawfx_log_severity severity, const char *message) {
+    if (host == NULL) return;
+    rfx_runtime_log(severity, context_of(host)->source, message);
+}
+
+static void host_request_reconfigure(const rawfx_host *host) {
+    if (host == NULL) return;
+    rfx_host_context *c = context_of(host);
+    if (c->kind != RFX_HOST_INSTANCE) return;
+    if (!atomic_exchange_explicit(&c->reconfigure_requested, 1, memory_order_acq_rel)) wake_service();
+}
+
+static void host_request_callback(const rawfx_host *host) {
+    if (host == NULL) return;
+    rfx_host_context *c = context_of(host);
+    if (c->kind != RFX_HOST_INSTANCE) return;
+    if (!atomic_exchange_explicit(&c->callback_requested, 1, memory_order_acq_rel)) wake_service();
+}
+
+static int32_t host_is_process_thread(const rawfx_host *host) {
+    return host != NULL && current_context != NULL && current_context == context_of(host);
+}
+
+/* Defined in thread_pool.c. */
+extern const rawfx_host_thread_pool rfx_thread_pool_extension;
+
+static const void *host_get_extension(const rawfx_host *host, const char *id) {
+    if (host == NULL || id == NULL) return NULL;
+    if (strcmp(id, RAWFX_EXT_THREAD_POOL) == 0 && context_of(host)->kind == RFX_HOST_INSTANCE)
+        return &rfx_thread_pool_extension;
+    return NULL;
+}
+
+/* Used by thread_pool.c: the context the calling thread is processing. */
+rfx_host_context *rfx_current_process_context(void) { return current_context; }
+void rfx_set_current_process_context(rfx_host_context *context) { current_context = context; }
+
+/* ------------------------------------------------------------- contexts -- */
+
+rfx_host_context *rfx_host_context_create(const char *source, rfx_host_kind kind) {
+    ensure_started();
+    rfx_host_context *c = calloc(1, sizeof *c);
+    if (c == NULL) abort();
+    c->host.struct_size = sizeof(rawfx_host);
+    c->host.abi.major = RAWFX_ABI_MAJOR;
+    c->host.abi.minor = RAWFX_ABI_MINOR;
+    c->host.name = "rawfx";
+    c->host.version = RAWFX_HOST_VERSION_STRING;
+    c->host.host_data = c;
+    c->host.log = host_log;
+    c->host.request_reconfigure = host_request_reconfigure;
+    c->host.is_process_thread = host_is_process_thread;
+    c->host.get_extension = host_get_extension;
+    c->host.request_callback = host_request_callback;
+    c->kind = kind;
+    copy_cut(c->source, sizeof c->source, source);
+    pthread_mutex_lock(&registry_mutex);
+    c->next = registry_head;
+    if (registry_head) registry_head->previous = c;
+    registry_head = c;
+    pthread_mutex_unlock(&registry_mutex);
+    return c;
+}
+
+void rfx_host_context_destroy(rfx_host_context *c) {
+    if (c == NULL) return;
+    pthread_mutex_lock(&registry_mutex);
+    if (c->previous) c->previous->next = c->next; else registry_head = c->next;
+    if (c->next) c->next->previous = c->previous;
+    pthread_mutex_unlock(&registry_mutex);
+    free(c);
+}
+
+const rawfx_host *rfx_host_context_host(rfx_host_context *c) { return &c->host; }
+
+void rfx_host_context_attach_filter(rfx_host_context *c, const rawfx_filter *filter) {
+    pthread_mutex_lock(&registry_mutex);
+    c->filter = filter;
+    pthread_mutex_unlock(&registry_mutex);
+}
+
+void rfx_host_context_set_owner(rfx_host_context *c, void *owner, rfx_reconfigure_sink sink) {
+    pthread_mutex_lock(&registry_mutex);
+    c->owner = owner;
+    c->reconfigure_sink = sink;
+    pthread_mutex_unlock(&registry_mutex);
+}
+
+void rfx_host_context_enter_process(rfx_host_context *c) { current_context = c; }
+void rfx_host_context_leave_process(rfx_host_context *c) { (void)c; current_context = NULL; }

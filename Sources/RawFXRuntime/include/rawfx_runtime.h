@@ -1,0 +1,90 @@
+/*
+ * rawfx_runtime.h — the engine's side of `rawfx_host` (rawfx.h 1.1), in C.
+ *
+ * Written in C because every function a plugin may call from its process thread
+ * must be real-time safe: no allocation, no lock, no Swift runtime call. The
+ * Swift engine (HostContext, RawFXLog, RawFXThreadPool) wraps these.
+ *
+ * - A host context is one rawfx_host object: one per plugin file (kind
+ *   LIBRARY) and one per filter instance (kind INSTANCE).
+ * - log() copies the line into a lock-free ring; a service thread drains it
+ *   into the sink the engine set, and calls on_callback for instances that
+ *   asked with request_callback, and the owner's reconfigure sink for those
+ *   that asked with request_reconfigure.
+ * - The thread pool behind "rawfx.thread-pool/1" (rawfx/ext/thread_pool.h).
+ */
+#ifndef RAWFX_RUNTIME_H
+#define RAWFX_RUNTIME_H
+
+#include "rawfx.h"
+#include "rawfx/ext/thread_pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The host's version string (rawfx_host.version, rawfx --version). */
+#define RAWFX_HOST_VERSION_STRING "0.2.0"
+
+typedef struct rfx_host_context rfx_host_context;
+
+typedef enum rfx_host_kind {
+    RFX_HOST_LIBRARY = 0,  /* handed to a plugin's init */
+    RFX_HOST_INSTANCE = 1  /* handed to create_with_host */
+} rfx_host_kind;
+
+/* [control] A new host object. `source` (copied, cut at 63 bytes) names it in
+ * log lines: the filter id, or the plugin file's name. Never NULL. */
+rfx_host_context *rfx_host_context_create(const char *source, rfx_host_kind kind);
+
+/* [control] Unregisters and frees. Call after the instance's destroy (or the
+ * plugin's deinit) returned. Waits for an on_callback in progress to finish. */
+void rfx_host_context_destroy(rfx_host_context *context);
+
+/* The rawfx_host to hand to the plugin. */
+const rawfx_host *rfx_host_context_host(rfx_host_context *context);
+
+/* [control] Ties an instance context to the instance created with it, so that
+ * the service thread can call its on_callback. */
+void rfx_host_context_attach_filter(rfx_host_context *context, const rawfx_filter *filter);
+
+/* [control] Who rebuilds the instance when it calls request_reconfigure:
+ * `sink(owner, context)` runs on the service thread (never on the process
+ * thread). `owner` is not retained; pass NULL to detach. */
+typedef void (*rfx_reconfigure_sink)(void *owner, rfx_host_context *context);
+void rfx_host_context_set_owner(rfx_host_context *context, void *owner, rfx_reconfigure_sink sink);
+
+/* [process] Marks the calling thread as processing this context's instance
+ * (is_process_thread answers 1, the thread pool runs), until leave. */
+void rfx_host_context_enter_process(rfx_host_context *context);
+void rfx_host_context_leave_process(rfx_host_context *context);
+
+/* Log lines reach the sink on the service thread, in order. The default sink
+ * (NULL) writes warnings and errors to stderr as "rawfx: <source>: <message>". */
+typedef void (*rfx_log_sink)(rawfx_log_severity severity, const char *source, const char *message);
+void rfx_runtime_set_log_sink(rfx_log_sink sink);
+
+/* [control] Returns when every line logged before the call has reached the
+ * sink, and every callback requested before it has run. */
+void rfx_runtime_sync(void);
+
+/* Lines dropped because the ring was full (RAWFX_LOG_MESSAGE_MAX-byte slots). */
+uint64_t rfx_runtime_dropped_log_lines(void);
+
+/* [any, real-time] Log a line from the engine itself, as a plugin would. */
+void rfx_runtime_log(rawfx_log_severity severity, const char *source, const char *message);
+
+/* The thread pool: `count` threads including the caller (1 = inline). Takes
+ * effect for the next run; threads are started on first use. Default: 1. */
+void rfx_runtime_set_thread_count(uint32_t count);
+uint32_t rfx_runtime_thread_count(void);
+
+/* The pool as the engine itself uses it (same rules as the extension's run,
+ * without the process-thread check). */
+void rfx_runtime_run_jobs(rawfx_slice_job job, void *context, uint32_t job_count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RAWFX_RUNTIME_H */

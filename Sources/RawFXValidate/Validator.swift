@@ -1,0 +1,2 @@
+// The conformance checker behind `rawfx validate` (being written).
+import RawFX
