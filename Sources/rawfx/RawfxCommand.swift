@@ -21,5 +21,5 @@ struct RawfxCommand: ParsableCommand {
           ffmpeg -i in.mp4 -f yuv4mpegpipe - | rawfx run --vf rotate=angle=90 - - | ffmpeg -f yuv4mpegpipe -i - out.mp4
         """,
         version: RawFXHost.version,
-        subcommands: [PluginsCommand.self, RunCommand.self, DemoCommand.self])
+        subcommands: [PluginsCommand.self, RunCommand.self, DemoCommand.self, ValidateCommand.self])
 }

@@ -1,0 +1,580 @@
+import RawFX
+import RawFXAllocCounter
+
+/// A parameter value the user gave with `--set FILTER.PARAM=VALUE`.
+struct Setting {
+    let parameter: ParameterInfo
+    let value: TrialValue
+}
+
+/// The instance-level checks of one filter (everything but `descriptors`), in one process.
+///
+/// Passes share their findings: every call that processes a frame also checks guard bytes
+/// and the frame struct, and every failing call has its message checked, so `guard-bytes`,
+/// `output-format` and `error-messages` cover all passes and are reported last.
+final class FilterValidation {
+    /// Formats the `formats` pass configures (rawfx validate's fixed list: odd and large
+    /// sizes, both ranges; 8 kHz to 192 kHz, mono to 5.1).
+    static let videoFormats: [VideoFormat] = [(1, 1), (2, 2), (3, 40), (641, 359), (1920, 1080)].flatMap { size in
+        [ColorRange.limited, .full].map { VideoFormat(width: size.0, height: size.1, colorRange: $0) }
+    }
+    static let audioFormats: [AudioFormat] = [8000, 11025, 16000, 22050, 32000, 44100, 48000, 96000, 192000].flatMap { rate in
+        [1, 2, 6].map { AudioFormat(sampleRate: rate, channels: $0) }
+    }
+    /// Preferred formats for the other passes (the first the filter accepts); then the
+    /// accepted formats of the list.
+    static let preferredVideo = [VideoFormat(width: 320, height: 240)]
+    static let preferredAudio = [AudioFormat(sampleRate: 48000, channels: 1), AudioFormat(sampleRate: 48000, channels: 2),
+                                 AudioFormat(sampleRate: 16000, channels: 1)]
+    /// Frames per sequence in the comparisons.
+    static let sequenceLength = 6
+
+    let description: FilterDescription
+    let settings: [Setting]
+    let createCycles: Int
+    private let begin: (Check, String) -> Void
+    private let emit: (CheckResult) -> Void
+    private let ledger = InstanceLedger()
+    private var guards = Findings()
+    private var outputFormat = Findings()
+    private var reported = Set<Check>()
+    /// Formats the filter accepted in the formats pass, in list order.
+    private var accepted: [StreamFormat] = []
+    private var working: StreamFormat?
+    private var deterministic = true
+    /// A fresh instance's output on the reference sequence (the determinism pass's first run).
+    private var freshOutputs: [Captured] = []
+
+    private var id: String { description.id }
+    private var processing: Processing { description.processing! }
+
+    /// `begin(check, step)` is called before each step (a worker streams it, so that a crash
+    /// is pinned on its step); `emit` once per check, as soon as its line is final.
+    init(description: FilterDescription, settings: [Setting], createCycles: Int,
+         begin: @escaping (Check, String) -> Void, emit: @escaping (CheckResult) -> Void) {
+        self.description = description
+        self.settings = settings
+        self.createCycles = createCycles
+        self.begin = begin
+        self.emit = emit
+    }
+
+    private func report(_ result: CheckResult) {
+        reported.insert(result.check)
+        emit(result)
+    }
+
+    private func skipRemaining(_ reason: String) {
+        for check in Check.instanceChecks where !reported.contains(check) {
+            report(CheckResult(subject: id, check: check, outcome: .skip, reason: reason))
+        }
+    }
+
+    /// Runs every instance-level check and reports each one.
+    func run() {
+        if let why = description.unusable {
+            skipRemaining("no instance can be made: \(why) (see descriptors)")
+            return
+        }
+        let given = Set(settings.map(\.parameter.index))
+        if let needed = description.parameters.first(where: { $0.needsValue && !given.contains($0.index) }) {
+            skipRemaining("needs a value for '\(needed.id)' (REQUIRED, no default): pass --set \(id).\(needed.id)=VALUE")
+            return
+        }
+        checkSettings()
+        guard reported.isEmpty else { return }
+        checkCreateDestroy()
+        checkFormats()
+        if working != nil {
+            checkDeterminism()
+            checkReset()
+            checkRealTime()
+            checkParameterExtremes()
+        }
+        finish()
+    }
+
+    /// The user's values must be accepted, or nothing else can run.
+    private func checkSettings() {
+        guard !settings.isEmpty else { return }
+        switch newInstance(applying: settings) {
+        case .failure(let failure):
+            skipRemaining("the --set values cannot be applied: \(failure)")
+        case .success(let instance):
+            instance.destroy()
+        }
+    }
+
+    /// Reports the checks fed by every pass, and skips what could not run.
+    private func finish() {
+        let reason = accepted.isEmpty ? "not run: the filter accepted none of the formats (see formats)" : "not run"
+        for check in [Check.determinism, .reset, .realTime, .parameterExtremes] where !reported.contains(check) {
+            report(CheckResult(subject: id, check: check, outcome: .skip, reason: reason))
+        }
+        report(guards.result(id, .guardBytes, passing:
+            "no write outside the picture, into row padding (odd strides) or past any plane, nor into an out-of-place input"))
+        report(outputFormat.result(id, .outputFormat, passing: processing == .inPlace
+            ? "in place: out == in and the frame struct unchanged after every call"
+            : "out of place: every output struct matched the negotiation"))
+        let messages = ledger.missingMessages
+        let failed = ledger.failedCalls
+        report(messages.result(id, .errorMessages, passing: failed == 0
+            ? "no call failed" : "\(failed) failed call\(failed == 1 ? "" : "s"), each with a get_error message"))
+        let usage = ledger.hosts.map(\.usage).reduce(HostUsage(), +)
+        var threads = Findings()
+        usage.violations.forEach { threads.fail($0) }
+        let passing = description.createWithHost == nil
+            ? "process ran on its own thread, control calls on another; no host object (the filter has no create_with_host)"
+            : "process ran on its own thread, control calls on another; \(usage.summary)"
+        report(threads.result(id, .threads, passing: passing))
+    }
+
+    // MARK: - Instances and sequences
+
+    /// A new instance with the user's values (and `extra`, which win), or why not.
+    private func newInstance(applying values: [Setting]? = nil) -> Result<TestInstance, StepFailure> {
+        switch TestInstance.create(description, ledger: ledger) {
+        case .failure(let failure):
+            return .failure(StepFailure("create \(failure)"))
+        case .success(let instance):
+            for setting in values ?? settings {
+                let outcome = instance.set(setting.parameter, setting.value, live: false)
+                if !outcome.succeeded {
+                    instance.destroy()
+                    return .failure(StepFailure("set_param(\(setting.parameter.id)=\(setting.value)) \(outcome.failure)"))
+                }
+            }
+            return .success(instance)
+        }
+    }
+
+    /// The settings with `parameter` left out (the extremes pass sets it itself).
+    private func settings(without parameter: ParameterInfo) -> [Setting] {
+        settings.filter { $0.parameter.index != parameter.index }
+    }
+
+    /// Configures `instance` for `format` and makes its buffers.
+    private func configure(_ instance: TestInstance, _ format: StreamFormat, audioCounts: [Int]? = nil)
+        -> Result<StreamIO, StepFailure> {
+        let outcome = instance.configure(format.cValue, label: label(format))
+        guard outcome.succeeded, let negotiation = instance.negotiation else {
+            return .failure(StepFailure("configure(\(label(format))) \(outcome.failure)"))
+        }
+        return makeIO(input: format, negotiation: negotiation, processing: processing, audioCounts: audioCounts)
+    }
+
+    /// Processes one input per seed, checking buffers and structs after each call; returns
+    /// the outputs, or the first failed call.
+    private func run(_ instance: TestInstance, _ io: StreamIO, seeds: [Int], variant: Int = 0, label: String)
+        -> Result<[Captured], StepFailure> {
+        var outputs: [Captured] = []
+        for (call, seed) in seeds.enumerated() {
+            io.prepare(seed: seed, call: call, variant: variant)
+            let where_ = "\(label), call \(call + 1)"
+            let outcome = instance.process(io, label: where_)
+            guard outcome.succeeded else { return .failure(StepFailure("\(where_): process \(outcome.failure)")) }
+            io.verify(label: where_, guards: &guards, format: &outputFormat)
+            outputs.append(io.capture())
+        }
+        return .success(outputs)
+    }
+
+    /// A fresh instance, configured for `format`, run over `seeds`.
+    private func runFresh(_ format: StreamFormat, seeds: [Int], variant: Int, label: String) -> Result<[Captured], StepFailure> {
+        switch newInstance() {
+        case .failure(let failure): return .failure(failure)
+        case .success(let instance):
+            defer { instance.destroy() }
+            switch configure(instance, format) {
+            case .failure(let failure): return .failure(failure)
+            case .success(let io): return run(instance, io, seeds: seeds, variant: variant, label: label)
+            }
+        }
+    }
+
+    /// The first difference between two runs, as "call 3: …", or nil.
+    private func firstDifference(_ a: [Captured], _ b: [Captured]) -> String? {
+        for (call, pair) in zip(a, b).enumerated() {
+            if let difference = pair.0.difference(from: pair.1) { return "call \(call + 1): \(difference)" }
+        }
+        return a.count == b.count ? nil : "\(a.count) outputs against \(b.count)"
+    }
+
+    private func label(_ format: StreamFormat) -> String {
+        switch format {
+        case .video(let v): return "\(v.width)x\(v.height) \(v.colorRange)"
+        case .audio(let a): return "\(a.sampleRate) Hz x\(a.channels)"
+        }
+    }
+
+    // MARK: - create-destroy
+
+    private func checkCreateDestroy() {
+        begin(.createDestroy, "\(createCycles) create/destroy cycles")
+        var findings = Findings()
+        for cycle in 1...createCycles {
+            switch TestInstance.create(description, ledger: ledger) {
+            case .failure(let failure): findings.fail("create #\(cycle) \(failure)")
+            case .success(let instance): instance.destroy()
+            }
+        }
+        let api = description.createWithHost != nil ? "create_with_host (a host object each)" : "create (no host object)"
+        report(findings.result(id, .createDestroy, passing: "\(createCycles) instances created with \(api) and destroyed"))
+    }
+
+    // MARK: - formats
+
+    private func checkFormats() {
+        var findings = Findings()
+        var refused: [String] = []
+        let formats: [StreamFormat] = description.kind == .video
+            ? FilterValidation.videoFormats.map { .video($0) } : FilterValidation.audioFormats.map { .audio($0) }
+        for format in formats {
+            begin(.formats, "configure and process \(label(format))")
+            let instance: TestInstance
+            switch newInstance() {
+            case .failure(let failure):
+                findings.fail("\(label(format)): \(failure)")
+                continue
+            case .success(let made): instance = made
+            }
+            defer { instance.destroy() }
+            let outcome = instance.configure(format.cValue, label: label(format))
+            guard outcome.succeeded, let negotiation = instance.negotiation else {
+                refused.append(label(format))
+                continue
+            }
+            accepted.append(format)
+            checkNegotiation(format, negotiation)
+            // Filters that take any block size get varied sizes: 10 ms, one frame, an odd count.
+            let tenMs: Int
+            if case .audio(let a) = format { tenMs = (a.sampleRate + 99) / 100 } else { tenMs = 1 }
+            switch makeIO(input: format, negotiation: negotiation, processing: processing, audioCounts: [tenMs, 1, 37]) {
+            case .failure(let failure):
+                findings.notes.append("\(label(format)): not processed: \(failure)")
+            case .success(let io):
+                if case .failure(let failure) = run(instance, io, seeds: [1, 2, 3], label: label(format)) {
+                    findings.fail("accepted \(failure)")
+                }
+            }
+        }
+        if description.kind == .video { probeUnknownPixelFormat() }
+        chooseWorkingFormat()
+        if accepted.isEmpty { findings.fail("accepted none of the \(formats.count) formats (\(refused.joined(separator: ", ")))") }
+        let refusals = refused.isEmpty ? "" : "; refused \(refused.joined(separator: ", "))"
+        report(findings.result(id, .formats, passing:
+            "accepted \(accepted.count) of \(formats.count) formats and processed 3 calls of each\(refusals)"))
+    }
+
+    /// What configure answered must make sense, and an in-place filter must keep the format.
+    private func checkNegotiation(_ input: StreamFormat, _ negotiation: rawfx_negotiation) {
+        let where_ = "configure(\(label(input)))"
+        guard let output = StreamFormat(negotiation.output), output.kind == input.kind else {
+            outputFormat.fail("\(where_): the negotiated output is of another media kind (\(negotiation.output.kind))")
+            return
+        }
+        if processing == .inPlace && output != input {
+            outputFormat.fail("\(where_): an in-place filter changed the format to \(label(output))")
+        }
+        switch output {
+        case .video(let v):
+            if v.width < 1 || v.height < 1 { outputFormat.fail("\(where_): negotiated an empty output \(v.width)x\(v.height)") }
+            if negotiation.output.video.pixel_format != rawfx_pixel_format(RAWFX_PIXEL_I420) {
+                outputFormat.fail("\(where_): negotiated pixel format \(negotiation.output.video.pixel_format), not I420 (\(RAWFX_PIXEL_I420))")
+            }
+        case .audio(let a):
+            if a.sampleRate < 1 || a.channels < 1 {
+                outputFormat.fail("\(where_): negotiated \(a.sampleRate) Hz x\(a.channels), an impossible output")
+            }
+        }
+    }
+
+    /// A host of a later minor may offer a pixel format this filter never heard of: it must
+    /// refuse it (with a message; error-messages checks that), not take it for I420.
+    private func probeUnknownPixelFormat() {
+        begin(.formats, "configure with an unknown pixel format")
+        guard case .success(let instance) = newInstance() else { return }
+        var format = StreamFormat.video(VideoFormat(width: 320, height: 240)).cValue
+        format.video.pixel_format = 0x7F00
+        _ = instance.configure(format, label: "320x240, unknown pixel format 0x7F00")
+        instance.destroy()
+    }
+
+    // MARK: - The format the other passes use
+
+    private func chooseWorkingFormat() {
+        let preferred: [StreamFormat] = description.kind == .video
+            ? FilterValidation.preferredVideo.map { .video($0) } : FilterValidation.preferredAudio.map { .audio($0) }
+        for format in preferred {
+            begin(.formats, "configure \(label(format)) (the format of the checks that follow)")
+            guard case .success(let instance) = newInstance() else { break }
+            defer { instance.destroy() }
+            if case .success = configure(instance, format) {
+                working = format
+                return
+            }
+        }
+        working = accepted.first
+    }
+
+    /// Another accepted format of a different size or rate, to renegotiate to.
+    private var otherFormat: StreamFormat? {
+        accepted.first { format in
+            switch (format, working) {
+            case (.video(let a), .video(let b)?): return a.width != b.width || a.height != b.height
+            case (.audio(let a), .audio(let b)?): return a.sampleRate != b.sampleRate
+            default: return false
+            }
+        }
+    }
+
+    private var referenceSeeds: [Int] { Array(100..<(100 + FilterValidation.sequenceLength)) }
+    private var historySeeds: [Int] { Array(200..<(200 + FilterValidation.sequenceLength)) }
+
+    // MARK: - determinism
+
+    private func checkDeterminism() {
+        let format = working!
+        begin(.determinism, "two fresh instances on \(label(format))")
+        var findings = Findings()
+        let first = runFresh(format, seeds: referenceSeeds, variant: 0, label: "first run")
+        let second = runFresh(format, seeds: referenceSeeds, variant: 1, label: "second run")
+        switch (first, second) {
+        case (.failure(let failure), _), (_, .failure(let failure)):
+            findings.fail(failure.message)
+            deterministic = false
+        case (.success(let a), .success(let b)):
+            freshOutputs = a
+            if let difference = firstDifference(a, b) {
+                findings.fail("two fresh instances gave different outputs on the same input (\(label(format))), \(difference)"
+                    + (processing == .outOfPlace ? " (output buffers were prefilled differently: a byte left unwritten shows too)" : ""))
+                deterministic = false
+            }
+        }
+        report(findings.result(id, .determinism, passing:
+            "two fresh instances gave identical output on \(FilterValidation.sequenceLength) calls at \(label(format))"))
+    }
+
+    // MARK: - reset
+
+    private func checkReset() {
+        let format = working!
+        begin(.reset, "reset and renegotiation at \(label(format))")
+        var findings = Findings()
+        let instance: TestInstance
+        switch newInstance() {
+        case .failure(let failure):
+            findings.fail(failure.message)
+            report(findings.result(id, .reset, passing: ""))
+            return
+        case .success(let made): instance = made
+        }
+        defer { instance.destroy() }
+
+        /// Runs the history, then `between`, then the reference sequence; compares with a
+        /// fresh instance's output on it.
+        func afterHistory(_ what: String, between: (StreamIO) -> StreamIO?) {
+            begin(.reset, what)
+            let io: StreamIO
+            switch configure(instance, format) {
+            case .failure(let failure):
+                findings.fail("\(what): \(failure)")
+                return
+            case .success(let made): io = made
+            }
+            if case .failure(let failure) = run(instance, io, seeds: historySeeds, label: "history before \(what)") {
+                findings.fail(failure.message)
+                return
+            }
+            guard let after = between(io) else { return }
+            switch run(instance, after, seeds: referenceSeeds, label: "after \(what)") {
+            case .failure(let failure):
+                findings.fail(failure.message)
+            case .success(let outputs):
+                if deterministic, let difference = firstDifference(outputs, freshOutputs) {
+                    findings.fail("after \(what) the output differs from a fresh instance's, \(difference)")
+                }
+            }
+        }
+
+        afterHistory("reset on the process thread") { io in
+            _ = instance.reset(onProcessThread: true)
+            return io
+        }
+        afterHistory("reset on the control thread") { io in
+            _ = instance.reset(onProcessThread: false)
+            return io
+        }
+        let other = otherFormat
+        let renegotiation = other.map { "renegotiation to \(label($0)) and back" } ?? "configure again"
+        afterHistory(renegotiation) { _ in
+            if let other {
+                switch configure(instance, other) {
+                case .failure(let failure):
+                    findings.fail("renegotiating to \(label(other)): \(failure)")
+                    return nil
+                case .success(let io):
+                    if case .failure(let failure) = run(instance, io, seeds: [7, 8], label: "at \(label(other))") {
+                        findings.fail(failure.message)
+                        return nil
+                    }
+                }
+            }
+            switch configure(instance, format) {
+            case .failure(let failure):
+                findings.fail("configuring back to \(label(format)): \(failure)")
+                return nil
+            case .success(let io):
+                return io
+            }
+        }
+        if !deterministic {
+            findings.notes.append("outputs not compared with a fresh instance's: the filter is not deterministic (see determinism)")
+        }
+        report(findings.result(id, .reset, passing:
+            "after reset (process and control thread) and after \(renegotiation), the output equals a fresh instance's"))
+    }
+
+    // MARK: - real-time
+
+    private func checkRealTime() {
+        guard rawfx_allocation_counter_active() != 0 else {
+            report(CheckResult(subject: id, check: .realTime, outcome: .skip, reason:
+                "heap allocations cannot be counted: this executable does not use RawFXAllocCounter's malloc"))
+            return
+        }
+        let format = working!
+        begin(.realTime, "allocations in process, reset and set_param at \(label(format))")
+        var findings = Findings()
+        defer { report(findings.result(id, .realTime, passing: realTimeSummary)) }
+        let instance: TestInstance
+        let io: StreamIO
+        switch newInstance().flatMap({ made in configure(made, format).map { (made, $0) } }) {
+        case .failure(let failure):
+            findings.fail(failure.message)
+            return
+        case .success(let made): (instance, io) = made
+        }
+        defer { instance.destroy() }
+
+        /// One frame; its allocations, or nil after a failure (noted).
+        func frame(_ seed: Int, _ label: String) -> UInt64? {
+            io.prepare(seed: seed, call: 0, variant: 0)
+            let outcome = instance.process(io, label: label)
+            guard outcome.succeeded else {
+                findings.fail("\(label): process \(outcome.failure); allocations not counted further")
+                return nil
+            }
+            io.verify(label: label, guards: &guards, format: &outputFormat)
+            return outcome.allocations
+        }
+
+        // Warm-up: first calls may fill lazy caches; the steady state is what counts.
+        for seed in 300..<302 { guard frame(seed, "warm-up") != nil else { return } }
+        var processAllocations: UInt64 = 0
+        let frames = 8
+        for seed in 310..<(310 + frames) {
+            guard let made = frame(seed, "counted frames") else { return }
+            processAllocations += made
+        }
+        if processAllocations > 0 {
+            findings.fail("process allocated \(processAllocations) times in \(frames) calls (after \(2) warm-up calls)")
+        }
+
+        guard frame(320, "before reset") != nil else { return }
+        _ = instance.reset(onProcessThread: true)
+        var resetAllocations: UInt64 = 0
+        let resets = 3
+        for i in 0..<resets {
+            guard frame(330 + i, "between resets") != nil else { return }
+            resetAllocations += instance.reset(onProcessThread: true)
+        }
+        if resetAllocations > 0 { findings.fail("reset allocated \(resetAllocations) times in \(resets) calls") }
+
+        var setCalls = 0
+        let live = description.parameters.filter { !$0.needsReconfigure }
+        for parameter in live {
+            var values = parameter.extremes
+            if let value = settings.first(where: { $0.parameter.index == parameter.index })?.value ?? parameter.defaultTrial {
+                values.append(value)
+            }
+            var allocations: UInt64 = 0
+            for pass in 0..<2 {
+                for value in values {
+                    let outcome = instance.set(parameter, value, live: true)
+                    if pass == 1 && outcome.succeeded {
+                        allocations += outcome.allocations
+                        setCalls += 1
+                    }
+                    guard frame(340, "after set_param(\(parameter.id)=\(value))") != nil else { return }
+                }
+            }
+            if allocations > 0 {
+                findings.fail("set_param of '\(parameter.id)' (not RECONFIGURE, so real-time) allocated \(allocations) times in \(values.count) calls")
+            }
+        }
+        realTimeSummary = "no heap allocation in \(frames) process calls, \(resets) resets and \(setCalls) real-time set_param calls"
+            + (live.isEmpty ? " (no parameter is real-time)" : "") + ", on the process thread after a warm-up"
+    }
+
+    private var realTimeSummary = ""
+
+    // MARK: - parameter-extremes
+
+    private func checkParameterExtremes() {
+        let format = working!
+        var findings = Findings()
+        var tried = 0, refusedSets = 0, refusedConfigures = 0, notRun = 0
+        for parameter in description.parameters where !parameter.extremes.isEmpty {
+            for value in parameter.extremes {
+                let what = "\(parameter.id)=\(value)"
+                begin(.parameterExtremes, "\(what) before configure")
+                tried += 1
+                guard case .success(let instance) = newInstance(applying: settings(without: parameter)) else { continue }
+                defer { instance.destroy() }
+                guard instance.set(parameter, value, live: false).succeeded else {
+                    refusedSets += 1
+                    continue
+                }
+                let outcome = instance.configure(format.cValue, label: "\(label(format)) with \(what)")
+                guard outcome.succeeded, let negotiation = instance.negotiation else {
+                    refusedConfigures += 1
+                    continue
+                }
+                checkNegotiation(format, negotiation)
+                switch makeIO(input: format, negotiation: negotiation, processing: processing) {
+                case .failure(let failure):
+                    notRun += 1
+                    findings.notes.append("\(what): \(failure.message), not processed")
+                case .success(let io):
+                    if case .failure(let failure) = run(instance, io, seeds: [400, 401], label: what) {
+                        findings.fail("configure accepted \(label(format)) with \(what), then \(failure)")
+                    }
+                }
+            }
+            guard !parameter.needsReconfigure else { continue }
+            begin(.parameterExtremes, "\(parameter.id) changed between frames")
+            guard case .success(let instance) = newInstance(applying: settings(without: parameter)) else { continue }
+            defer { instance.destroy() }
+            guard case .success(let io) = configure(instance, format),
+                  case .success = run(instance, io, seeds: [410], label: "before changing \(parameter.id)") else { continue }
+            for value in parameter.extremes {
+                tried += 1
+                guard instance.set(parameter, value, live: true).succeeded else {
+                    refusedSets += 1
+                    continue
+                }
+                if case .failure(let failure) = run(instance, io, seeds: [411], label: "\(parameter.id)=\(value) between frames") {
+                    findings.fail(failure.message)
+                }
+            }
+        }
+        var passing = tried == 0 ? "no int, float, bool or enum parameter"
+            : "\(tried) extreme values tried, before configure and (for real-time parameters) between frames: none broke process"
+        if refusedSets + refusedConfigures > 0 {
+            passing += "; \(refusedSets) refused by set_param, \(refusedConfigures) by configure"
+        }
+        if notRun > 0 { passing += "; \(notRun) configured but too large to process" }
+        report(findings.result(id, .parameterExtremes, passing: passing))
+    }
+}

@@ -1,0 +1,241 @@
+import RawFX
+import RawFXAllocCounter
+
+/// "-2 (RAWFX_ERR_UNSUPPORTED)".
+func statusName(_ status: rawfx_status) -> String {
+    let names = [RAWFX_OK: "RAWFX_OK", RAWFX_ERR_INVALID_ARGUMENT: "RAWFX_ERR_INVALID_ARGUMENT",
+                 RAWFX_ERR_UNSUPPORTED: "RAWFX_ERR_UNSUPPORTED", RAWFX_ERR_OUT_OF_MEMORY: "RAWFX_ERR_OUT_OF_MEMORY",
+                 RAWFX_ERR_IO: "RAWFX_ERR_IO", RAWFX_ERR_STATE: "RAWFX_ERR_STATE", RAWFX_ERR_VERSION: "RAWFX_ERR_VERSION",
+                 RAWFX_ERR_INTERNAL: "RAWFX_ERR_INTERNAL"]
+    return "\(status)" + (names[Int(status)].map { " (\($0))" } ?? "")
+}
+
+/// What one call into the plugin did.
+struct CallOutcome {
+    var status: rawfx_status
+    /// `get_error` right after a failure ("" when the plugin left it empty).
+    var message: String
+    /// Heap allocations on the calling thread (and, for process, in slice jobs on workers).
+    var allocations: UInt64
+    var succeeded: Bool { status == RAWFX_OK }
+    /// "returned -2 (RAWFX_ERR_UNSUPPORTED): <message>".
+    var failure: String { "returned \(statusName(status))" + (message.isEmpty ? " with no message" : ": \(message)") }
+}
+
+/// Every instance of one filter reports here: failed calls (for `error-messages`) and host
+/// objects (kept until the filter is done, so a late call from the plugin is caught, not a
+/// crash).
+final class InstanceLedger {
+    var missingMessages = Findings()
+    var failedCalls = 0
+    var hosts: [ValidatorHost] = []
+
+    func noteFailure(_ call: String, _ outcome: CallOutcome) {
+        failedCalls += 1
+        if outcome.message.isEmpty {
+            missingMessages.fail("\(call) returned \(statusName(outcome.status)) with an empty get_error message")
+        }
+    }
+}
+
+/// One instance of the filter under validation, driven as a host drives it: control calls
+/// on the caller's thread; process, and the real-time calls between frames, on the process
+/// thread. Each call is marked on the instance's host object, so the host knows which call
+/// the plugin is in when it calls back.
+final class TestInstance {
+    typealias VideoProcess = @convention(c) (UnsafePointer<rawfx_filter>?, UnsafePointer<rawfx_video_frame>?,
+                                              UnsafeMutablePointer<rawfx_video_frame>?) -> rawfx_status
+    typealias AudioProcess = @convention(c) (UnsafePointer<rawfx_filter>?, UnsafePointer<rawfx_audio_frame>?,
+                                              UnsafeMutablePointer<rawfx_audio_frame>?) -> rawfx_status
+
+    let filter: UnsafePointer<rawfx_filter>
+    let host: ValidatorHost?
+    let ledger: InstanceLedger
+    private let video: VideoProcess?
+    private let audio: AudioProcess?
+    private let onCallback: (@convention(c) (UnsafePointer<rawfx_filter>?) -> Void)?
+    private(set) var negotiation: rawfx_negotiation?
+    private var destroyed = false
+
+    /// Creates an instance (`create_with_host` when the plugin has it, else `create`) and
+    /// checks its struct, or says what went wrong.
+    static func create(_ description: FilterDescription, ledger: InstanceLedger) -> Result<TestInstance, StepFailure> {
+        let host = description.createWithHost != nil ? ValidatorHost(kind: .instance, source: description.id) : nil
+        if let host { ledger.hosts.append(host) }
+        var message = [CChar](repeating: 0, count: 512)
+        host?.begin(.create)
+        let made: UnsafePointer<rawfx_filter>?
+        if let createWithHost = description.createWithHost, let host {
+            made = createWithHost(description.descriptor, host.pointer, &message, message.count)
+        } else {
+            made = description.create!(description.descriptor, &message, message.count)
+        }
+        host?.end()
+        guard let filter = made else {
+            host?.release()
+            let text = String(nulTerminated: message)
+            return .failure(StepFailure(text.isEmpty ? "returned NULL without a message in its error buffer" : "returned NULL: \(text)"))
+        }
+        let f = filter.pointee
+        var missing: [String] = []
+        if Int(f.struct_size) < Size10.filter {
+            missing.append("struct_size \(f.struct_size) (less than the 1.0 size \(Size10.filter), RAWFX_SIZE_1_0_FILTER)")
+        }
+        if f.descriptor != description.descriptor { missing.append("a descriptor pointer other than its own") }
+        if f.destroy == nil { missing.append("no destroy") }
+        if f.set_param == nil { missing.append("no set_param") }
+        if f.configure == nil { missing.append("no configure") }
+        if f.reset == nil { missing.append("no reset") }
+        if f.get_error == nil { missing.append("no get_error") }
+        if description.kind == .video && f.process_video == nil { missing.append("no process_video (a video filter)") }
+        if description.kind == .audio && f.process_audio == nil { missing.append("no process_audio (an audio filter)") }
+        guard missing.isEmpty else {
+            if let destroy = f.destroy {
+                host?.begin(.destroy)
+                destroy(filter)
+                host?.end()
+            }
+            host?.release()
+            return .failure(StepFailure("gave an instance with " + missing.joined(separator: ", ")))
+        }
+        let callbackEnd = fieldEnd(\rawfx_filter.on_callback, MemoryLayout<(@convention(c) (UnsafePointer<rawfx_filter>?) -> Void)?>.size)
+        let callback = description.createWithHost != nil && Int(f.struct_size) >= callbackEnd ? f.on_callback : nil
+        return .success(TestInstance(filter: filter, host: host, ledger: ledger,
+                                     video: description.kind == .video ? f.process_video : nil,
+                                     audio: description.kind == .audio ? f.process_audio : nil, onCallback: callback))
+    }
+
+    private init(filter: UnsafePointer<rawfx_filter>, host: ValidatorHost?, ledger: InstanceLedger,
+                 video: VideoProcess?, audio: AudioProcess?,
+                 onCallback: (@convention(c) (UnsafePointer<rawfx_filter>?) -> Void)?) {
+        self.filter = filter
+        self.host = host
+        self.ledger = ledger
+        self.video = video
+        self.audio = audio
+        self.onCallback = onCallback
+    }
+
+    deinit { destroy() }
+
+    /// `destroy`, once; the host object is released when it returns.
+    func destroy() {
+        guard !destroyed else { return }
+        destroyed = true
+        host?.begin(.destroy)
+        filter.pointee.destroy(filter)
+        host?.end()
+        host?.release()
+    }
+
+    private var lastError: String {
+        guard let p = filter.pointee.get_error(filter) else { return "" }
+        return String(cString: p)
+    }
+
+    /// Runs `on_callback` on this (control) thread when the plugin asked for it: a host must
+    /// never run it concurrently with another control call.
+    private func serviceCallbacks() {
+        guard let host, host.takeCallbackRequest(), let onCallback else { return }
+        host.begin(.onCallback)
+        onCallback(filter)
+        host.end()
+        host.noteCallbackDelivered()
+    }
+
+    /// `set_param`: before configure (or for a RECONFIGURE parameter) on the control thread;
+    /// `live`, between two frames on the process thread, counting allocations there.
+    func set(_ parameter: ParameterInfo, _ value: TrialValue, live: Bool) -> CallOutcome {
+        let filter = self.filter, host = self.host, index = UInt32(parameter.index)
+        let setParam = filter.pointee.set_param!
+        var status: rawfx_status = 0
+        var allocations: UInt64 = 0
+        value.withC { c in
+            let call = {
+                host?.begin(live ? .liveSetParam : .setParam)
+                let before = rawfx_thread_allocation_count()
+                status = setParam(filter, index, c)
+                allocations = rawfx_thread_allocation_count() &- before
+                host?.end()
+            }
+            if live { ProcessThread.shared.run(call) } else { call() }
+        }
+        var outcome = CallOutcome(status: status, message: "", allocations: allocations)
+        if !outcome.succeeded {
+            outcome.message = lastError
+            ledger.noteFailure("set_param(\(parameter.id)=\(value))", outcome)
+        }
+        serviceCallbacks()
+        return outcome
+    }
+
+    /// `configure` with the host's prefill (output = input, the rest zero).
+    func configure(_ input: rawfx_format, label: String) -> CallOutcome {
+        var cInput = input
+        var result = rawfx_negotiation()
+        result.struct_size = UInt32(MemoryLayout<rawfx_negotiation>.size)
+        result.output = input
+        host?.begin(.configure)
+        let status = filter.pointee.configure(filter, &cInput, &result)
+        host?.end()
+        var outcome = CallOutcome(status: status, message: "", allocations: 0)
+        if outcome.succeeded {
+            negotiation = result
+        } else {
+            negotiation = nil
+            outcome.message = lastError
+            ledger.noteFailure("configure(\(label))", outcome)
+        }
+        serviceCallbacks()
+        return outcome
+    }
+
+    /// `process_video` / `process_audio` on the process thread, with `is_process_thread`
+    /// true for the call; allocations counted on that thread and in slice jobs.
+    func process(_ io: StreamIO, label: String) -> CallOutcome {
+        let filter = self.filter, host = self.host, video = self.video, audio = self.audio
+        let input = io.inputPointer, output = io.outputPointer
+        let workerBefore = host?.workerAllocations.load(ordering: .relaxed) ?? 0
+        var status: rawfx_status = 0
+        var allocations: UInt64 = 0
+        ProcessThread.shared.run {
+            host?.enterProcess()
+            let before = rawfx_thread_allocation_count()
+            if let video {
+                status = video(filter, input.assumingMemoryBound(to: rawfx_video_frame.self),
+                               output.assumingMemoryBound(to: rawfx_video_frame.self))
+            } else {
+                status = audio!(filter, input.assumingMemoryBound(to: rawfx_audio_frame.self),
+                                output.assumingMemoryBound(to: rawfx_audio_frame.self))
+            }
+            allocations = rawfx_thread_allocation_count() &- before
+            host?.leaveProcess()
+        }
+        allocations &+= (host?.workerAllocations.load(ordering: .relaxed) ?? 0) &- workerBefore
+        var outcome = CallOutcome(status: status, message: "", allocations: allocations)
+        if !outcome.succeeded {
+            outcome.message = lastError
+            ledger.noteFailure("process (\(label))", outcome)
+        }
+        serviceCallbacks()
+        return outcome
+    }
+
+    /// `reset` between frames: on the process thread, or on this (control) thread. Returns
+    /// the allocations it made on the thread that ran it.
+    func reset(onProcessThread: Bool) -> UInt64 {
+        let filter = self.filter, host = self.host
+        let reset = filter.pointee.reset!
+        var allocations: UInt64 = 0
+        let call = {
+            host?.begin(.reset)
+            let before = rawfx_thread_allocation_count()
+            reset(filter)
+            allocations = rawfx_thread_allocation_count() &- before
+            host?.end()
+        }
+        if onProcessThread { ProcessThread.shared.run(call) } else { call() }
+        serviceCallbacks()
+        return allocations
+    }
+}
