@@ -194,15 +194,15 @@ final class GuardedVideoFrame {
     /// The place of a byte, for people: "plane U, row 3, 2 bytes into the row padding".
     func describe(_ offset: Int) -> String {
         let names = ["Y", "U", "V"]
-        if offset < offsets[0] { return "\(offsets[0] - offset) bytes before plane Y" }
+        if offset < offsets[0] { return "\(plural(offsets[0] - offset, "byte")) before plane Y" }
         for p in (0..<3).reversed() where offset >= offsets[p] {
             let (w, h) = planeSize(p)
             let relative = offset - offsets[p]
             let end = strides[p] * h
-            if relative >= end { return "\(relative - end + 1) bytes past the end of plane \(names[p]) (after its last row)" }
+            if relative >= end { return "\(plural(relative - end + 1, "byte")) past the end of plane \(names[p]) (after its last row)" }
             let (r, column) = relative.quotientAndRemainder(dividingBy: strides[p])
             if column >= w {
-                return "plane \(names[p]), row \(r), \(column - w + 1) bytes into the row padding (width \(w), stride \(strides[p]))"
+                return "plane \(names[p]), row \(r), \(plural(column - w + 1, "byte")) into the row padding (width \(w), stride \(strides[p]))"
             }
             return "plane \(names[p]), row \(r), column \(column)"
         }
@@ -272,10 +272,10 @@ final class GuardedAudioBuffer {
         let start = GuardedAudioBuffer.guardSamples * 2
         let end = start + frames * channels * 2
         if let offset = storage.firstDamage(in: 0..<start) {
-            return "\((start - offset + 1) / 2) samples before the block"
+            return "\(plural((start - offset + 1) / 2, "sample")) before the block"
         }
         if let offset = storage.firstDamage(in: end..<storage.count) {
-            return "sample \((offset - end) / 2) after the \(frames) frames (\(frames * channels) samples) it may use"
+            return "sample \((offset - end) / 2) after the \(plural(frames, "frame")) (\(plural(frames * channels, "sample"))) it may use"
         }
         return nil
     }

@@ -130,15 +130,23 @@ struct StepFailure: Error, CustomStringConvertible {
     var description: String { message }
 }
 
+/// "1 frame", "3 frames".
+func plural(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+/// "once", "3 times".
+func times(_ n: Int) -> String { n == 1 ? "once" : "\(n) times" }
+
 /// Collects the problems one check finds across many steps and turns them into its line:
-/// the first few problems, and how many more there were.
+/// the first few problems (one example of each kind), and how many more there were.
 struct Findings {
     private(set) var problems: [String] = []
     private(set) var count = 0
+    private var kinds = Set<String>()
     var notes: [String] = []
 
-    mutating func fail(_ problem: String) {
+    /// A problem; one of a `kind` already shown is only counted.
+    mutating func fail(_ problem: String, kind: String? = nil) {
         count += 1
+        if let kind, !kinds.insert(kind).inserted { return }
         if problems.count < 3 { problems.append(problem) }
     }
 
@@ -150,7 +158,7 @@ struct Findings {
             return CheckResult(subject: subject, check: check, outcome: .pass, reason: reason)
         }
         var reason = problems.joined(separator: "; ")
-        if count > problems.count { reason += "; and \(count - problems.count) more" }
+        if count > problems.count { reason += "; and \(count - problems.count) more like \(problems.count == 1 ? "it" : "these")" }
         return CheckResult(subject: subject, check: check, outcome: .fail, reason: reason)
     }
 }

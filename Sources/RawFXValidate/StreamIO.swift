@@ -141,17 +141,17 @@ final class VideoIO: StreamIO {
     func verify(label: String, guards: inout Findings, format: inout Findings) {
         if let output {
             if let offset = input.storage.firstDifference(from: inputBefore) {
-                guards.fail("\(label): wrote into its input frame (\(input.describe(offset))); an out-of-place filter must not")
+                guards.fail("\(label): wrote into its input frame (\(input.describe(offset))); an out-of-place filter must not", kind: "input")
             }
-            if let damage = output.damageOutsidePicture() { guards.fail("\(label): wrote outside the output picture: \(damage)") }
-            if let change = changedField(givenIn, inFrame.pointee) { format.fail("\(label): changed the input frame struct: \(change)") }
+            if let damage = output.damageOutsidePicture() { guards.fail("\(label): wrote outside the output picture: \(damage)", kind: "output") }
+            if let change = changedField(givenIn, inFrame.pointee) { format.fail("\(label): changed the input frame struct: \(change)", kind: "input struct") }
             if let change = changedField(givenOut, outFrame.pointee) {
-                format.fail("\(label): the output frame is not the negotiated one: \(change)")
+                format.fail("\(label): the output frame is not the negotiated one: \(change)", kind: "output struct")
             }
         } else {
-            if let damage = input.damageOutsidePicture() { guards.fail("\(label): wrote outside the picture: \(damage)") }
+            if let damage = input.damageOutsidePicture() { guards.fail("\(label): wrote outside the picture: \(damage)", kind: "picture") }
             if let change = changedField(givenIn, inFrame.pointee) {
-                format.fail("\(label): an in-place filter changed the frame: \(change)")
+                format.fail("\(label): an in-place filter changed the frame: \(change)", kind: "in place")
             }
         }
     }
@@ -223,25 +223,25 @@ final class AudioIO: StreamIO {
         let after = (output == nil ? inFrame : outFrame).pointee
         if let output {
             if let offset = input.storage.firstDifference(from: inputBefore) {
-                guards.fail("\(label): wrote into its input block (byte \(offset - GuardedAudioBuffer.guardSamples * 2) of the samples); an out-of-place filter must not")
+                guards.fail("\(label): wrote into its input block (byte \(offset - GuardedAudioBuffer.guardSamples * 2) of the samples); an out-of-place filter must not", kind: "input")
             }
             if let damage = output.damage(outsideFrames: output.capacityFrames) {
-                guards.fail("\(label): wrote past the output capacity: \(damage)")
+                guards.fail("\(label): wrote past the output capacity: \(damage)", kind: "capacity")
             }
-            if after.samples != givenOut.samples { format.fail("\(label): replaced the output's samples pointer") }
+            if after.samples != givenOut.samples { format.fail("\(label): replaced the output's samples pointer", kind: "samples") }
             if after.frame_count > givenOut.frame_count {
-                format.fail("\(label): frame_count \(after.frame_count) is over the capacity \(givenOut.frame_count) it was given")
+                format.fail("\(label): frame_count \(after.frame_count) is over the capacity \(givenOut.frame_count) it was given", kind: "frame_count")
             }
             if after.sample_rate != negotiated.sample_rate || after.channels != negotiated.channels {
-                format.fail("\(label): the output says \(after.sample_rate) Hz x\(after.channels), negotiated \(negotiated.sample_rate) Hz x\(negotiated.channels)")
+                format.fail("\(label): the output says \(after.sample_rate) Hz x\(after.channels), negotiated \(negotiated.sample_rate) Hz x\(negotiated.channels)", kind: "output format")
             }
         } else {
-            if let damage = input.damage(outsideFrames: frames) { guards.fail("\(label): wrote outside the block: \(damage)") }
+            if let damage = input.damage(outsideFrames: frames) { guards.fail("\(label): wrote outside the block: \(damage)", kind: "block") }
             let changed = after.samples != givenIn.samples ? "samples pointer"
                 : after.frame_count != givenIn.frame_count ? "frame_count \(givenIn.frame_count) → \(after.frame_count)"
                 : after.sample_rate != givenIn.sample_rate ? "sample_rate \(givenIn.sample_rate) → \(after.sample_rate)"
                 : after.channels != givenIn.channels ? "channels \(givenIn.channels) → \(after.channels)" : nil
-            if let changed { format.fail("\(label): an in-place filter changed the block: \(changed)") }
+            if let changed { format.fail("\(label): an in-place filter changed the block: \(changed)", kind: "in place") }
         }
     }
 

@@ -134,9 +134,9 @@ public enum PluginValidator {
         rfx_runtime_sync()
         var threads = Findings()
         let usage = file.libraryHost.usage
-        usage.violations.forEach { threads.fail($0) }
+        usage.violationLines.forEach { threads.fail($0) }
         let nullHost = ValidatorHost.nullHostCalls.load(ordering: .relaxed)
-        if nullHost > 0 { threads.fail("called a host function with a NULL host \(nullHost) times") }
+        if nullHost > 0 { threads.fail("called a host function with a NULL host \(times(nullHost))") }
         let fileLine = threads.result(file.fileName, .threads, passing: "init and deinit with the file's host: \(usage.summary)")
         results.append(fileLine)
         progress([fileLine])

@@ -42,8 +42,8 @@ struct HostUsage {
     var reconfigureRequests = 0
     var callbackRequests = 0
     var callbacksDelivered = 0
-    /// Broken rules, each with the call during which it first happened.
-    var violations: [String] = []
+    /// Broken rules: how often, and the call during which the first happened.
+    var violations: [(rule: String, count: Int, first: PluginCall)] = []
 
     static func + (a: HostUsage, b: HostUsage) -> HostUsage {
         var sum = a
@@ -54,19 +54,32 @@ struct HostUsage {
         sum.reconfigureRequests += b.reconfigureRequests
         sum.callbackRequests += b.callbackRequests
         sum.callbacksDelivered += b.callbacksDelivered
-        sum.violations += b.violations
+        for v in b.violations {
+            if let i = sum.violations.firstIndex(where: { $0.rule == v.rule }) {
+                sum.violations[i].count += v.count
+            } else {
+                sum.violations.append(v)
+            }
+        }
         return sum
+    }
+
+    /// One line per broken rule.
+    var violationLines: [String] {
+        violations.map { "\($0.rule) \(times($0.count)), first during \($0.first)" }
     }
 
     /// "3 log lines, 12 thread-pool runs (48 jobs)…", or "no host calls".
     var summary: String {
         var parts: [String] = []
-        if logLines > 0 { parts.append("\(logLines) log line\(logLines == 1 ? "" : "s")") }
-        if poolRuns > 0 { parts.append("\(poolRuns) thread-pool run\(poolRuns == 1 ? "" : "s") (\(poolJobs) jobs)") }
-        if processThreadQueries > 0 { parts.append("is_process_thread asked \(processThreadQueries) times") }
-        if callbackRequests > 0 { parts.append("\(callbackRequests) callback requests, \(callbacksDelivered) on_callback calls") }
+        if logLines > 0 { parts.append(plural(logLines, "log line")) }
+        if poolRuns > 0 { parts.append("\(plural(poolRuns, "thread-pool run")) (\(plural(poolJobs, "job")))") }
+        if processThreadQueries > 0 { parts.append("is_process_thread asked \(times(processThreadQueries))") }
+        if callbackRequests > 0 {
+            parts.append("\(plural(callbackRequests, "callback request")), \(plural(callbacksDelivered, "on_callback call"))")
+        }
         if reconfigureRequests > 0 {
-            parts.append("\(reconfigureRequests) reconfigure requests (counted; the validator does not reconfigure)")
+            parts.append("\(plural(reconfigureRequests, "reconfigure request")) (counted; the validator does not reconfigure)")
         }
         return parts.isEmpty ? "no host calls" : parts.joined(separator: ", ")
     }
@@ -215,8 +228,7 @@ final class ValidatorHost: @unchecked Sendable {
         func add(_ v: borrowing Violation, _ what: String) {
             let n = v.count.load(ordering: .relaxed)
             guard n > 0 else { return }
-            let first = PluginCall(rawValue: v.firstCall.load(ordering: .relaxed)) ?? .none
-            u.violations.append("\(what) \(n) time\(n == 1 ? "" : "s"), first during \(first)")
+            u.violations.append((what, n, PluginCall(rawValue: v.firstCall.load(ordering: .relaxed)) ?? .none))
         }
         add(poolOutsideProcess, "called the thread pool's run outside process (run is [process]; it returned RAWFX_ERR_STATE)")
         add(poolOnLibraryHost, "called the thread pool's run with the plugin file's host (the pool belongs to instance hosts)")
