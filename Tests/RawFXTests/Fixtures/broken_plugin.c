@@ -17,6 +17,7 @@
  *   -DBREAK_ALLOC_SET_PARAM   real-time           set_param of a real-time parameter mallocs
  *   -DBREAK_EXTREMES          parameter-extremes  rows=64 (its maximum) configures, then process fails
  *   -DBREAK_CRASH             parameter-extremes  rows=64 crashes configure (for the isolated run)
+ *   -DBREAK_HANG              parameter-extremes  rows=64 never returns from configure (isolated run)
  *   -DBREAK_NO_MESSAGE        error-messages      refuses 641-wide frames without a message
  *   -DBREAK_POOL_IN_CONFIGURE threads             calls the thread pool's run from configure
  *
@@ -24,9 +25,10 @@
  * -DPROBE_ABI_1_0 (built against the 1.0 header kept in Fixtures/abi-1.0: no host).
  *
  * The filter XORs each luma sample (and chroma with chroma=true; audio: each sample) with
- * `amount` and with a frame counter modulo 4 that reset and configure clear. Video frames
+ * `amount` (refusing 13) and with a frame counter modulo 4 that reset and configure clear. Video frames
  * are processed in `rows` slice jobs through the host's thread pool when it offers one, and
- * process checks that the host calls it on its process thread.
+ * process checks that the host says it runs on the process thread (and configure, that it
+ * does not).
  */
 #ifdef PROBE_ABI_1_0
 #include "abi-1.0/rawfx.h"
@@ -108,6 +110,8 @@ static rawfx_status set_param(const rawfx_filter *f, uint32_t index, const rawfx
     p->error[0] = 0;
     switch (index) {
     case P_AMOUNT:
+        /* A refusal with a message, for the test of a --set value the filter refuses. */
+        if (value->int_value == 13) return fail(p, RAWFX_ERR_INVALID_ARGUMENT, "amount 13 is unlucky");
 #ifdef BREAK_ALLOC_SET_PARAM
         sink = malloc(32);
         free(sink);
@@ -136,6 +140,9 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *input, 
 #ifdef BREAK_CRASH
     if (p->rows == 64) *(volatile int *)NULL = 1;
 #endif
+#ifdef BREAK_HANG
+    for (volatile int forever = 1; p->rows == 64 && forever;) {}
+#endif
 #ifdef BREAK_OUTPUT_SIZE
     (void)result;
 #endif
@@ -143,6 +150,8 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *input, 
     (void)result;
 #endif
 #ifndef PROBE_ABI_1_0
+    if (p->host && p->host->is_process_thread(p->host))
+        return fail(p, RAWFX_ERR_STATE, "the host says configure runs on the process thread");
 #ifdef BREAK_POOL_IN_CONFIGURE
     if (p->pool) p->pool->run(p->host, nothing, NULL, 4); /* not [process]: refused, status ignored */
 #else

@@ -1,0 +1,300 @@
+import Foundation
+import RawFX
+import RawFXAllocCounter
+import RawFXValidate
+import XCTest
+
+/// `rawfx validate`: a well-behaved plugin passes every check, each deliberately broken
+/// build of Fixtures/broken_plugin.c fails exactly the check its fault breaks, and every
+/// shipped plugin passes.
+final class ValidatorTests: XCTestCase {
+    static let brokenSource = repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/broken_plugin.c")
+    /// A small PNG for the watermark's REQUIRED image.
+    static let watermarkImage = repositoryRoot.appendingPathComponent("docs/images/before-640x360.png").path
+
+    /// Compiles the broken fixture with `defines` into a fresh directory.
+    func probe(_ defines: [String]) throws -> String {
+        try compileCPlugin(Self.brokenSource, defines: defines, into: temporaryDirectory(), name: "probe.so")
+    }
+
+    /// "probe real-time" for every FAIL line.
+    func failures(_ report: ValidationReport) -> Set<String> {
+        Set(report.results.filter { $0.outcome == .fail }.map { "\($0.subject) \($0.check.rawValue)" })
+    }
+
+    func result(_ report: ValidationReport, _ subject: String, _ check: Check) -> CheckResult? {
+        report.results.first { $0.subject == subject && $0.check == check }
+    }
+
+    /// Every check reported once for the filter, and once more for the file (descriptors, threads).
+    func assertComplete(_ report: ValidationReport, filters: [String], file: StaticString = #filePath, line: UInt = #line) {
+        for filter in filters {
+            XCTAssertEqual(report.results.filter { $0.subject == filter }.map(\.check), Check.allCases,
+                           "checks of \(filter)", file: file, line: line)
+        }
+        XCTAssertEqual(report.results.filter { !filters.contains($0.subject) }.map(\.check), [.descriptors, .threads],
+                       file: file, line: line)
+    }
+
+    override func setUpWithError() throws {
+        // The real-time check needs the counter; without it the fixtures would SKIP, not fail.
+        XCTAssertEqual(rawfx_allocation_counter_active(), 1, "the test binary must link RawFXAllocCounter")
+    }
+
+    // MARK: - A well-behaved plugin
+
+    func testWellBehavedProbePassesEveryCheckInEveryVariant() throws {
+        for variant in [[], ["PROBE_OUT_OF_PLACE"], ["PROBE_AUDIO"], ["PROBE_AUDIO", "PROBE_OUT_OF_PLACE"]] {
+            let report = try PluginValidator.validate(path: probe(variant))
+            XCTAssertEqual(failures(report), [], "\(variant): \(report.text)")
+            XCTAssertEqual(report.skipped, 0, "\(variant): \(report.text)")
+            XCTAssertTrue(report.succeeded)
+            assertComplete(report, filters: ["probe"])
+            let threads = try XCTUnwrap(result(report, "probe", .threads)).reason
+            // The validator is a host: it delivers every on_callback the filter asks for (reset asks).
+            let requests = try XCTUnwrap(threads.firstMatch(of: /(\d+) callback requests?, (\d+) on_callback/))
+            XCTAssertEqual(requests.1, requests.2, threads)
+            XCTAssertGreaterThan(Int(requests.1)!, 0)
+            if !variant.contains("PROBE_AUDIO") {
+                // Slice jobs really ran through the pool (the probe refuses to process when the
+                // host says it is not on the process thread, and to configure when it says it is).
+                XCTAssertNotNil(threads.firstMatch(of: /[1-9]\d* thread-pool runs/), threads)
+            }
+        }
+    }
+
+    func testPluginBuiltAgainstTheOneZeroHeaderPassesWithCreate() throws {
+        let report = try PluginValidator.validate(path: probe(["PROBE_ABI_1_0"]))
+        XCTAssertTrue(report.succeeded, report.text)
+        XCTAssertEqual(report.plugin, "rawfx-probe 1.0.0, ABI 1.0")
+        XCTAssertTrue(try XCTUnwrap(result(report, "probe", .createDestroy)).reason.contains("with create (no host object)"))
+    }
+
+    func testTheDocumentedExamplePasses() throws {
+        let so = try compileCPlugin(invertSource, into: temporaryDirectory(), name: "invert.so")
+        let report = try PluginValidator.validate(path: so)
+        XCTAssertTrue(report.succeeded, report.text)
+        assertComplete(report, filters: ["invert"])
+    }
+
+    // MARK: - One broken build per check
+
+    func testEachBrokenBuildFailsExactlyItsOwnCheck() throws {
+        let cases: [(defines: [String], check: Check, says: String)] = [
+            (["BREAK_DESCRIPTOR"], .descriptors, "parameter 'Amount': id does not follow RAWFX_ID_RULE"),
+            (["BREAK_CREATE"], .createDestroy, "create #5 returned NULL without a message"),
+            (["BREAK_FORMATS"], .formats, "accepted 1x1 limited, call 1: process returned -2 (RAWFX_ERR_UNSUPPORTED): probe: odd sizes"),
+            (["BREAK_PADDING"], .guardBytes, "plane Y, row 1, 1 byte into the row padding"),
+            (["BREAK_PAST_PLANE"], .guardBytes, "1 byte past the end of plane V"),
+            (["PROBE_AUDIO", "BREAK_PAST_PLANE"], .guardBytes, "wrote outside the block: sample 0 after the 80 frames"),
+            (["PROBE_OUT_OF_PLACE", "BREAK_INPUT_WRITE"], .guardBytes, "wrote into its input frame (plane Y, row 0, column 0)"),
+            (["BREAK_INPLACE_FORMAT"], .outputFormat, "an in-place filter changed the frame: rotation 0 → 90"),
+            (["PROBE_AUDIO", "BREAK_INPLACE_FORMAT"], .outputFormat, "an in-place filter changed the block: frame_count 80 → 40"),
+            (["PROBE_OUT_OF_PLACE", "BREAK_OUTPUT_SIZE"], .outputFormat, "the output frame is not the negotiated one: width"),
+            (["BREAK_DETERMINISM"], .determinism, "two fresh instances gave different outputs on the same input (320x240 limited), call 1"),
+            (["BREAK_RESET"], .reset, "after reset on the process thread the output differs from a fresh instance's"),
+            (["BREAK_ALLOC_PROCESS"], .realTime, "process allocated 8 times in 8 calls"),
+            (["PROBE_AUDIO", "BREAK_ALLOC_PROCESS"], .realTime, "process allocated 8 times in 8 calls"),
+            (["BREAK_ALLOC_SET_PARAM"], .realTime, "set_param of 'amount' (not RECONFIGURE, so real-time) allocated 3 times in 3 calls"),
+            (["BREAK_EXTREMES"], .parameterExtremes, "with rows=max (64), then rows=max (64), call 1: process returned -7"),
+            (["BREAK_NO_MESSAGE"], .errorMessages, "configure(641x359 limited) returned -2 (RAWFX_ERR_UNSUPPORTED) with an empty get_error message"),
+            (["BREAK_POOL_IN_CONFIGURE"], .threads, "called the thread pool's run outside process"),
+        ]
+        for c in cases {
+            let report = try PluginValidator.validate(path: probe(c.defines))
+            XCTAssertEqual(failures(report), ["probe \(c.check.rawValue)"], "\(c.defines): \(report.text)")
+            XCTAssertEqual(report.skipped, 0, "\(c.defines): \(report.text)")
+            XCTAssertFalse(report.succeeded)
+            let reason = try XCTUnwrap(result(report, "probe", c.check)).reason
+            XCTAssertTrue(reason.contains(c.says), "\(c.defines): \(reason)")
+        }
+    }
+
+    func testThreadPoolRunFromConfigureNamesTheCall() throws {
+        let report = try PluginValidator.validate(path: probe(["BREAK_POOL_IN_CONFIGURE"]))
+        let reason = try XCTUnwrap(result(report, "probe", .threads)).reason
+        XCTAssertTrue(reason.hasSuffix("first during configure"), reason)
+    }
+
+    // MARK: - Files the loader refuses
+
+    func testFilesThatCannotLoadFailDescriptorsWithTheLoadersMessage() throws {
+        let dir = temporaryDirectory()
+        let text = dir.appendingPathComponent("notes.so").path
+        try "not a library".write(toFile: text, atomically: true, encoding: .utf8)
+        let noEntry = try compileCPlugin(fixtureSource, defines: ["FIXTURE_NO_ENTRY"], into: dir, name: "noentry.so")
+        let major2 = try compileCPlugin(fixtureSource, defines: ["FIXTURE_ABI_MAJOR=2"], into: dir, name: "major2.so")
+        let refuses = try compileCPlugin(fixtureSource, defines: ["FIXTURE_REFUSE_HOST"], into: dir, name: "refuses.so")
+        let missing = dir.appendingPathComponent("missing.so").path
+        let expected: [(String, String)] = [
+            (text, "not a loadable shared object"), (noEntry, "exports no rawfx_get_plugin_entry function"),
+            (major2, "plugin ABI 2.1 is incompatible with host ABI 1.1 (major versions differ)"),
+            (refuses, "the plugin refused this host"), (missing, "no such plugin file"),
+        ]
+        for (path, says) in expected {
+            let report = try PluginValidator.validate(path: path)
+            XCTAssertEqual(report.results.count, 1, report.text)
+            let line = try XCTUnwrap(report.results.first)
+            XCTAssertEqual(line.check, .descriptors)
+            XCTAssertEqual(line.outcome, .fail)
+            XCTAssertTrue(line.reason.contains(says), line.reason)
+            XCTAssertFalse(report.succeeded)
+        }
+    }
+
+    // MARK: - Options
+
+    func testSettingsAndFilterAreCheckedAgainstTheFile() throws {
+        let so = try probe([])
+        let wrong: [([String], String?, String)] = [
+            (["amount=3"], nil, "expected FILTER.PARAM=VALUE"),
+            (["blur.amount=3"], nil, "has no filter 'blur'; it has probe"),
+            (["probe.size=3"], nil, "filter 'probe' has no parameter 'size'; it has amount, chroma, rows"),
+            (["probe.amount=300"], nil, "--set probe.amount=300: expected an integer from 0 to 255"),
+            (["probe.chroma=maybe"], nil, "expected true or false"),
+            ([], "blur", "--filter blur: probe.so has no such filter; it has probe"),
+        ]
+        for (settings, filter, says) in wrong {
+            XCTAssertThrowsError(try PluginValidator.validate(path: so, options: ValidationOptions(filter: filter, settings: settings))) {
+                XCTAssertTrue("\($0)".contains(says), "\($0)")
+            }
+        }
+        let report = try PluginValidator.validate(path: so, options: ValidationOptions(filter: "probe", settings: ["probe.amount=0", "probe.chroma=on"]))
+        XCTAssertTrue(report.succeeded, report.text)
+    }
+
+    func testASettingTheFilterRefusesSkipsItsInstanceChecks() throws {
+        let report = try PluginValidator.validate(path: probe([]), options: ValidationOptions(settings: ["probe.amount=13"]))
+        XCTAssertEqual(report.failed, 0, report.text)
+        XCTAssertEqual(report.skipped, Check.instanceChecks.count, report.text)
+        XCTAssertEqual(result(report, "probe", .reset)?.reason, "the --set values cannot be applied: set_param(amount=13) "
+            + "returned -1 (RAWFX_ERR_INVALID_ARGUMENT): probe: amount 13 is unlucky")
+        XCTAssertFalse(report.succeeded)
+        var lenient = report
+        lenient.allowSkips = true
+        XCTAssertTrue(lenient.succeeded)
+    }
+
+    // MARK: - The command: isolation, crashes, hangs, shipped plugins
+
+    static var rawfx: URL { CLITests.binary }
+
+    func validateCommand(_ arguments: [String]) throws -> (status: Int32, report: ValidationReport?, stderr: String) {
+        let dir = temporaryDirectory()
+        let out = dir.appendingPathComponent("stdout"), err = dir.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        let process = Process()
+        process.executableURL = Self.rawfx
+        process.arguments = ["validate"] + arguments
+        process.currentDirectoryURL = repositoryRoot
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = environment
+        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        try process.run()
+        process.waitUntilExit()
+        try outHandle.close()
+        try errHandle.close()
+        let report = try? JSONDecoder().decode(ValidationReport.self, from: Data(contentsOf: out))
+        return (process.terminationStatus, report, String(decoding: try Data(contentsOf: err), as: UTF8.self))
+    }
+
+    func requireCommand() throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.rawfx.path) else {
+            throw XCTSkip("\(Self.rawfx.path) is not built; run `swift build --product rawfx`")
+        }
+    }
+
+    func testACrashIsAFailureOfTheCheckItHappenedIn() throws {
+        try requireCommand()
+        let run = try validateCommand([probe(["BREAK_CRASH"]), "--json"])
+        XCTAssertEqual(run.status, 1, run.stderr)
+        let report = try XCTUnwrap(run.report, run.stderr)
+        XCTAssertEqual(failures(report), ["probe parameter-extremes"], report.text)
+        let reason = try XCTUnwrap(result(report, "probe", .parameterExtremes)).reason
+        XCTAssertTrue(reason.hasPrefix("crashed: signal 11"), reason)
+        XCTAssertTrue(reason.hasSuffix("during: rows=max (64) before configure"), reason)
+        // What ran before passed; what would have run after is skipped, saying why.
+        for check in [Check.descriptors, .createDestroy, .formats, .determinism, .reset, .realTime] {
+            XCTAssertEqual(result(report, "probe", check)?.outcome, .pass, "\(check)")
+        }
+        for check in [Check.guardBytes, .outputFormat, .errorMessages, .threads] {
+            let line = try XCTUnwrap(result(report, "probe", check))
+            XCTAssertEqual(line.outcome, .skip)
+            XCTAssertTrue(line.reason.hasPrefix("not run: the filter crashed"), line.reason)
+        }
+        XCTAssertTrue(run.stderr.contains("probe.so: 1 check failed, 4 skipped"), run.stderr)
+    }
+
+    func testAHangIsKilledAndFailsItsCheck() throws {
+        try requireCommand()
+        let run = try validateCommand([probe(["BREAK_HANG"]), "--json", "--timeout", "3"])
+        XCTAssertEqual(run.status, 1, run.stderr)
+        let report = try XCTUnwrap(run.report, run.stderr)
+        XCTAssertEqual(failures(report), ["probe parameter-extremes"], report.text)
+        XCTAssertEqual(result(report, "probe", .parameterExtremes)?.reason,
+                       "did not finish within 3 s (killed) during: rows=max (64) before configure")
+    }
+
+    func testEveryShippedPluginPasses() throws {
+        try requireCommand()
+        let libraries = builtPlugins.libraries.map(\.path).sorted()
+        XCTAssertEqual(libraries.map { fileName($0) },
+                       ["libRawFXBasics.so", "libRawFXSpeex.so", "libRawFXWatermark.so", "libRawFXYUV.so"])
+        for path in libraries {
+            var arguments = [path, "--json"]
+            if path.hasSuffix("libRawFXWatermark.so") { arguments += ["--set", "watermark.image=\(Self.watermarkImage)"] }
+            let run = try validateCommand(arguments)
+            let report = try XCTUnwrap(run.report, run.stderr)
+            XCTAssertEqual(run.status, 0, report.text)
+            XCTAssertEqual(report.failed + report.skipped, 0, report.text)
+            let filters = Set(report.results.map(\.subject)).subtracting([fileName(path)])
+            assertComplete(report, filters: Array(filters))
+            print("rawfx validate \(fileName(path)): \(filters.count) filters, \(report.results.count) lines in "
+                  + String(format: "%.2f s", report.seconds))
+        }
+    }
+
+    func testARequiredParameterWithoutValueSkipsAndSkipsFailUnlessAllowed() throws {
+        try requireCommand()
+        let watermark = try XCTUnwrap(builtPlugins.libraries.map(\.path).first { $0.hasSuffix("libRawFXWatermark.so") })
+        let strict = try validateCommand([watermark, "--json"])
+        XCTAssertEqual(strict.status, 1)
+        let report = try XCTUnwrap(strict.report)
+        XCTAssertEqual(report.failed, 0)
+        XCTAssertEqual(report.skipped, Check.instanceChecks.count)
+        XCTAssertEqual(result(report, "watermark", .formats)?.reason,
+                       "needs a value for 'image' (REQUIRED, no default): pass --set watermark.image=VALUE")
+        let lenient = try validateCommand([watermark, "--allow-skips"])
+        XCTAssertEqual(lenient.status, 0, lenient.stderr)
+    }
+
+    func testTextReportHasOneLinePerCheckAndASummary() throws {
+        try requireCommand()
+        let so = try probe(["BREAK_RESET"])
+        let dir = temporaryDirectory()
+        let out = dir.appendingPathComponent("out")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        let process = Process()
+        process.executableURL = Self.rawfx
+        process.arguments = ["validate", so, "--in-process"]
+        let handle = try FileHandle(forWritingTo: out)
+        process.standardOutput = handle
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        let lines = String(decoding: try Data(contentsOf: out), as: UTF8.self).split(separator: "\n").map(String.init)
+        XCTAssertEqual(process.terminationStatus, 1)
+        XCTAssertEqual(lines.first, "rawfx validate \(so)")
+        XCTAssertEqual(lines.count, 1 + 13 + 1, lines.joined(separator: "\n"))
+        XCTAssertTrue(lines.contains { $0.hasPrefix("FAIL probe reset: after reset on the process thread") })
+        XCTAssertEqual(lines.filter { $0.hasPrefix("PASS ") }.count, 12)
+        XCTAssertTrue(lines.last!.hasPrefix("FAILED: 12 passed, 1 failed, 0 skipped in "), lines.last!)
+    }
+}
+
+private func fileName(_ path: String) -> String { URL(fileURLWithPath: path).lastPathComponent }
