@@ -84,7 +84,7 @@ struct ValidateCommand: ParsableCommand {
                                                               progress: printLines)
             }
         } catch {
-            throw CLIError(error.message, exitCode: 2)
+            throw CLIError(error.message, exitCode: 64)
         }
         print(json ? report.json : report.summaryLine, terminator: json ? "" : "\n")
         guard report.succeeded else {
