@@ -511,11 +511,13 @@ final class FilterValidation {
                         allocations += outcome.allocations
                         counted += 1
                     }
+                    let label = "after set_param(\(parameter.id)=\(value))"
                     io.prepare(seed: 340, call: 0, variant: 0)
-                    if !instance.process(io, label: "after set_param(\(parameter.id)=\(value))").succeeded {
+                    guard instance.process(io, label: label).succeeded else {
                         if let usual { _ = instance.set(parameter, usual, live: true) }
                         break rounds
                     }
+                    io.verify(label: label, guards: &guards, format: &outputFormat)
                 }
             }
             setCalls += counted
