@@ -1,6 +1,7 @@
 import CSpeexDSP
 import Foundation
 import RawFX
+import RawFXAllocCounter
 import RawFXMedia
 import XCTest
 
@@ -154,6 +155,36 @@ final class RunTimeControlTests: XCTestCase {
         XCTAssertThrowsChainError(try chain.setParameter("mark", "1")) {
             XCTAssertTrue($0.description.contains("FILTER.PARAMETER"), $0.description)
         }
+    }
+
+    func testApplyingRunTimeChangesAllocatesNothingOnTheProcessingThread() throws {
+        guard rawfx_allocation_counter_active() == 1 else { throw XCTSkip("the allocation counter is not interposed") }
+        guard (try? builtPlugins.filterType("denoise")) != nil else { throw XCTSkip("libRawFXSpeex.so not built") }
+        let audio = try AudioChain("denoise,gain", registry: builtPlugins)
+        let video = try VideoChain("hostprobe", registry: registry)
+        let buffer = patternBuffer(width: 32, height: 16)
+        let samples = UnsafeMutablePointer<Int16>.allocate(capacity: 480)
+        defer { samples.deallocate() }
+        samples.initialize(repeating: 100, count: 480)
+        let block = AudioBlock(samples: samples, frameCount: 480, format: AudioFormat(sampleRate: 48000, channels: 1))
+        for _ in 0..<3 {
+            _ = try video.process(buffer.frame)
+            try audio.process(block) { _ in }
+        }
+        var allocations: UInt64 = 0
+        for i in 0..<100 {
+            // Control side (allocates, not counted here: only the process calls are measured).
+            try audio.setParameter("denoise.level", String(-10 - i % 40))
+            try audio.setParameter("gain.db", String(i % 6))
+            try audio.setBypass("gain", i % 2 == 0)
+            try video.setParameter("hostprobe.mark", String(i))
+            let before = rawfx_thread_allocation_count()
+            _ = try video.process(buffer.frame)
+            try audio.process(block) { _ in }
+            allocations += rawfx_thread_allocation_count() - before
+        }
+        XCTAssertEqual(allocations, 0)
+        XCTAssertEqual(try video.process(buffer.frame).plane(0)[0], 99)
     }
 
     // MARK: - Video: the host object, parameters, RECONFIGURE, bypass
