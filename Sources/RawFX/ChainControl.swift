@@ -115,22 +115,30 @@ public struct StageAddress: Hashable, Sendable {
         }
     }
 
-    /// The stage index in a chain of these filter ids.
-    func resolve(in ids: [String]) throws(ChainError) -> Int {
+    /// The stage index in a chain of these filter types.
+    func resolve(in types: [FilterType]) throws(ChainError) -> Int {
         if let index = Int(stage) {
-            guard index >= 0, index < ids.count else {
+            guard index >= 0, index < types.count else {
+                let ids = types.map(\.id)
                 throw .contract("stage \(index) does not exist: the chain has \(ids.count) stage\(ids.count == 1 ? "" : "s") (0 to \(ids.count - 1): \(ids.joined(separator: ", ")))")
             }
             return index
         }
-        let matches = ids.indices.filter { ids[$0] == stage }
-        guard let first = matches.first else {
+        var first = -1
+        for index in 0..<types.count where types[index].id == stage {
+            guard first < 0 else { return try ambiguous(types) }
+            first = index
+        }
+        guard first >= 0 else {
+            let ids = types.map(\.id)
             throw .contract("no stage '\(stage)' in the chain (\(ids.isEmpty ? "empty" : ids.joined(separator: ", ")))")
         }
-        guard matches.count == 1 else {
-            throw .contract("'\(stage)' appears \(matches.count) times in the chain (stages \(matches.map(String.init).joined(separator: ", "))): address it by index, e.g. \(first).\(parameter ?? "")")
-        }
         return first
+    }
+
+    private func ambiguous(_ types: [FilterType]) throws(ChainError) -> Int {
+        let matches = types.indices.filter { types[$0].id == stage }
+        throw .contract("'\(stage)' appears \(matches.count) times in the chain (stages \(matches.map(String.init).joined(separator: ", "))): address it by index, e.g. \(matches[0]).\(parameter ?? "")")
     }
 }
 
@@ -230,7 +238,7 @@ extension RunTimeControllable {
 
     func setParameterImpl(_ address: StageAddress, text: String) throws(ChainError) {
         try control.withLock { (state: inout ChainControlState) throws(ChainError) in
-            let stage = try address.resolve(in: state.types.map(\.id))
+            let stage = try address.resolve(in: state.types)
             let type = state.types[stage]
             guard let name = address.parameter, let index = type.parameters.firstIndex(where: { $0.id == name }) else {
                 throw .unknownParameter(filter: type.id, parameter: address.parameter ?? "", valid: type.parameters.map(\.id))
@@ -252,7 +260,7 @@ extension RunTimeControllable {
 
     func setBypassImpl(_ address: StageAddress, _ on: Bool) throws(ChainError) {
         try control.withLock { (state: inout ChainControlState) throws(ChainError) in
-            let stage = try address.resolve(in: state.types.map(\.id))
+            let stage = try address.resolve(in: state.types)
             if on, let input = state.inputs[stage], let output = state.outputs[stage], input != output {
                 throw .contract("cannot bypass \(state.types[stage].id): it turns \(input) into \(output), and a bypass must not change the format")
             }

@@ -178,7 +178,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         let address = try StageAddress(stage, parameter: false)
         if bypassed {
             try control.withLock { (state: inout ChainControlState) throws(ChainError) in
-                let index = try address.resolve(in: state.types.map(\.id))
+                let index = try address.resolve(in: state.types)
                 if state.latencies[index] > 0 {
                     throw .contract("cannot bypass \(state.types[index].id): it delays video by \(state.latencies[index]) frame\(state.latencies[index] == 1 ? "" : "s")")
                 }
