@@ -24,6 +24,11 @@ struct RunCommand: ParsableCommand {
         WAV: 16-bit integer PCM, any rate and channel count. On a pipe the sizes are written \
         as 0xFFFFFFFF (unknown), which FFmpeg reads.
 
+        A filter that delays (a denoiser delays by 10 ms) has its leading delay dropped and its \
+        tail drained, so the output has the input's length and lines up with it sample for \
+        sample (or frame for frame). Filters log warnings and errors to stderr as \
+        'rawfx: <filter>: <message>'.
+
         A progress line (frames, fps, ETA) appears when stderr is a terminal. A truncated input \
         still leaves a valid output of every complete frame; rawfx then exits with status 1 \
         saying how many frames it wrote.
@@ -51,6 +56,11 @@ struct RunCommand: ParsableCommand {
                                valueName: "N:file.png"))
     var snapshots: [String] = []
 
+    @Option(name: .customLong("threads"),
+            help: ArgumentHelp("Threads that plugins may split a frame over (rawfx.thread-pool/1), the calling one included; default $RAWFX_THREADS, else 1.",
+                               valueName: "n"))
+    var threads: Int?
+
     @Argument(help: ArgumentHelp("A .y4m or .wav file, or - for standard input.", valueName: "input"))
     var input: String
 
@@ -59,6 +69,19 @@ struct RunCommand: ParsableCommand {
 
     func validate() throws {
         _ = try parsedSnapshots()
+        if let threads, threads < 1 || threads > 64 {
+            throw ValidationError("--threads \(threads) is out of range: give 1 to 64")
+        }
+    }
+
+    /// --threads, else RAWFX_THREADS, else 1.
+    func threadCount() throws -> Int {
+        if let threads { return threads }
+        guard let text = ProcessInfo.processInfo.environment["RAWFX_THREADS"], !text.isEmpty else { return 1 }
+        guard let n = Int(text), (1...64).contains(n) else {
+            throw CLIError("RAWFX_THREADS='\(text)' is not a thread count from 1 to 64")
+        }
+        return n
     }
 
     func parsedSnapshots() throws -> [(frame: Int, path: String)] {
@@ -72,6 +95,9 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        RawFXThreadPool.threadCount = try threadCount()
+        // Lines plugins logged reach stderr before rawfx exits, whatever the outcome.
+        defer { RawFXLog.sync() }
         let registry = makeRegistry(pluginPath)
         let source = try MediaInput(path: input)
         let kind = try Container.of(input: source, path: input)

@@ -504,4 +504,18 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(run.status, 0, run.stderr)
         XCTAssertEqual(try frames(of: out), try frames(of: input), "the first 3 outputs are dropped and the last 3 drained")
     }
+
+    func testPluginLogLinesReachStderrAndThreadsAreChecked() throws {
+        let dir = temporaryDirectory()
+        let plugin = try compileCPlugin(repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/host_plugin.c"),
+                                        into: dir, name: "host_plugin.so")
+        let input = try makeY4M(dir, frames: 3)
+        let out = dir.appendingPathComponent("out.y4m").path
+        let run = try rawfx("run", "--threads", "2", "--plugin-path", plugin, "--vf", "hostprobe=log_at=2:slices=4", input, out)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertEqual(run.stderrLines, ["rawfx: hostprobe: frame 2"])
+        // Every slice job ran as the process thread (the probe writes the count into Y[0][3]).
+        XCTAssertEqual(try frames(of: out).map { $0[3] }, [4, 4, 4])
+        assertOneErrorLine(try rawfx("run", "--threads", "0", input, out), "--threads 0", "1 to 64")
+    }
 }
