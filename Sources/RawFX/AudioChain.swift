@@ -230,29 +230,16 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     }
 
     func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit {
-        guard case .audio(var format)? = state.inputs[start] else {
-            return ChainEdit(replace: start, with: [Stage(first)], preparedFor: nil)
-        }
-        let preparedInput = StreamFormat.audio(format)
-        var replacements: [AnyObject] = []
-        var instance = first
-        var index = start
-        while true {
+        let preparedInput = state.inputs[start]
+        let stages = try prepareStages(start: start, first: first, state: &state, stageCount: self.stages.count) { instance, input throws(ChainError) in
+            guard case .audio(let format) = input else { preconditionFailure("an audio chain records audio formats") }
             let plan = try AudioChain.plan(instance, input: format, reusing: nil)
             let stage = Stage(instance)
             install(plan, into: stage)
-            replacements.append(stage)
-            let changed = state.outputs[index] != .audio(plan.output)
-            state.inputs[index] = .audio(format)
-            state.outputs[index] = .audio(plan.output)
-            state.latencies[index] = plan.negotiation.latency
-            format = plan.output
-            index += 1
-            guard changed, index < stages.count else { break }
-            instance = try state.makeInstance(stage: index)
+            return (stage, .audio(plan.output), plan.negotiation.latency)
         }
-        for stage in replacements { watchReconfigureRequests((stage as! Stage).instance, stage: start) }
-        return ChainEdit(replace: start, with: replacements, preparedFor: preparedInput)
+        // Not negotiated yet: the new instance is configured with the first block.
+        return ChainEdit(replace: start, with: stages.isEmpty ? [Stage(first)] : stages, preparedFor: preparedInput)
     }
 
     /// [process] Applies the edits waiting, in order, and hands the batch back.
@@ -264,11 +251,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
             index += 1
             switch edit.kind {
             case .setParameter:
-                let stage = stages[edit.stage]
-                if stage.instance.setOnProcessThread(index: edit.parameterIndex, edit.value!.pointer) != RAWFX_OK {
-                    stage.timing.recordError()
-                    RawFXLog.log(.error, source: stage.instance.type.id, "refused a run-time parameter change: \(stage.instance.lastError)")
-                }
+                applyParameter(edit, to: stages[edit.stage].instance, timing: stages[edit.stage].timing)
             case .bypass:
                 stages[edit.stage].bypassed = edit.bypass
             case .replace:
@@ -320,10 +303,6 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         }
         latency = Int((seconds * Double(rate)).rounded())
         bufferingLatency = latency + Int((buffering * Double(rate)).rounded())
-    }
-
-    private func watchReconfigureRequests(_ instance: FilterInstance, stage: Int) {
-        instance.onReconfigureRequest { [weak self] in try? self?.rebuildStage(stage) }
     }
 
     /// A stage's negotiated settings and buffers, computed on whichever thread negotiates.

@@ -174,6 +174,14 @@ final class ChainEdit {
     }
 }
 
+/// [process] `set_param` of a run-time change; a refusal (rare: the host validated the
+/// value) is counted and logged, since no caller is waiting on this thread.
+func applyParameter(_ edit: ChainEdit, to instance: FilterInstance, timing: TimingRecorder) {
+    guard instance.setOnProcessThread(index: edit.parameterIndex, edit.value!.pointer) != RAWFX_OK else { return }
+    timing.recordError()
+    RawFXLog.log(.error, source: instance.type.id, "refused a run-time parameter change: \(instance.lastError)")
+}
+
 /// The edits waiting for the processing thread, in order.
 final class ChainEditBatch {
     var edits: [ChainEdit] = []
@@ -217,7 +225,7 @@ struct ChainControlState {
 /// The run-time control every chain offers: parameters, bypass, rebuilds. Shared by
 /// `VideoChain` and `AudioChain`, which supply `prepareReplacement` (negotiate new stages on
 /// the control side) and apply the batch on their processing thread.
-protocol RunTimeControllable: AnyObject {
+protocol RunTimeControllable: AnyObject, Sendable {
     var control: Mutex<ChainControlState> { get }
     var edits: Mailbox<ChainEditBatch> { get }
     var mediaKind: MediaKind { get }
@@ -267,6 +275,40 @@ extension RunTimeControllable {
             state.bypassed[stage] = on
             post(ChainEdit(bypass: stage, on))
         }
+    }
+
+    /// [control] New stages from `start` on: `first` (the new instance of stage `start`), then
+    /// fresh instances of the following stages as long as the format reaching them changed.
+    /// `plan` configures one instance for its input on this thread and returns the prepared
+    /// stage, its output and its latency. Records the new formats; the processing thread
+    /// swaps the stages in.
+    func prepareStages(start: Int, first: FilterInstance, state: inout ChainControlState, stageCount: Int,
+                       plan: (FilterInstance, StreamFormat) throws(ChainError) -> (stage: AnyObject, output: StreamFormat, latency: Int))
+        throws(ChainError) -> [AnyObject] {
+        guard var format = state.inputs[start] else { return [] }
+        var replacements: [AnyObject] = []
+        var instance = first
+        var index = start
+        while true {
+            let planned = try plan(instance, format)
+            watchReconfigureRequests(instance, stage: index)
+            replacements.append(planned.stage)
+            let changed = state.outputs[index] != planned.output
+            state.inputs[index] = format
+            state.outputs[index] = planned.output
+            state.latencies[index] = planned.latency
+            format = planned.output
+            index += 1
+            // Later stages are rebuilt only when the format reaching them changed.
+            guard changed, index < stageCount else { break }
+            instance = try state.makeInstance(stage: index)
+        }
+        return replacements
+    }
+
+    /// Rebuilds the stage when its plugin calls `request_reconfigure`.
+    func watchReconfigureRequests(_ instance: FilterInstance, stage: Int) {
+        instance.onReconfigureRequest { [weak self] in try? self?.rebuildStage(stage) }
     }
 
     /// [control] Rebuilds stage `stage` with its recorded values (a plugin's

@@ -188,32 +188,17 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     }
 
     func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit {
-        guard case .video(var format)? = state.inputs[start] else {
-            // Not negotiated yet: the new instance is configured with the first frame.
-            return ChainEdit(replace: start, with: [Stage(first)], preparedFor: nil)
-        }
-        let preparedInput = StreamFormat.video(format)
-        var replacements: [AnyObject] = []
-        var instance = first
-        var index = start
-        while true {
+        let preparedInput = state.inputs[start]
+        let stages = try prepareStages(start: start, first: first, state: &state, stageCount: self.stages.count) { instance, input throws(ChainError) in
+            guard case .video(let format) = input else { preconditionFailure("a video chain records video formats") }
             let plan = try VideoChain.plan(instance, input: format, reusing: nil)
             let stage = Stage(instance)
             stage.negotiation = plan.negotiation
             stage.output = plan.buffer
-            replacements.append(stage)
-            let changed = state.outputs[index] != .video(plan.output)
-            state.inputs[index] = .video(format)
-            state.outputs[index] = .video(plan.output)
-            state.latencies[index] = plan.negotiation.latency
-            format = plan.output
-            index += 1
-            // Downstream stages are rebuilt only when the format reaching them changed.
-            guard changed, index < stages.count else { break }
-            instance = try state.makeInstance(stage: index)
+            return (stage, .video(plan.output), plan.negotiation.latency)
         }
-        for stage in replacements { watchReconfigureRequests((stage as! Stage).instance, stage: start) }
-        return ChainEdit(replace: start, with: replacements, preparedFor: preparedInput)
+        // Not negotiated yet: the new instance is configured with the first frame.
+        return ChainEdit(replace: start, with: stages.isEmpty ? [Stage(first)] : stages, preparedFor: preparedInput)
     }
 
     /// [process] Applies the edits waiting, in order, and hands the batch back.
@@ -225,11 +210,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             index += 1
             switch edit.kind {
             case .setParameter:
-                let stage = stages[edit.stage]
-                if stage.instance.setOnProcessThread(index: edit.parameterIndex, edit.value!.pointer) != RAWFX_OK {
-                    stage.timing.recordError()
-                    RawFXLog.log(.error, source: stage.instance.type.id, "refused a run-time parameter change: \(stage.instance.lastError)")
-                }
+                applyParameter(edit, to: stages[edit.stage].instance, timing: stages[edit.stage].timing)
             case .bypass:
                 stages[edit.stage].bypassed = edit.bypass
             case .replace:
@@ -267,10 +248,6 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         for index in 0..<stages.count { total += stages[index].negotiation?.latency ?? 0 }
         latency = total
         timestamps.resize(total)
-    }
-
-    private func watchReconfigureRequests(_ instance: FilterInstance, stage: Int) {
-        instance.onReconfigureRequest { [weak self] in try? self?.rebuildStage(stage) }
     }
 
     /// Configures `instance` for `input` and sizes its output buffer (reusing `existing` when
