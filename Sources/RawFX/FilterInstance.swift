@@ -66,6 +66,8 @@ public final class FilterInstance: @unchecked Sendable {
     /// `destroy`, then the host object goes (the plugin may use it until destroy returns).
     deinit {
         if reconfigureHandler != nil { rfx_host_context_set_owner(hostContext.context, nil, nil) }
+        // No on_callback may reach the instance once destroy has begun.
+        hostContext.detach()
         fields.destroy(filter)
     }
 
@@ -89,7 +91,7 @@ public final class FilterInstance: @unchecked Sendable {
     /// Sets a validated value (`set_param`). A value the plugin still refuses throws with its message.
     public func set(index: Int, value: ParameterValue) throws(ChainError) {
         let descriptor = type.parameters[index]
-        let status = value.withCValue { fields.set_param(filter, UInt32(index), $0) }
+        let status = hostContext.withControlLock { value.withCValue { fields.set_param(filter, UInt32(index), $0) } }
         guard status == RAWFX_OK else {
             throw .invalidValue(filter: type.id, parameter: descriptor.id, value: value.description,
                                 expected: lastError.isEmpty ? descriptor.allowed : lastError)
@@ -114,7 +116,7 @@ public final class FilterInstance: @unchecked Sendable {
         var result = rawfx_negotiation()
         result.struct_size = UInt32(MemoryLayout<rawfx_negotiation>.size)
         result.output = cInput
-        let status = fields.configure(filter, &cInput, &result)
+        let status = hostContext.withControlLock { fields.configure(filter, &cInput, &result) }
         guard status == RAWFX_OK else {
             let message = lastError
             throw .refused(filter: type.id, input: input, message: message.isEmpty ? "configure returned status \(status)" : message)
