@@ -191,14 +191,23 @@ private let loaderLock = NSRecursiveLock()
 /// The libraries loaded in this process, by file; guarded by `loaderLock`.
 nonisolated(unsafe) private var openLibraries: [FileIdentity: LibraryRecord] = [:]
 
-private struct LibraryRecord {
+/// Classes, not structs: Swift 6.3.1 at -Onone crashes in swift_weakCopyInit when reading
+/// `dictionary[key]?.field` of a missing key whose value struct holds a weak reference and an
+/// ObjectIdentifier.
+private final class LibraryRecord {
     weak var library: PluginLibrary?
     /// Which library the record is for, still comparable once `library` reads nil.
     let object: ObjectIdentifier
+
+    init(library: PluginLibrary, object: ObjectIdentifier) {
+        self.library = library
+        self.object = object
+    }
 }
 
-private struct WeakFilterType {
+private final class WeakFilterType {
     weak var type: FilterType?
+    init(type: FilterType) { self.type = type }
 }
 
 /// The host's name and version, as plugins see them in `rawfx_host_info` and `rawfx_host`.

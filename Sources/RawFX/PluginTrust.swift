@@ -88,6 +88,15 @@ public struct TrustViolation: Equatable, Sendable, CustomStringConvertible {
     /// The effective user the rule was judged for.
     public var user: UInt32
 
+    public init(path: String, isDirectory: Bool, ownerUID: UInt32, mode: UInt32, rule: Rule, user: UInt32) {
+        self.path = path
+        self.isDirectory = isDirectory
+        self.ownerUID = ownerUID
+        self.mode = mode
+        self.rule = rule
+        self.user = user
+    }
+
     /// The permission bits, sticky/set-id included, in octal: "0775", "1777".
     public var octalMode: String {
         let digits = String(mode & 0o7777, radix: 8)

@@ -222,6 +222,29 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(probe.deinitCalls, 1)
     }
 
+    /// Registries made and dropped on several threads at once share the file while any is
+    /// alive; the plugin sees init and deinit strictly alternate, never init twice.
+    func testInitAndDeinitAlternateUnderConcurrentLoads() throws {
+        let path = try fixture("concurrent.so")
+        let probe = try FixtureProbe(path)
+        let errors = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<200 {
+                do {
+                    let registry = PluginRegistry.empty(environment: [:])
+                    try registry.load(path: path)
+                    _ = try registry.filterType("stamp").makeInstance()
+                } catch {
+                    errors.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        XCTAssertEqual(errors.withLock { $0 }, [])
+        XCTAssertEqual(probe.overlaps, 0)
+        XCTAssertEqual(probe.initCalls, probe.deinitCalls)
+        XCTAssertGreaterThan(probe.initCalls, 0)
+    }
+
     func testErrorAfterInitRunsDeinitOnce() throws {
         let path = try fixture("late-error.so", "FIXTURE_BAD_DEFAULT")
         let probe = try FixtureProbe(path)
@@ -365,10 +388,74 @@ struct FixtureProbe {
 
     var initCalls: Int32 { symbol("fixture_init_calls", Int32.self).pointee }
     var deinitCalls: Int32 { symbol("fixture_deinit_calls", Int32.self).pointee }
+    var overlaps: Int32 { symbol("fixture_overlaps", Int32.self).pointee }
     var hostMinor: UInt32 { symbol("fixture_host_minor", UInt32.self).pointee }
     var hostInfoSize: UInt32 { symbol("fixture_host_info_size", UInt32.self).pointee }
     var hostVersion: String { String(cString: symbol("fixture_host_version", CChar.self)) }
     var pluginPath: String { String(cString: symbol("fixture_plugin_path", CChar.self)) }
     var hostObjectName: String { String(cString: symbol("fixture_host_object_name", CChar.self)) }
     var descriptorSize: UInt32 { symbol("fixture_descriptor_size", UInt32.self).pointee }
+}
+
+// MARK: - The rawfx command: clashes, trust refusals and missing plugin paths
+
+extension CLITests {
+    /// A directory with a third-party plugin providing `scale` (and `extra`), and an untrusted
+    /// (group-writable) one; returns the directory and the third-party file.
+    func thirdPartyPluginDirectory() throws -> (directory: URL, plugin: String, untrusted: String) {
+        let dir = temporaryDirectory()
+        let plugin = try compileCPlugin(fixtureSource, defines: ["FIXTURE_ID=\"scale\"", "FIXTURE_SECOND_ID=\"extra\""],
+                                        into: dir, name: "third.so")
+        let untrusted = try compileCPlugin(fixtureSource, defines: ["FIXTURE_ID=\"loose\""], into: dir, name: "untrusted.so")
+        try FileManager.default.setAttributes([.posixPermissions: 0o775], ofItemAtPath: untrusted)
+        return (dir, plugin, untrusted)
+    }
+
+    var builtYUVPath: String? { builtPlugins.libraries.first { $0.name == "rawfx-yuv" }?.path }
+
+    func testRunWarnsOnceAboutAClashingFilterID() throws {
+        guard has("rotate", "scale"), let yuv = builtYUVPath else { throw XCTSkip("rawfx cannot load libRawFXYUV.so") }
+        let third = try thirdPartyPluginDirectory()
+        let input = try makeY4M(third.directory)
+        let output = third.directory.appendingPathComponent("out.y4m").path
+        let outcome = try rawfx("run", "--plugin-path", third.directory.path, "--vf", "rotate=angle=90", input, output)
+        XCTAssertEqual(outcome.status, 0, outcome.stderr)
+        XCTAssertEqual(outcome.stderrLines.map(String.init), [
+            "rawfx: warning: filter 'scale' of \(yuv) is skipped: \(third.plugin), earlier on the plugin path, already provides it",
+        ])
+        XCTAssertEqual(try frames(of: output).count, 5, "rotate, from the file that lost scale, ran")
+    }
+
+    func testPluginsListsClashesAndTrustRefusals() throws {
+        guard has("scale"), let yuv = builtYUVPath else { throw XCTSkip("rawfx cannot load libRawFXYUV.so") }
+        let third = try thirdPartyPluginDirectory()
+        let text = try rawfx("plugins", "--plugin-path", third.directory.path)
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertTrue(text.stdoutText.contains("Filter ids provided by two files (1); the file met first keeps the id:\n"
+            + "    filter 'scale' of \(yuv) is skipped: \(third.plugin), earlier on the plugin path, already provides it\n"),
+                      text.stdoutText)
+        XCTAssertTrue(text.stdoutText.contains("    \(third.untrusted): not loaded: file \(third.untrusted) is writable by its group"),
+                      text.stdoutText)
+        XCTAssertTrue(text.stdoutText.contains("set RAWFX_ALLOW_UNTRUSTED_PLUGINS=1 to load it anyway"))
+
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: try rawfx("plugins", "--json", "--plugin-path", third.directory.path).stdout) as? [String: Any])
+        let clashes = try XCTUnwrap(json["clashes"] as? [[String: String]])
+        XCTAssertEqual(clashes.map { [$0["id"], $0["skipped"], $0["kept"]] }, [["scale", yuv, third.plugin]])
+        XCTAssertEqual((json["failures"] as? [[String: String]])?.map { $0["path"] }, [third.untrusted])
+
+        let allowed = try shell("RAWFX_ALLOW_UNTRUSTED_PLUGINS=1 \"$RAWFX\" plugins --json --plugin-path '\(third.directory.path)'")
+        let allowedJSON = try XCTUnwrap(JSONSerialization.jsonObject(with: allowed.stdout) as? [String: Any])
+        XCTAssertEqual((allowedJSON["failures"] as? [Any])?.count, 0)
+        XCTAssertTrue(((allowedJSON["filters"] as? [[String: Any]]) ?? []).contains { $0["id"] as? String == "loose" })
+    }
+
+    func testMissingPluginPathIsAnError() throws {
+        let dir = temporaryDirectory()
+        let missing = dir.appendingPathComponent("nope").path
+        let input = try makeY4M(dir)
+        let run = try rawfx("run", "--plugin-path", missing, input, dir.appendingPathComponent("out.y4m").path)
+        assertOneErrorLine(run, "--plugin-path \(missing): no such plugin file or directory")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("out.y4m").path))
+        assertOneErrorLine(try rawfx("plugins", "--plugin-path", missing), "--plugin-path \(missing): no such plugin file or directory")
+    }
 }

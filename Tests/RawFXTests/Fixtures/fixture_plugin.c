@@ -122,12 +122,16 @@ static const rawfx_filter_descriptor descriptors[] = {
 
 /* What the plugin saw, for the tests (read with dlsym). */
 RAWFX_EXPORT int fixture_init_calls, fixture_deinit_calls;
+/* init while initialised, or deinit while not: the host broke init/deinit alternation. */
+RAWFX_EXPORT int fixture_overlaps;
+static int initialised;
 RAWFX_EXPORT uint32_t fixture_host_minor, fixture_host_info_size;
 RAWFX_EXPORT char fixture_host_version[64], fixture_plugin_path[4096], fixture_host_object_name[64];
 RAWFX_EXPORT const uint32_t fixture_descriptor_size = sizeof(rawfx_filter_descriptor);
 
 static rawfx_status init(const rawfx_host_info *host, char *error, size_t capacity) {
     fixture_init_calls++;
+    if (initialised) fixture_overlaps++;
     fixture_host_minor = host->abi.minor;
     fixture_host_info_size = host->struct_size;
     snprintf(fixture_host_version, sizeof fixture_host_version, "%s", host->version);
@@ -151,13 +155,19 @@ static rawfx_status init(const rawfx_host_info *host, char *error, size_t capaci
                  (unsigned)FIXTURE_REQUIRE_HOST_MINOR, (unsigned)host->abi.major, (unsigned)host->abi.minor);
         return RAWFX_ERR_VERSION;
     }
+    initialised = 1;
     return RAWFX_OK;
 #else
     (void)error; (void)capacity;
+    initialised = 1;
     return RAWFX_OK;
 #endif
 }
-static void deinit(void) { fixture_deinit_calls++; }
+static void deinit(void) {
+    fixture_deinit_calls++;
+    if (!initialised) fixture_overlaps++;
+    initialised = 0;
+}
 static uint32_t count(void) { return FILTER_COUNT; }
 static const rawfx_filter_descriptor *describe(uint32_t i) { return i < FILTER_COUNT ? DESCRIPTOR(i) : NULL; }
 
