@@ -205,6 +205,20 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(probe.deinitCalls, 2)
     }
 
+    /// The registry and a library list the same FilterType objects; a library kept alone,
+    /// after its registry went, still lists its filters and makes instances.
+    func testALibraryKeptAloneStillListsItsFilters() throws {
+        let path = try fixture("alone.so")
+        let probe = try FixtureProbe(path)
+        let registry = PluginRegistry.empty(environment: [:])
+        let library = try registry.load(path: path)
+        XCTAssertTrue(try registry.filterType("stamp") === library.filters[0])
+        withExtendedLifetime(registry) {}
+        XCTAssertEqual(library.filters.map(\.id), ["stamp"])
+        XCTAssertNoThrow(try library.filters[0].makeInstance())
+        XCTAssertEqual(probe.deinitCalls, 0)
+    }
+
     func testAChainOutlivesItsRegistry() throws {
         let path = try fixture("outlive.so")
         let probe = try FixtureProbe(path)
