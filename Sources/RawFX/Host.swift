@@ -51,6 +51,12 @@ public enum RawFXLog {
         /// The filter id or plugin file that logged.
         public var source: String
         public var message: String
+
+        public init(severity: LogSeverity, source: String, message: String) {
+            self.severity = severity
+            self.source = source
+            self.message = message
+        }
     }
 
     private static let handler = Mutex<(@Sendable (Record) -> Void)?>(nil)
