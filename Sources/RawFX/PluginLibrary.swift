@@ -148,9 +148,9 @@ public final class PluginLibrary: @unchecked Sendable {
     static let entrySize1_0 = MemoryLayout<rawfx_plugin_entry>.offset(of: \.filter_descriptor)!
         + MemoryLayout<UnsafeRawPointer>.size
 
-    /// Reads the entry by the plugin's `struct_size`: the version first (it decides how to read
-    /// the rest), then min(struct_size, host size) bytes into a zeroed struct, so fields a 1.0
-    /// plugin never wrote read as zero and a newer plugin's extra fields are ignored.
+    /// Reads the entry by the plugin's `struct_size` (`PluginStruct.read`): the version first
+    /// (it decides how to read the rest), then min(struct_size, host size) bytes into a zeroed
+    /// struct, so a newer plugin's extra fields are ignored.
     private static func readEntry(_ handle: UnsafeMutableRawPointer, path: String) throws(PluginLoadError) -> rawfx_plugin_entry {
         guard let symbol = dlsym(handle, RAWFX_ENTRY_SYMBOL) else { throw .missingEntrySymbol(path: path) }
         let getEntry = unsafeBitCast(symbol, to: rawfx_get_plugin_entry_fn.self)
@@ -172,10 +172,9 @@ public final class PluginLibrary: @unchecked Sendable {
         guard size >= entrySize1_0 else {
             throw .malformedDescriptor(path: path, reason: "entry struct_size \(size), expected at least \(entrySize1_0) (the ABI 1.0 size)")
         }
-        var entry = rawfx_plugin_entry()
-        withUnsafeMutableBytes(of: &entry) { destination in
-            destination.copyMemory(from: UnsafeRawBufferPointer(start: raw, count: min(size, destination.count)))
-        }
+        // rawfx_plugin_entry has not grown since 1.0: every minor defines all of it.
+        let entry = PluginStruct.read(pointer, zero: rawfx_plugin_entry(), structSize: UInt32(size),
+                                      sizeForMinor: MemoryLayout<rawfx_plugin_entry>.size)
         guard entry.`init` != nil, entry.filter_count != nil, entry.filter_descriptor != nil else {
             throw .malformedDescriptor(path: path, reason: "entry lacks init, filter_count or filter_descriptor")
         }
