@@ -11,7 +11,7 @@ final class YUVPluginTests: XCTestCase {
     var registry: PluginRegistry!
 
     override func setUpWithError() throws {
-        registry = PluginRegistry()
+        registry = PluginRegistry.empty()
         guard let library = builtPlugins.libraries.first(where: { $0.name == "rawfx-yuv" }) else {
             throw XCTSkip("libRawFXYUV.so is not built next to the tests (swift build --product RawFXYUV)")
         }
