@@ -527,8 +527,22 @@ static const void *denoise_get_extension(const rawfx_filter *filter, const char 
     return NULL;
 }
 
+static const rawfx_filter denoise_functions = RAWFX_FILTER_FUNCTIONS(
+    denoise_destroy, denoise_set_param, denoise_configure, NULL, denoise_process, denoise_reset,
+    denoise_get_extension, denoise_on_callback);
+
 static const rawfx_filter *denoise_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
-                                          char *error, size_t error_capacity);
+                                          char *error, size_t error_capacity)
+{
+    denoise_instance *d = (denoise_instance *)rawfx_instance_new(sizeof *d, descriptor, host, &denoise_functions,
+                                                                 error, error_capacity);
+    if (d == NULL)
+        return NULL;
+    atomic_init(&d->spare, NULL);
+    atomic_init(&d->retired, NULL);
+    clear_activity(d);
+    return rawfx_instance_ready(&d->base, error, error_capacity);
+}
 
 RAWFX_HELPER_HIDDEN const rawfx_filter_descriptor rfx_speex_denoise_descriptor = RAWFX_FILTER_DESCRIPTOR(
     "denoise", "Denoise (SpeexDSP)", "1.1.0",
@@ -536,34 +550,3 @@ RAWFX_HELPER_HIDDEN const rawfx_filter_descriptor rfx_speex_denoise_descriptor =
     "state per channel (1-8), 10 ms blocks, 8-192 kHz in 100 Hz steps, 10 ms latency. Parameters other than "
     "vad change between blocks; reset swaps in spare states prepared off the audio thread.",
     RAWFX_MEDIA_AUDIO, RAWFX_PROCESS_IN_PLACE, denoise_params, denoise_create);
-
-static const rawfx_filter *denoise_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
-                                          char *error, size_t error_capacity)
-{
-    if (descriptor != &rfx_speex_denoise_descriptor) {
-        rawfx_format_message(error, error_capacity, "denoise: create called with another filter's descriptor");
-        return NULL;
-    }
-    denoise_instance *d = (denoise_instance *)rawfx_instance_new(sizeof *d, descriptor, host, error, error_capacity);
-    if (d == NULL)
-        return NULL;
-    d->base.filter.destroy = denoise_destroy;
-    d->base.filter.set_param = denoise_set_param;
-    d->base.filter.configure = denoise_configure;
-    d->base.filter.process_audio = denoise_process;
-    d->base.filter.reset = denoise_reset;
-    d->base.filter.get_extension = denoise_get_extension;
-    d->base.filter.on_callback = denoise_on_callback;
-
-    d->level = DEFAULT_LEVEL;
-    d->agc = 0;
-    d->agc_level = DEFAULT_AGC_LEVEL;
-    d->vad = 0;
-    d->vad_start = DEFAULT_VAD_START;
-    d->vad_continue = DEFAULT_VAD_CONTINUE;
-    d->dereverb = 0;
-    atomic_init(&d->spare, NULL);
-    atomic_init(&d->retired, NULL);
-    clear_activity(d);
-    return &d->base.filter;
-}

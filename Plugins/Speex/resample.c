@@ -268,8 +268,16 @@ static void resample_reset(const rawfx_filter *filter)
         speex_resampler_reset_mem(r->resampler); /* clears history; no allocation */
 }
 
+static const rawfx_filter resample_functions = RAWFX_FILTER_FUNCTIONS(
+    resample_destroy, resample_set_param, resample_configure, NULL, resample_process, resample_reset, NULL, NULL);
+
 static const rawfx_filter *resample_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
-                                           char *error, size_t error_capacity);
+                                           char *error, size_t error_capacity)
+{
+    resample_instance *r = (resample_instance *)rawfx_instance_new(sizeof *r, descriptor, host, &resample_functions,
+                                                                   error, error_capacity);
+    return r != NULL ? rawfx_instance_ready(&r->base, error, error_capacity) : NULL;
+}
 
 RAWFX_HELPER_HIDDEN const rawfx_filter_descriptor rfx_speex_resample_descriptor = RAWFX_FILTER_DESCRIPTOR(
     "resample", "Resample (SpeexDSP)", "1.1.0",
@@ -277,25 +285,3 @@ RAWFX_HELPER_HIDDEN const rawfx_filter_descriptor rfx_speex_resample_descriptor 
     "downmix to mono. Latency: the resampler's filter delay (about 1 ms at quality 5); none when the rate is "
     "unchanged.",
     RAWFX_MEDIA_AUDIO, RAWFX_PROCESS_OUT_OF_PLACE, resample_params, resample_create);
-
-static const rawfx_filter *resample_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
-                                           char *error, size_t error_capacity)
-{
-    if (descriptor != &rfx_speex_resample_descriptor) {
-        rawfx_format_message(error, error_capacity, "resample: create called with another filter's descriptor");
-        return NULL;
-    }
-    resample_instance *r = (resample_instance *)rawfx_instance_new(sizeof *r, descriptor, host, error, error_capacity);
-    if (r == NULL)
-        return NULL;
-    r->base.filter.destroy = resample_destroy;
-    r->base.filter.set_param = resample_set_param;
-    r->base.filter.configure = resample_configure;
-    r->base.filter.process_audio = resample_process;
-    r->base.filter.reset = resample_reset; /* get_extension, on_callback: none */
-
-    r->rate = DEFAULT_RATE;
-    r->quality = DEFAULT_QUALITY;
-    r->channel_mode = CHANNELS_KEEP;
-    return &r->base.filter;
-}

@@ -553,6 +553,16 @@ static const rawfx_filter_descriptor yuv_descriptors[FILTER_COUNT] = {
         RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_OUT_OF_PLACE, mirror_params, yuv_create),
 };
 
+/* One function table per filter, in the order of yuv_descriptors. */
+static const rawfx_filter yuv_functions[FILTER_COUNT] = {
+    [FILTER_SCALE] = RAWFX_FILTER_FUNCTIONS(yuv_destroy, yuv_set_param, yuv_configure, scale_process, NULL,
+                                            yuv_reset, NULL, NULL),
+    [FILTER_ROTATE] = RAWFX_FILTER_FUNCTIONS(yuv_destroy, yuv_set_param, yuv_configure, rotate_process, NULL,
+                                             yuv_reset, NULL, NULL),
+    [FILTER_MIRROR] = RAWFX_FILTER_FUNCTIONS(yuv_destroy, yuv_set_param, yuv_configure, mirror_process, NULL,
+                                             yuv_reset, NULL, NULL),
+};
+
 static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
                                       char *error, size_t error_capacity) {
     int which = -1;
@@ -563,35 +573,11 @@ static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor,
                              "does not own");
         return NULL;
     }
-    yuv_instance *self = (yuv_instance *)rawfx_instance_new(sizeof *self, descriptor, host, error, error_capacity);
+    yuv_instance *self = (yuv_instance *)rawfx_instance_new(sizeof *self, descriptor, host, &yuv_functions[which],
+                                                            error, error_capacity);
     if (self == NULL) return NULL;
-    self->base.filter.destroy = yuv_destroy;
-    self->base.filter.set_param = yuv_set_param;
-    self->base.filter.configure = yuv_configure;
-    self->base.filter.reset = yuv_reset;
-    switch (which) {
-    case FILTER_SCALE:
-        self->kind = KIND_SCALE;
-        self->base.filter.process_video = scale_process;
-        self->scale_width = (uint32_t)scale_params[SCALE_PARAM_WIDTH].default_value;
-        self->scale_height = (uint32_t)scale_params[SCALE_PARAM_HEIGHT].default_value;
-        self->scale_filter = (int)scale_params[SCALE_PARAM_FILTER].default_value;
-        self->scale_mode = (int)scale_params[SCALE_PARAM_MODE].default_value;
-        break;
-    case FILTER_ROTATE:
-        self->kind = KIND_ROTATE;
-        self->base.filter.process_video = rotate_process;
-        self->rotate_angle_set = (int)rotate_params[ROTATE_PARAM_ANGLE].default_value;
-        self->rotate_angle = self->rotate_angle_set;
-        self->rotate_mirror = (int)rotate_params[ROTATE_PARAM_MIRROR].default_value;
-        break;
-    default:
-        self->kind = KIND_MIRROR;
-        self->base.filter.process_video = mirror_process;
-        self->mirror_vertical = (int)mirror_params[MIRROR_PARAM_VERTICAL].default_value;
-        break;
-    }
-    return &self->base.filter;
+    self->kind = which == FILTER_SCALE ? KIND_SCALE : which == FILTER_ROTATE ? KIND_ROTATE : KIND_MIRROR;
+    return rawfx_instance_ready(&self->base, error, error_capacity);
 }
 
 /* ------------------------------------------------------------------ entry -- */

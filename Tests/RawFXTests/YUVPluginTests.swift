@@ -274,6 +274,21 @@ final class YUVPluginTests: XCTestCase {
 
     // MARK: Allocations
 
+    /// set_param of every parameter without RECONFIGURE (scale's filter and mode, rotate's
+    /// mirror, mirror's vertical) allocates nothing on a configured instance, and neither
+    /// does reset; the size and angle parameters are marked RECONFIGURE.
+    func testLiveParametersDoNotAllocate() throws {
+        let plugin = try DirectPlugin.built("rawfx-yuv")
+        var live: [String: [String]] = [:]
+        for id in ["scale", "rotate", "mirror"] {
+            let filter = try DirectFilter(plugin.descriptor(id), host: .attached)
+            if id == "scale" { XCTAssertEqual(filter.set(0, int: 1280), Int32(RAWFX_OK)) }
+            try filter.configure(.video(width: 1920, height: 1080))
+            live[id] = filter.assertRealTimeCallsDoNotAllocate()
+        }
+        XCTAssertEqual(live, ["scale": ["filter", "mode"], "rotate": ["mirror"], "mirror": ["vertical"]])
+    }
+
     func testRotateMirrorAndPointScaleDoNotAllocatePerFrame() throws {
         XCTAssertEqual(rawfx_allocation_counter_active(), 1, "the malloc interposer is not in effect")
         // libyuv's I420Scale mallocs row buffers for linear/bilinear/box at most ratios (see

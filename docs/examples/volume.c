@@ -68,18 +68,17 @@ static rawfx_status volume_process(const rawfx_filter *filter, const rawfx_audio
 
 static void volume_reset(const rawfx_filter *filter) { (void)filter; /* no history */ }
 
+static const rawfx_filter volume_functions = RAWFX_FILTER_FUNCTIONS(
+    volume_destroy, volume_set_param, volume_configure, NULL /* video */, volume_process, volume_reset,
+    NULL /* get_extension */, NULL /* on_callback */);
+
 static const rawfx_filter *volume_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
-                                       char *error, size_t error_capacity) {
-    volume *g = (volume *)rawfx_instance_new(sizeof *g, descriptor, host, error, error_capacity);
-    if (g == NULL)
+                                         char *error, size_t error_capacity) {
+    volume *v = (volume *)rawfx_instance_new(sizeof *v, descriptor, host, &volume_functions, error, error_capacity);
+    if (v == NULL)
         return NULL;
-    g->base.filter.destroy = volume_destroy;
-    g->base.filter.set_param = volume_set_param;
-    g->base.filter.configure = volume_configure;
-    g->base.filter.process_audio = volume_process;
-    g->base.filter.reset = volume_reset;
-    g->factor = volume_params[0].default_value;
-    return &g->base.filter;
+    v->factor = 1.0; /* so that setting the default (1.0) logs no change */
+    return rawfx_instance_ready(&v->base, error, error_capacity); /* every parameter at its default */
 }
 
 static const rawfx_filter_descriptor volume_descriptor = RAWFX_FILTER_DESCRIPTOR(

@@ -20,7 +20,9 @@
  *   RAWFX_STRING_PARAM
  *       rawfx_param_descriptor initialisers.
  *   rawfx_instance_base (embed it first in the instance struct):
- *       rawfx_instance_new    calloc + fill the rawfx_filter part + keep the host
+ *       RAWFX_FILTER_FUNCTIONS  the filter's function table, for:
+ *       rawfx_instance_new    calloc + fill the rawfx_filter + keep the host
+ *       rawfx_instance_ready  set every parameter to its default (set_param)
  *       rawfx_instance_free   free
  *       rawfx_fail            "<filter id>: <message>" into the error buffer,
  *                             returns the status; never allocates
@@ -65,13 +67,13 @@
  *     }
  *
  *     static rawfx_status volume_configure(const rawfx_filter *f, const rawfx_format *in,
- *                                        rawfx_negotiation *result) {
+ *                                          rawfx_negotiation *result) {
  *         rawfx_status status = rawfx_check_audio_input(&volume_of(f)->base, in, 8);
  *         return status != RAWFX_OK ? status : rawfx_check_negotiation(&volume_of(f)->base, result);
  *     }
  *
  *     static rawfx_status volume_process(const rawfx_filter *f, const rawfx_audio_frame *in,
- *                                      rawfx_audio_frame *out) {
+ *                                        rawfx_audio_frame *out) {
  *         (void)in; // in place: out == in
  *         size_t n = (size_t)out->frame_count * out->channels;
  *         for (size_t i = 0; i < n; i++) {
@@ -83,17 +85,13 @@
  *
  *     static void volume_reset(const rawfx_filter *f) { (void)f; }
  *
+ *     static const rawfx_filter volume_functions = RAWFX_FILTER_FUNCTIONS(
+ *         volume_destroy, volume_set_param, volume_configure, NULL, volume_process, volume_reset, NULL, NULL);
+ *
  *     static const rawfx_filter *volume_create(const rawfx_filter_descriptor *d, const rawfx_host *host,
- *                                            char *error, size_t capacity) {
- *         volume *g = (volume *)rawfx_instance_new(sizeof *g, d, host, error, capacity);
- *         if (g == NULL) return NULL;
- *         g->base.filter.destroy = volume_destroy;
- *         g->base.filter.set_param = volume_set_param;
- *         g->base.filter.configure = volume_configure;
- *         g->base.filter.process_audio = volume_process;
- *         g->base.filter.reset = volume_reset;
- *         g->factor = volume_params[0].default_value;
- *         return &g->base.filter;
+ *                                              char *error, size_t capacity) {
+ *         volume *v = (volume *)rawfx_instance_new(sizeof *v, d, host, &volume_functions, error, capacity);
+ *         return v != NULL ? rawfx_instance_ready(&v->base, error, capacity) : NULL; // factor = 1.0
  *     }
  *
  *     static const rawfx_filter_descriptor volume_descriptor = RAWFX_FILTER_DESCRIPTOR(
@@ -207,13 +205,23 @@ static inline const rawfx_host *rawfx_usable_host(const rawfx_host *host)
     return host != NULL && host->struct_size >= RAWFX_FIELD_END(rawfx_host, request_callback) ? host : NULL;
 }
 
+/* A rawfx_filter holding only the filter's functions, in field order, for
+ * rawfx_instance_new; NULL for the optional ones and for the process function
+ * of the other media kind. get_error is rawfx_instance_get_error. */
+#define RAWFX_FILTER_FUNCTIONS(destroy, set_param, configure, process_video, process_audio, reset, \
+                               get_extension, on_callback) \
+    { (uint32_t)sizeof(rawfx_filter), NULL, NULL, destroy, set_param, configure, process_video, process_audio, \
+      reset, rawfx_instance_get_error, get_extension, on_callback }
+
 /* [control] Allocates a zeroed instance of `size` bytes (the plugin's struct,
- * which starts with a rawfx_instance_base) and fills the rawfx_filter part:
- * struct_size, descriptor, filter_data, get_error; the plugin sets the other
- * function pointers. Keeps `host` (NULL is fine: a 1.0 host). On failure writes
- * "<id>: out of memory" into `error` and returns NULL. */
+ * which starts with a rawfx_instance_base) and fills its rawfx_filter from
+ * `functions` (RAWFX_FILTER_FUNCTIONS) plus struct_size, descriptor and
+ * filter_data. Keeps `host` (NULL is fine: a 1.0 host). On failure writes
+ * "<id>: out of memory" into `error` and returns NULL. Finish create with
+ * rawfx_instance_ready. */
 static inline void *rawfx_instance_new(size_t size, const rawfx_filter_descriptor *descriptor,
-                                       const rawfx_host *host, char *error, size_t error_capacity)
+                                       const rawfx_host *host, const rawfx_filter *functions,
+                                       char *error, size_t error_capacity)
 {
     if (size < sizeof(rawfx_instance_base)) {
         rawfx_format_message(error, error_capacity, "%s: instance size %zu is smaller than rawfx_instance_base (%zu)",
@@ -227,10 +235,12 @@ static inline void *rawfx_instance_new(size_t size, const rawfx_filter_descripto
                              descriptor && descriptor->id ? descriptor->id : "filter", size);
         return NULL;
     }
+    base->filter = *functions;
     base->filter.struct_size = (uint32_t)sizeof(rawfx_filter);
     base->filter.descriptor = descriptor;
     base->filter.filter_data = base;
-    base->filter.get_error = rawfx_instance_get_error;
+    if (base->filter.get_error == NULL)
+        base->filter.get_error = rawfx_instance_get_error;
     base->host = rawfx_usable_host(host);
     return base;
 }
@@ -262,6 +272,36 @@ static inline rawfx_status rawfx_fail(rawfx_instance_base *base, rawfx_status st
     rawfx_format_message_v(base->error + prefix, sizeof base->error - (size_t)prefix, format, args);
     va_end(args);
     return status;
+}
+
+/* [control] The end of create: sets every parameter to its descriptor's
+ * default through the filter's own set_param (so the defaults live in one
+ * place), then returns the filter. If set_param refuses a default, writes why
+ * into `error`, destroys the instance and returns NULL. A STRING parameter
+ * without a default_string is left unset. */
+static inline const rawfx_filter *rawfx_instance_ready(rawfx_instance_base *base, char *error, size_t error_capacity)
+{
+    const rawfx_filter_descriptor *d = base->filter.descriptor;
+    for (uint32_t i = 0; i < d->param_count; i++) {
+        const rawfx_param_descriptor *p = &d->params[i];
+        if (p->type == RAWFX_PARAM_STRING && p->default_string == NULL)
+            continue;
+        rawfx_param_value value;
+        memset(&value, 0, sizeof value);
+        value.struct_size = (uint32_t)sizeof value;
+        value.type = p->type;
+        value.int_value = (int64_t)p->default_value;
+        value.float_value = p->default_value;
+        value.string_value = p->default_string;
+        if (base->filter.set_param(&base->filter, i, &value) != RAWFX_OK) {
+            rawfx_format_message(error, error_capacity, "%s: the default of parameter %s was refused: %s",
+                                 rawfx_instance_id(base), p->id, base->error);
+            base->filter.destroy(&base->filter);
+            return NULL;
+        }
+    }
+    rawfx_clear_error(base);
+    return &base->filter;
 }
 
 /* [any] Logs a formatted line through the instance's host (which names the
@@ -486,10 +526,10 @@ static inline int rawfx_host_abi_is_enough(rawfx_abi_version host_abi, uint32_t 
 
 /* The plugin-file host and the plugin's own path, as init recorded them
  * (RAWFX_PLUGIN_ENTRY defines these). The host is NULL before init, after the
- * last deinit, with a 1.0 host, and while more than one host has the file
- * initialised (two registries in one process): deinit does not say which host
- * lets go, so the helper cannot tell which one is still valid. The path is ""
- * when the host gave none. */
+ * last deinit, with a 1.0 host, and from the moment a second host initialises
+ * the file (two registries in one process) until the last deinit: deinit does
+ * not say which host lets go, so the helper cannot tell which one is still
+ * valid. The path is "" when the host gave none. [any] after init. */
 RAWFX_HELPER_HIDDEN const rawfx_host *rawfx_plugin_file_host(void);
 RAWFX_HELPER_HIDDEN const char *rawfx_plugin_file_path(void);
 
@@ -510,10 +550,7 @@ RAWFX_HELPER_HIDDEN const char *rawfx_plugin_file_path(void);
     static char rawfx_helper_path[RAWFX_HELPER_PATH_CAPACITY]; \
     static rawfx_status (*const rawfx_helper_init_hook)(const rawfx_host_info *, char *, size_t) = init_hook; \
     static void (*const rawfx_helper_deinit_hook)(void) = deinit_hook; \
-    RAWFX_HELPER_HIDDEN const rawfx_host *rawfx_plugin_file_host(void) \
-    { \
-        return rawfx_helper_init_count == 1 ? rawfx_helper_file_host : NULL; \
-    } \
+    RAWFX_HELPER_HIDDEN const rawfx_host *rawfx_plugin_file_host(void) { return rawfx_helper_file_host; } \
     RAWFX_HELPER_HIDDEN const char *rawfx_plugin_file_path(void) { return rawfx_helper_path; } \
     static rawfx_status rawfx_helper_init(const rawfx_host_info *info, char *error, size_t capacity) \
     { \
@@ -542,6 +579,8 @@ RAWFX_HELPER_HIDDEN const char *rawfx_plugin_file_path(void);
                 length = 0; /* longer than any Linux path: keep none rather than a wrong one */ \
             memcpy(rawfx_helper_path, path, length); \
             rawfx_helper_path[length] = '\0'; \
+        } else { \
+            rawfx_helper_file_host = NULL; /* two hosts: which one a deinit ends is unknown */ \
         } \
         return RAWFX_OK; \
     } \
