@@ -125,7 +125,7 @@ final class PluginHelperTests: XCTestCase {
         let plugin = try DirectPlugin(path: build(Self.volumeSource, cPlusPlus: false, name: "volume.so"))
         let volume = try DirectFilter(plugin.descriptor("volume"), host: .none)
         XCTAssertThrowsError(try volume.configure(.video(width: 64, height: 64))) {
-            XCTAssertEqual("\($0)", "volume: is an audio filter and cannot process video frames; place it in an audio chain (interleaved 16-bit PCM)")
+            XCTAssertEqual("\($0)", "volume: is an audio filter and cannot process video frames; place it in an audio (interleaved 16-bit PCM) chain")
         }
         XCTAssertThrowsError(try volume.configure(.audio(rate: 48000, channels: 33))) {
             XCTAssertEqual("\($0)", "volume: 33 channels is not supported; accepted: 1 to 32 interleaved channels")
@@ -510,23 +510,25 @@ extension rawfx_param_value {
 
 extension rawfx_format {
     static func audio(rate: Int, channels: Int) -> rawfx_format {
-        var f = rawfx_format()
-        f.struct_size = UInt32(MemoryLayout<rawfx_format>.size)
-        f.kind = rawfx_media_kind(RAWFX_MEDIA_AUDIO)
-        f.audio.struct_size = UInt32(MemoryLayout<rawfx_audio_format>.size)
+        var f = rawfx_format(kind: RAWFX_MEDIA_AUDIO)
         f.audio.sample_rate = UInt32(rate)
         f.audio.channels = UInt32(channels)
         return f
     }
     static func video(width: Int, height: Int) -> rawfx_format {
-        var f = rawfx_format()
-        f.struct_size = UInt32(MemoryLayout<rawfx_format>.size)
-        f.kind = rawfx_media_kind(RAWFX_MEDIA_VIDEO)
-        f.video.struct_size = UInt32(MemoryLayout<rawfx_video_format>.size)
+        var f = rawfx_format(kind: RAWFX_MEDIA_VIDEO)
         f.video.width = UInt32(width)
         f.video.height = UInt32(height)
         f.video.pixel_format = rawfx_pixel_format(RAWFX_PIXEL_I420)
         return f
+    }
+    /// Every struct_size set; the member of `kind` left for the caller.
+    private init(kind: Int) {
+        self.init()
+        struct_size = UInt32(MemoryLayout<rawfx_format>.size)
+        self.kind = rawfx_media_kind(kind)
+        audio.struct_size = UInt32(MemoryLayout<rawfx_audio_format>.size)
+        video.struct_size = UInt32(MemoryLayout<rawfx_video_format>.size)
     }
 }
 

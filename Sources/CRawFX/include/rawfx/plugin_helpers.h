@@ -414,19 +414,33 @@ static inline rawfx_status rawfx_check_param(rawfx_instance_base *base, uint32_t
 
 /* -------------------------------------------------------- format checks -- */
 
+/* [control] The part of both input checks below: `input` is complete as far as
+ * the member of its kind, and of the filter's kind. */
+static inline rawfx_status rawfx_check_input_kind(rawfx_instance_base *base, const rawfx_format *input,
+                                                  rawfx_media_kind kind)
+{
+    const int video = kind == RAWFX_MEDIA_VIDEO;
+    size_t needed = video ? RAWFX_FIELD_END(rawfx_format, video) : RAWFX_FIELD_END(rawfx_format, audio);
+    if (input == NULL || input->struct_size < needed)
+        return rawfx_fail(base, RAWFX_ERR_INVALID_ARGUMENT,
+                          "configure needs a complete rawfx_format (NULL, or struct_size too small)");
+    if (input->kind != kind)
+        return rawfx_fail(base, RAWFX_ERR_UNSUPPORTED, "is %s filter and cannot process %s frames; place it in %s chain",
+                          video ? "a video" : "an audio",
+                          input->kind == RAWFX_MEDIA_VIDEO ? "video" : input->kind == RAWFX_MEDIA_AUDIO ? "audio" : "unknown-kind",
+                          video ? "a video (I420)" : "an audio (interleaved 16-bit PCM)");
+    return RAWFX_OK;
+}
+
 /* [control] Checks what configure reads of an audio input: the structs are
  * complete, the kind is audio, 1..max_channels channels. On success the
  * caller may read input->audio. */
 static inline rawfx_status rawfx_check_audio_input(rawfx_instance_base *base, const rawfx_format *input,
                                                    uint32_t max_channels)
 {
-    if (input == NULL || input->struct_size < RAWFX_FIELD_END(rawfx_format, audio))
-        return rawfx_fail(base, RAWFX_ERR_INVALID_ARGUMENT,
-                          "configure needs a complete rawfx_format (NULL, or struct_size too small)");
-    if (input->kind != RAWFX_MEDIA_AUDIO)
-        return rawfx_fail(base, RAWFX_ERR_UNSUPPORTED,
-                          "is an audio filter and cannot process %s frames; place it in an audio chain "
-                          "(interleaved 16-bit PCM)", input->kind == RAWFX_MEDIA_VIDEO ? "video" : "unknown-kind");
+    rawfx_status status = rawfx_check_input_kind(base, input, RAWFX_MEDIA_AUDIO);
+    if (status != RAWFX_OK)
+        return status;
     if (input->audio.struct_size < RAWFX_FIELD_END(rawfx_audio_format, channels))
         return rawfx_fail(base, RAWFX_ERR_INVALID_ARGUMENT, "the audio format is incomplete (struct_size %u, needs %u)",
                           (unsigned)input->audio.struct_size, (unsigned)RAWFX_FIELD_END(rawfx_audio_format, channels));
@@ -443,12 +457,9 @@ static inline rawfx_status rawfx_check_audio_input(rawfx_instance_base *base, co
 static inline rawfx_status rawfx_check_video_input(rawfx_instance_base *base, const rawfx_format *input,
                                                    uint32_t max_size)
 {
-    if (input == NULL || input->struct_size < RAWFX_FIELD_END(rawfx_format, video))
-        return rawfx_fail(base, RAWFX_ERR_INVALID_ARGUMENT,
-                          "configure needs a complete rawfx_format (NULL, or struct_size too small)");
-    if (input->kind != RAWFX_MEDIA_VIDEO)
-        return rawfx_fail(base, RAWFX_ERR_UNSUPPORTED, "input is %s; this filter accepts only video (I420)",
-                          input->kind == RAWFX_MEDIA_AUDIO ? "audio" : "of an unknown media kind");
+    rawfx_status status = rawfx_check_input_kind(base, input, RAWFX_MEDIA_VIDEO);
+    if (status != RAWFX_OK)
+        return status;
     const rawfx_video_format *v = &input->video;
     if (v->struct_size < RAWFX_FIELD_END(rawfx_video_format, rotation))
         return rawfx_fail(base, RAWFX_ERR_INVALID_ARGUMENT, "the video format is incomplete (struct_size %u, needs %u)",
