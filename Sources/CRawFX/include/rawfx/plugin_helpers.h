@@ -414,8 +414,8 @@ static inline rawfx_status rawfx_check_param(rawfx_instance_base *base, uint32_t
 
 /* -------------------------------------------------------- format checks -- */
 
-/* [control] The part of both input checks below: `input` is complete as far as
- * the member of its kind, and of the filter's kind. */
+/* [control] The part of both input checks below: `input` is of the filter's
+ * kind, and it and its member of that kind are complete. */
 static inline rawfx_status rawfx_check_input_kind(rawfx_instance_base *base, const rawfx_format *input,
                                                   rawfx_media_kind kind)
 {
@@ -429,6 +429,12 @@ static inline rawfx_status rawfx_check_input_kind(rawfx_instance_base *base, con
                           video ? "a video" : "an audio",
                           input->kind == RAWFX_MEDIA_VIDEO ? "video" : input->kind == RAWFX_MEDIA_AUDIO ? "audio" : "unknown-kind",
                           video ? "a video (I420)" : "an audio (interleaved 16-bit PCM)");
+    uint32_t member_size = video ? input->video.struct_size : input->audio.struct_size;
+    size_t member_needed = video ? RAWFX_FIELD_END(rawfx_video_format, rotation)
+                                 : RAWFX_FIELD_END(rawfx_audio_format, channels);
+    if (member_size < member_needed)
+        return rawfx_fail(base, RAWFX_ERR_INVALID_ARGUMENT, "the %s format is incomplete (struct_size %u, needs %u)",
+                          video ? "video" : "audio", (unsigned)member_size, (unsigned)member_needed);
     return RAWFX_OK;
 }
 
@@ -441,9 +447,6 @@ static inline rawfx_status rawfx_check_audio_input(rawfx_instance_base *base, co
     rawfx_status status = rawfx_check_input_kind(base, input, RAWFX_MEDIA_AUDIO);
     if (status != RAWFX_OK)
         return status;
-    if (input->audio.struct_size < RAWFX_FIELD_END(rawfx_audio_format, channels))
-        return rawfx_fail(base, RAWFX_ERR_INVALID_ARGUMENT, "the audio format is incomplete (struct_size %u, needs %u)",
-                          (unsigned)input->audio.struct_size, (unsigned)RAWFX_FIELD_END(rawfx_audio_format, channels));
     if (input->audio.channels == 0 || input->audio.channels > max_channels)
         return rawfx_fail(base, RAWFX_ERR_UNSUPPORTED,
                           "%u channels is not supported; accepted: 1 to %u interleaved channels",
@@ -461,9 +464,6 @@ static inline rawfx_status rawfx_check_video_input(rawfx_instance_base *base, co
     if (status != RAWFX_OK)
         return status;
     const rawfx_video_format *v = &input->video;
-    if (v->struct_size < RAWFX_FIELD_END(rawfx_video_format, rotation))
-        return rawfx_fail(base, RAWFX_ERR_INVALID_ARGUMENT, "the video format is incomplete (struct_size %u, needs %u)",
-                          (unsigned)v->struct_size, (unsigned)RAWFX_FIELD_END(rawfx_video_format, rotation));
     if (v->pixel_format != RAWFX_PIXEL_I420)
         return rawfx_fail(base, RAWFX_ERR_UNSUPPORTED,
                           "pixel format %u is not supported; this filter accepts only I420 (RAWFX_PIXEL_I420 = %u)",
