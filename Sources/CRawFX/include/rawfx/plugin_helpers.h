@@ -15,7 +15,8 @@
  *   RAWFX_FILTER_DESCRIPTOR(id, name, version, description, kind, processing,
  *                           params, create_with_host)
  *       a descriptor whose 1.0 `create` is rawfx_create_without_host, so the
- *       filter loads in a 1.0 host too (with a NULL host).
+ *       filter loads in a 1.0 host too (with a NULL host). `params` is an
+ *       array of at least one parameter (its size is counted).
  *   RAWFX_INT_PARAM, RAWFX_FLOAT_PARAM, RAWFX_BOOL_PARAM, RAWFX_ENUM_PARAM,
  *   RAWFX_STRING_PARAM
  *       rawfx_param_descriptor initialisers.
@@ -45,6 +46,11 @@
  * %zu and %x conversions; keep to those there (rawfx_check_param prints floats
  * with %g only for FLOAT parameters, on a refusal). rawfx_instance_new and
  * rawfx_instance_free allocate: create and destroy only.
+ *
+ * C++: include it as it is (the functions are static inline, in extern "C");
+ * use the initialiser macros where C code would use designated initialisers,
+ * which C++ lacks before C++20, and cast what rawfx_instance_new returns.
+ * docs/examples/volume.c compiles both ways (PluginHelperTests).
  *
  * A complete filter (`volume`: multiplies 16-bit audio in place):
  *
@@ -107,7 +113,8 @@
  *   RAWFX_HELPER_MIN_HOST_MINOR  the oldest host minor init accepts (default 0:
  *                                any 1.x host; create_with_host is then used
  *                                when the host has it, create otherwise)
- *   RAWFX_HELPER_ERROR_CAPACITY  bytes of each instance's error buffer (512)
+ *   RAWFX_HELPER_ERROR_CAPACITY  bytes of each instance's error buffer (512;
+ *                                the same in every file of one plugin)
  */
 #ifndef RAWFX_PLUGIN_HELPERS_H
 #define RAWFX_PLUGIN_HELPERS_H
