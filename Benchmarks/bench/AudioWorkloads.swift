@@ -26,8 +26,12 @@ final class EngineAudio: Workload {
     private(set) var emittedFrames = 0
     private(set) var checksum = 0
 
-    init(chain: AudioChain, pool: AudioPool, chunkSizes: [Int]) throws {
+    /// Called before each chunk (a run-time parameter change, for the `-setparam` cases).
+    private let beforeChunk: ((AudioChain, Int) throws -> Void)?
+
+    init(chain: AudioChain, pool: AudioPool, chunkSizes: [Int], beforeChunk: ((AudioChain, Int) throws -> Void)? = nil) throws {
         self.chain = chain
+        self.beforeChunk = beforeChunk
         self.pool = pool
         format = AudioFormat(sampleRate: pool.sampleRate, channels: 1)
         chunkCount = chunkSizes.count
@@ -42,6 +46,7 @@ final class EngineAudio: Workload {
     var audioFramesConsumed: Int { consumed }
 
     func run(_ i: Int) throws {
+        try beforeChunk?(chain, i)
         let n = chunks[calls]
         calls = calls + 1 == chunkCount ? 0 : calls + 1
         let block = AudioBlock(samples: pool.samples + offset, frameCount: n, format: format,
@@ -69,8 +74,13 @@ final class DirectDenoise: Workload {
     private var consumed = 0
     private(set) var checksum = 0
 
-    init(pool: AudioPool, level: Int32) {
+    /// With `alternateLevel`, each block first sets the level to it or back to `level`
+    /// (SPEEX_PREPROCESS_SET_NOISE_SUPPRESS), as the engine's `-setparam` cases do.
+    private let levels: (Int32, Int32)?
+
+    init(pool: AudioPool, level: Int32, alternateLevel: Int32? = nil) {
         self.pool = pool
+        levels = alternateLevel.map { (level, $0) }
         block = pool.sampleRate / 100
         precondition(pool.frameCount % block == 0)
         state = speex_preprocess_state_init(Int32(block), Int32(pool.sampleRate))
@@ -91,6 +101,10 @@ final class DirectDenoise: Workload {
     var audioFramesConsumed: Int { consumed }
 
     func run(_ i: Int) throws {
+        if let levels {
+            var level = i % 2 == 0 ? levels.1 : levels.0
+            speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &level)
+        }
         work.update(from: pool.samples + offset, count: block)
         speex_preprocess_run(state, work)
         checksum &+= Int(work[0])

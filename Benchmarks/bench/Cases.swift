@@ -247,6 +247,18 @@ func audioCases() -> [BenchCase] {
             }))
     }
     cases.append(BenchCase(
+        name: "denoise-setparam-48k", kind: .audio, filters: ["denoise"], unit: "block",
+        summary: "denoise at 48kHz mono in 10 ms blocks, its level set (-30/-20 alternately) before every block with setParameter",
+        directSummary: "speex_preprocess_ctl(SET_NOISE_SUPPRESS) + speex_preprocess_run per block",
+        make: { context in
+            let pool = context.audioPool(sampleRate: 48_000, multiple: 480)
+            let chain = "denoise=level=-30"
+            let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [480],
+                                    beforeChunk: { chain, i in try chain.setParameter("denoise.level", i % 2 == 0 ? "-20" : "-30") })
+            return .init(chain: chain + " + setParameter per block", engine: e,
+                         direct: DirectDenoise(pool: pool, level: -30, alternateLevel: -20), sampleRate: 48_000, filterCount: 1)
+        }))
+    cases.append(BenchCase(
         name: "resample-44k1-48k", kind: .audio, filters: ["resample"], unit: "block",
         summary: "resample=rate=48000 (quality 5), 44.1 kHz mono in 10 ms blocks (441 frames)",
         directSummary: "speex_resampler_process_interleaved_int, quality 5, same blocks",

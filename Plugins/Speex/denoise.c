@@ -17,74 +17,48 @@
  * cross-correlation (white noise in, level 0) at 8, 16, 32, 44.1, 48 and
  * 96 kHz: exactly one block, sample_rate / 100 frames (10 ms). We report that.
  *
- * Reset: SpeexDSP 1.2 has no call that clears a preprocessor, so reset()
- * re-creates the states (destroy + init): it allocates. It is a no-op when
- * nothing was processed since configure or the last reset. Hosts should call
- * it from the control thread when they can.
+ * Reset without allocating: SpeexDSP 1.2 has no call that clears a
+ * preprocessor, so forgetting history means fresh states. configure makes two
+ * sets of states: the live one and a spare that has never run. reset (real
+ * time) swaps the spare in, applies the current parameters to it (ctl calls
+ * only store numbers), retires the used set and asks the host for on_callback
+ * (host->request_callback); on_callback (control thread, possibly while audio
+ * runs) destroys the retired set and builds the next spare. The two sets change
+ * hands through two atomic pointers, `spare` and `retired`: reset is the only
+ * writer of a non-NULL `retired`, on_callback the only writer of a non-NULL
+ * `spare`, so each handover is one exchange or store. If reset comes again
+ * before on_callback has run, or there is no host (a 1.0 host, which never
+ * calls on_callback: only the first reset after a configure has a spare), reset
+ * falls back to re-creating the states in place, which allocates, and logs a
+ * warning through the host. reset is a no-op when nothing was processed since
+ * configure or the last reset.
  *
  * VAD: SpeexDSP's VAD only changes what speex_preprocess_run returns, never the
  * audio. Enabling it (SPEEX_PREPROCESS_SET_VAD) makes SpeexDSP print a warning on
- * stderr, so `vad` takes effect at configure (RECONFIGURE), never on the process
- * thread. The flag of the block a call returns describes SpeexDSP's analysis
- * window: that block and the 10 ms after it.
+ * stderr, so `vad` takes effect at configure (RECONFIGURE), and it is set when a
+ * state is created (configure, on_callback), never on the process thread. The
+ * flag of the block a call returns describes SpeexDSP's analysis window: that
+ * block and the 10 ms after it.
  *
- * Voice activity extension "rawfx.voice-activity/1": get_extension returns a
- * `const rfx_voice_activity_v1 *` (layout below) that lives as long as the
- * instance. The counters restart at configure (not at reset). Read it on the
- * control thread, between process calls, like any control call; the process
- * thread updates the fields with relaxed atomic stores, so a monitor that reads
- * them concurrently with relaxed atomic loads sees whole (never torn) values.
+ * The other parameters apply between two blocks without a configure: set_param
+ * passes them to speex_preprocess_ctl, which only stores numbers (counted: no
+ * allocation, see SpeexPluginTests).
+ *
+ * Voice activity extension RAWFX_EXT_VOICE_ACTIVITY (rawfx/ext/voice_activity.h):
+ * get_extension returns the instance's rawfx_voice_activity_v1, which lives as
+ * long as the instance. speech_probability is SpeexDSP's
+ * SPEEX_PREPROCESS_GET_PROB of the most recent block, the highest over channels,
+ * computed even with vad off. The process thread writes the fields with relaxed
+ * atomic stores.
  */
-#include "rawfx.h"
+#include "rawfx/plugin_helpers.h"
+#include "rawfx/ext/voice_activity.h"
 
 #include <speex/speex_preprocess.h>
 
-#include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define RFX_HIDDEN __attribute__((visibility("hidden")))
-
-/* Shared helpers, defined in speex.c. */
-RFX_HIDDEN void rfx_speex_format(char *buffer, size_t capacity, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-RFX_HIDDEN int rfx_speex_frame_is_complete(const rawfx_audio_frame *frame);
-RFX_HIDDEN rawfx_status rfx_speex_check_audio_input(const char *filter_id, const rawfx_format *input,
-                                                    char *error, size_t capacity);
-RFX_HIDDEN rawfx_status rfx_speex_check_negotiation(const char *filter_id, const rawfx_negotiation *result,
-                                                    char *error, size_t capacity);
-RFX_HIDDEN void rfx_speex_copy_metadata(const rawfx_audio_frame *in, rawfx_audio_frame *out);
-
-/* ------------------------------------------------- the extension's struct -- */
-
-#define RFX_VOICE_ACTIVITY_EXTENSION_ID "rawfx.voice-activity/1"
-
-/* What get_extension("rawfx.voice-activity/1") points to. 32 bytes on every
- * platform RawFX targets (natural alignment, no padding):
- *
- *   offset size field
- *        0    4 struct_size        sizeof(rfx_voice_activity_v1) = 32
- *        4    4 vad_enabled        1 if the instance was configured with vad=true
- *        8    8 voice_blocks       blocks flagged RAWFX_AUDIO_FLAG_VOICE since configure
- *       16    8 total_blocks       blocks processed since configure
- *       24    4 last_block_voice   1 if the most recent block was flagged
- *       28    4 speech_probability SpeexDSP's speech probability of the most recent
- *                                  block, percent 0..100, the highest over channels
- *                                  (SPEEX_PREPROCESS_GET_PROB); computed even with vad off
- *
- * Fields may be appended (struct_size grows); existing ones never move. */
-typedef struct rfx_voice_activity_v1 {
-    uint32_t struct_size;
-    uint32_t vad_enabled;
-    uint64_t voice_blocks;
-    uint64_t total_blocks;
-    uint32_t last_block_voice;
-    uint32_t speech_probability;
-} rfx_voice_activity_v1;
-
-_Static_assert(sizeof(rfx_voice_activity_v1) == 32, "rawfx.voice-activity/1 layout is 32 bytes");
-_Static_assert(offsetof(rfx_voice_activity_v1, voice_blocks) == 8, "voice_blocks at 8");
-_Static_assert(offsetof(rfx_voice_activity_v1, speech_probability) == 28, "speech_probability at 28");
 
 #define RFX_STORE_RELAXED(field, value) __atomic_store_n(&(field), (value), __ATOMIC_RELAXED)
 
@@ -105,116 +79,64 @@ enum { P_LEVEL, P_AGC, P_AGC_LEVEL, P_VAD, P_VAD_START, P_VAD_CONTINUE, P_DEREVE
 #define DEFAULT_VAD_CONTINUE 50
 
 static const rawfx_param_descriptor denoise_params[P_COUNT] = {
-    [P_LEVEL] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "level",
-        .name = "Noise suppression",
-        .help = "How far noise may be pulled down, in dB (SpeexDSP's gain floor for noise-only bands). "
-                "-30 suits speech; -15 keeps more room tone; -45 to -60 is aggressive and can sound watery. "
-                "SpeexDSP treats the value as an attenuation and ignores its sign: write it negative, as "
-                "SpeexDSP does. 0 means a 0 dB floor (almost no suppression), not a bypass.",
-        .unit = "dB",
-        .type = RAWFX_PARAM_INT,
-        .flags = 0,
-        .default_value = DEFAULT_LEVEL,
-        .min_value = -60,
-        .max_value = 0,
-    },
-    [P_AGC] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "agc",
-        .name = "Automatic gain control",
-        .help = "Let SpeexDSP steer the loudness of speech toward agc_level (at most +12 dB/s up, "
-                "-40 dB/s down, 30 dB of gain), and limit peaks to about 28000. Good for a quiet or "
-                "distant microphone; leave it off for music and for mixed session audio.",
-        .unit = "",
-        .type = RAWFX_PARAM_BOOL,
-        .flags = 0,
-        .default_value = 0,
-        .min_value = 0,
-        .max_value = 1,
-    },
-    [P_AGC_LEVEL] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "agc_level",
-        .name = "AGC target level",
-        .help = "The loudness AGC aims for, as a linear 16-bit amplitude on SpeexDSP's scale "
-                "(SPEEX_PREPROCESS_SET_AGC_LEVEL): 8000 is about -12 dBFS, 4000 about -18 dBFS, "
-                "32768 full scale. Used only when agc is on.",
-        .unit = "",
-        .type = RAWFX_PARAM_INT,
-        .flags = 0,
-        .default_value = DEFAULT_AGC_LEVEL,
-        .min_value = 1,
-        .max_value = 32768,
-    },
-    [P_VAD] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "vad",
-        .name = "Voice activity flags",
-        .help = "Mark each 10 ms block in which SpeexDSP hears speech with the VOICE flag "
-                "(RAWFX_AUDIO_FLAG_VOICE; any channel counts) and count such blocks in the "
-                "rawfx.voice-activity/1 extension. The audio is not changed. Takes effect at the next "
-                "configure (SpeexDSP prints a one-line warning on stderr when its VAD is enabled).",
-        .unit = "",
-        .type = RAWFX_PARAM_BOOL,
-        .flags = RAWFX_PARAM_FLAG_RECONFIGURE,
-        .default_value = 0,
-        .min_value = 0,
-        .max_value = 1,
-    },
-    [P_VAD_START] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "vad_start",
-        .name = "VAD start threshold",
-        .help = "Speech probability (percent) above which a block starts a run of VOICE flags "
-                "(SPEEX_PREPROCESS_SET_PROB_START). Lower it to catch softer speech, raise it if noise "
-                "gets flagged. The default 70 replaces SpeexDSP's 35, which flags steady noise as speech.",
-        .unit = "%",
-        .type = RAWFX_PARAM_INT,
-        .flags = 0,
-        .default_value = DEFAULT_VAD_START,
-        .min_value = 0,
-        .max_value = 100,
-    },
-    [P_VAD_CONTINUE] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "vad_continue",
-        .name = "VAD continue threshold",
-        .help = "Speech probability (percent) above which a block right after a VOICE block stays flagged "
-                "(SPEEX_PREPROCESS_SET_PROB_CONTINUE): the hangover that keeps the ends of words. Keep it "
-                "at or below vad_start. The default 50 replaces SpeexDSP's 20, which is below the "
-                "probability SpeexDSP reports for steady noise.",
-        .unit = "%",
-        .type = RAWFX_PARAM_INT,
-        .flags = 0,
-        .default_value = DEFAULT_VAD_CONTINUE,
-        .min_value = 0,
-        .max_value = 100,
-    },
-    [P_DEREVERB] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "dereverb",
-        .name = "Dereverberation",
-        .help = "Ask SpeexDSP to treat late room reverberation as noise (SPEEX_PREPROCESS_SET_DEREVERB). "
-                "Note: SpeexDSP 1.2.x accepts the switch but its reverberation model is disabled upstream, "
-                "so with those versions the output is identical with it on or off.",
-        .unit = "",
-        .type = RAWFX_PARAM_BOOL,
-        .flags = 0,
-        .default_value = 0,
-        .min_value = 0,
-        .max_value = 1,
-    },
+    [P_LEVEL] = RAWFX_INT_PARAM(
+        "level", "Noise suppression",
+        "How far noise may be pulled down, in dB (SpeexDSP's gain floor for noise-only bands). "
+        "-30 suits speech; -15 keeps more room tone; -45 to -60 is aggressive and can sound watery. "
+        "SpeexDSP treats the value as an attenuation and ignores its sign: write it negative, as "
+        "SpeexDSP does. 0 means a 0 dB floor (almost no suppression), not a bypass.",
+        "dB", 0, DEFAULT_LEVEL, -60, 0),
+    [P_AGC] = RAWFX_BOOL_PARAM(
+        "agc", "Automatic gain control",
+        "Let SpeexDSP steer the loudness of speech toward agc_level (at most +12 dB/s up, "
+        "-40 dB/s down, 30 dB of gain), and limit peaks to about 28000. Good for a quiet or "
+        "distant microphone; leave it off for music and for mixed session audio.",
+        0, 0),
+    [P_AGC_LEVEL] = RAWFX_INT_PARAM(
+        "agc_level", "AGC target level",
+        "The loudness AGC aims for, as a linear 16-bit amplitude on SpeexDSP's scale "
+        "(SPEEX_PREPROCESS_SET_AGC_LEVEL): 8000 is about -12 dBFS, 4000 about -18 dBFS, "
+        "32768 full scale. Used only when agc is on.",
+        "", 0, DEFAULT_AGC_LEVEL, 1, 32768),
+    [P_VAD] = RAWFX_BOOL_PARAM(
+        "vad", "Voice activity flags",
+        "Mark each 10 ms block in which SpeexDSP hears speech with the VOICE flag "
+        "(RAWFX_AUDIO_FLAG_VOICE; any channel counts) and count such blocks in the "
+        "rawfx.voice-activity/1 extension. The audio is not changed. Takes effect at the next "
+        "configure (SpeexDSP prints a one-line warning on stderr when its VAD is enabled).",
+        RAWFX_PARAM_FLAG_RECONFIGURE, 0),
+    [P_VAD_START] = RAWFX_INT_PARAM(
+        "vad_start", "VAD start threshold",
+        "Speech probability (percent) above which a block starts a run of VOICE flags "
+        "(SPEEX_PREPROCESS_SET_PROB_START). Lower it to catch softer speech, raise it if noise "
+        "gets flagged. The default 70 replaces SpeexDSP's 35, which flags steady noise as speech.",
+        "%", 0, DEFAULT_VAD_START, 0, 100),
+    [P_VAD_CONTINUE] = RAWFX_INT_PARAM(
+        "vad_continue", "VAD continue threshold",
+        "Speech probability (percent) above which a block right after a VOICE block stays flagged "
+        "(SPEEX_PREPROCESS_SET_PROB_CONTINUE): the hangover that keeps the ends of words. Keep it "
+        "at or below vad_start. The default 50 replaces SpeexDSP's 20, which is below the "
+        "probability SpeexDSP reports for steady noise.",
+        "%", 0, DEFAULT_VAD_CONTINUE, 0, 100),
+    [P_DEREVERB] = RAWFX_BOOL_PARAM(
+        "dereverb", "Dereverberation",
+        "Ask SpeexDSP to treat late room reverberation as noise (SPEEX_PREPROCESS_SET_DEREVERB). "
+        "Note: SpeexDSP 1.2.x accepts the switch but its reverberation model is disabled upstream, "
+        "so with those versions the output is identical with it on or off.",
+        0, 0),
 };
 
 /* ---------------------------------------------------------------- instance -- */
 
 #define MAX_CHANNELS 8
 
+/* One SpeexDSP state per channel. */
+typedef struct state_set {
+    SpeexPreprocessState *channel[MAX_CHANNELS];
+} state_set;
+
 typedef struct denoise_instance {
-    rawfx_filter filter;          /* handed to the host; filter_data points back here */
-    char error[320];
+    rawfx_instance_base base;     /* filter, host, error buffer */
 
     /* parameters (live except vad, which is read at configure) */
     int32_t level;
@@ -225,17 +147,24 @@ typedef struct denoise_instance {
     int32_t vad_continue;
     int32_t dereverb;
 
-    /* negotiated */
+    /* negotiated; fixed between two configures, so on_callback may read them */
     int configured;
     int vad_active;               /* vad as configured (SpeexDSP VAD enabled on the states) */
     uint32_t sample_rate;
     uint32_t channels;
     uint32_t block_frames;
-    SpeexPreprocessState *states[MAX_CHANNELS];
     int16_t *scratch;             /* channels * block_frames, planar, multi-channel only */
+
+    /* The two sets of states (see the header comment): `live` is the process
+     * thread's; the other one is `spare` (fresh, ready for reset), `retired`
+     * (used, waiting for on_callback), or in on_callback's hands. */
+    state_set sets[2];
+    state_set *live;
+    _Atomic(state_set *) spare;
+    _Atomic(state_set *) retired;
     int dirty;                    /* processed since configure or the last reset */
 
-    rfx_voice_activity_v1 activity;
+    rawfx_voice_activity_v1 activity;
 } denoise_instance;
 
 static denoise_instance *instance_of(const rawfx_filter *filter)
@@ -243,7 +172,8 @@ static denoise_instance *instance_of(const rawfx_filter *filter)
     return filter ? (denoise_instance *)filter->filter_data : NULL;
 }
 
-/* Applies the live parameters to one state. Returns 0, or the failing request. */
+/* Applies the live parameters to one state. Returns 0, or the failing request.
+ * Real-time: speex_preprocess_ctl only stores numbers for these requests. */
 static int apply_live_settings(denoise_instance *d, SpeexPreprocessState *st)
 {
     spx_int32_t denoise_on = 1;
@@ -273,35 +203,66 @@ static int apply_live_settings(denoise_instance *d, SpeexPreprocessState *st)
     return 0;
 }
 
-/* Creates one fully configured state (control thread: allocates). */
-static SpeexPreprocessState *new_state(denoise_instance *d, int *failed_request)
+/* Applies the live parameters to every channel of a set. Returns 0 or the
+ * failing request. */
+static int apply_live_settings_to_set(denoise_instance *d, state_set *set)
+{
+    for (uint32_t c = 0; c < d->channels; c++) {
+        int request = apply_live_settings(d, set->channel[c]);
+        if (request != 0)
+            return request;
+    }
+    return 0;
+}
+
+/* [control] One fresh state for the negotiated format, VAD as configured. It
+ * reads only what configure fixed, so on_callback may call it while set_param
+ * changes the live parameters on the process thread; those are applied when
+ * the state goes live. Returns NULL when SpeexDSP fails. */
+static SpeexPreprocessState *new_state(const denoise_instance *d)
 {
     SpeexPreprocessState *st = speex_preprocess_state_init((int)d->block_frames, (int)d->sample_rate);
-    if (st == NULL)
-        return NULL;
-    int request = apply_live_settings(d, st);
-    if (request == 0 && d->vad_active) {
+    if (st != NULL && d->vad_active) {
         spx_int32_t on = 1;
-        if (speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_VAD, &on) != 0)
-            request = SPEEX_PREPROCESS_SET_VAD;
-    }
-    if (request != 0) {
-        if (failed_request)
-            *failed_request = request;
-        speex_preprocess_state_destroy(st);
-        return NULL;
+        if (speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_VAD, &on) != 0) {
+            speex_preprocess_state_destroy(st);
+            return NULL;
+        }
     }
     return st;
 }
 
-static void release_states(denoise_instance *d)
+static void destroy_set(state_set *set)
 {
     for (uint32_t c = 0; c < MAX_CHANNELS; c++) {
-        if (d->states[c] != NULL) {
-            speex_preprocess_state_destroy(d->states[c]);
-            d->states[c] = NULL;
+        if (set->channel[c] != NULL) {
+            speex_preprocess_state_destroy(set->channel[c]);
+            set->channel[c] = NULL;
         }
     }
+}
+
+/* [control] Fills `set` with a fresh state per channel; on failure leaves it
+ * empty and returns 0. */
+static int fill_set(const denoise_instance *d, state_set *set)
+{
+    for (uint32_t c = 0; c < d->channels; c++) {
+        set->channel[c] = new_state(d);
+        if (set->channel[c] == NULL) {
+            destroy_set(set);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void release_states(denoise_instance *d)
+{
+    destroy_set(&d->sets[0]);
+    destroy_set(&d->sets[1]);
+    d->live = NULL;
+    atomic_store_explicit(&d->spare, NULL, memory_order_relaxed);
+    atomic_store_explicit(&d->retired, NULL, memory_order_relaxed);
     free(d->scratch);
     d->scratch = NULL;
     d->configured = 0;
@@ -309,7 +270,7 @@ static void release_states(denoise_instance *d)
 
 static void clear_activity(denoise_instance *d)
 {
-    d->activity.struct_size = sizeof(rfx_voice_activity_v1);
+    d->activity.struct_size = sizeof(rawfx_voice_activity_v1);
     RFX_STORE_RELAXED(d->activity.vad_enabled, (uint32_t)(d->configured && d->vad_active));
     RFX_STORE_RELAXED(d->activity.voice_blocks, (uint64_t)0);
     RFX_STORE_RELAXED(d->activity.total_blocks, (uint64_t)0);
@@ -325,7 +286,7 @@ static void denoise_destroy(const rawfx_filter *filter)
     if (d == NULL)
         return;
     release_states(d);
-    free(d);
+    rawfx_instance_free(&d->base);
 }
 
 static rawfx_status denoise_set_param(const rawfx_filter *filter, uint32_t index, const rawfx_param_value *value)
@@ -333,45 +294,26 @@ static rawfx_status denoise_set_param(const rawfx_filter *filter, uint32_t index
     denoise_instance *d = instance_of(filter);
     if (d == NULL)
         return RAWFX_ERR_INVALID_ARGUMENT;
-    d->error[0] = '\0';
-    if (value == NULL || index >= P_COUNT) {
-        rfx_speex_format(d->error, sizeof d->error, "denoise: no parameter at index %u (it has %d: level, agc, "
-                         "agc_level, vad, vad_start, vad_continue, dereverb)", (unsigned)index, P_COUNT);
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
-    const rawfx_param_descriptor *p = &denoise_params[index];
-    if (value->type != p->type) {
-        rfx_speex_format(d->error, sizeof d->error, "denoise: %s is %s, the value given has another type",
-                         p->id, p->type == RAWFX_PARAM_BOOL ? "a bool" : "an integer");
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
-    int64_t v = value->int_value;
-    if (v < (int64_t)p->min_value || v > (int64_t)p->max_value) {
-        rfx_speex_format(d->error, sizeof d->error, "denoise: %s=%lld is out of range; accepted: %lld to %lld%s%s",
-                         p->id, (long long)v, (long long)p->min_value, (long long)p->max_value,
-                         p->unit[0] ? " " : "", p->unit);
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
+    rawfx_status status = rawfx_check_param(&d->base, index, value);
+    if (status != RAWFX_OK)
+        return status;
+    const int32_t v = (int32_t)value->int_value;
     switch (index) {
-    case P_LEVEL: d->level = (int32_t)v; break;
-    case P_AGC: d->agc = (int32_t)v; break;
-    case P_AGC_LEVEL: d->agc_level = (int32_t)v; break;
-    case P_VAD: d->vad = (int32_t)v; return RAWFX_OK; /* RECONFIGURE: read at configure */
-    case P_VAD_START: d->vad_start = (int32_t)v; break;
-    case P_VAD_CONTINUE: d->vad_continue = (int32_t)v; break;
-    case P_DEREVERB: d->dereverb = (int32_t)v; break;
+    case P_LEVEL: d->level = v; break;
+    case P_AGC: d->agc = v; break;
+    case P_AGC_LEVEL: d->agc_level = v; break;
+    case P_VAD: d->vad = v; return RAWFX_OK; /* RECONFIGURE: read at configure */
+    case P_VAD_START: d->vad_start = v; break;
+    case P_VAD_CONTINUE: d->vad_continue = v; break;
+    case P_DEREVERB: d->dereverb = v; break;
     }
-    /* Live parameters: speex_preprocess_ctl only stores numbers (no allocation,
-     * no I/O), so this is safe on the process thread between two frames. */
+    /* Live parameters reach the live states now and the spare when it goes live. */
     if (d->configured) {
-        for (uint32_t c = 0; c < d->channels; c++) {
-            int request = apply_live_settings(d, d->states[c]);
-            if (request != 0) {
-                rfx_speex_format(d->error, sizeof d->error, "denoise: SpeexDSP refused %s (preprocess request %d); "
-                                 "this SpeexDSP build may be fixed-point, which has no AGC", p->id, request);
-                return RAWFX_ERR_UNSUPPORTED;
-            }
-        }
+        int request = apply_live_settings_to_set(d, d->live);
+        if (request != 0)
+            return rawfx_fail(&d->base, RAWFX_ERR_UNSUPPORTED, "SpeexDSP refused %s (preprocess request %d); "
+                              "this SpeexDSP build may be fixed-point, which has no AGC",
+                              denoise_params[index].id, request);
     }
     return RAWFX_OK;
 }
@@ -381,25 +323,23 @@ static rawfx_status denoise_configure(const rawfx_filter *filter, const rawfx_fo
     denoise_instance *d = instance_of(filter);
     if (d == NULL)
         return RAWFX_ERR_INVALID_ARGUMENT;
-    d->error[0] = '\0';
+    rawfx_clear_error(&d->base);
     release_states(d);
     clear_activity(d);
 
-    rawfx_status status = rfx_speex_check_audio_input("denoise", input, d->error, sizeof d->error);
+    rawfx_status status = rawfx_check_audio_input(&d->base, input, MAX_CHANNELS);
     if (status == RAWFX_OK)
-        status = rfx_speex_check_negotiation("denoise", result, d->error, sizeof d->error);
+        status = rawfx_check_negotiation(&d->base, result);
     if (status != RAWFX_OK)
         return status;
 
     uint32_t rate = input->audio.sample_rate;
-    if (rate < 8000 || rate > 192000 || rate % 100 != 0) {
-        rfx_speex_format(d->error, sizeof d->error,
-                         "denoise: a sample rate of %u Hz is not supported; accepted: 8000 to 192000 Hz in "
-                         "multiples of 100 Hz (SpeexDSP runs on 10 ms blocks, which must be a whole number of "
-                         "frames), e.g. 16000, 32000, 44100, 48000. Put resample=rate=48000 before denoise.",
-                         (unsigned)rate);
-        return RAWFX_ERR_UNSUPPORTED;
-    }
+    if (rate < 8000 || rate > 192000 || rate % 100 != 0)
+        return rawfx_fail(&d->base, RAWFX_ERR_UNSUPPORTED,
+                          "a sample rate of %u Hz is not supported; accepted: 8000 to 192000 Hz in "
+                          "multiples of 100 Hz (SpeexDSP runs on 10 ms blocks, which must be a whole number of "
+                          "frames), e.g. 16000, 32000, 44100, 48000. Put resample=rate=48000 before denoise.",
+                          (unsigned)rate);
 
     d->sample_rate = rate;
     d->channels = input->audio.channels;
@@ -408,28 +348,23 @@ static rawfx_status denoise_configure(const rawfx_filter *filter, const rawfx_fo
 
     if (d->channels > 1) {
         d->scratch = (int16_t *)calloc((size_t)d->channels * d->block_frames, sizeof(int16_t));
-        if (d->scratch == NULL) {
-            rfx_speex_format(d->error, sizeof d->error, "denoise: out of memory for %u channel buffers",
-                             (unsigned)d->channels);
-            return RAWFX_ERR_OUT_OF_MEMORY;
-        }
+        if (d->scratch == NULL)
+            return rawfx_fail(&d->base, RAWFX_ERR_OUT_OF_MEMORY, "out of memory for %u channel buffers",
+                              (unsigned)d->channels);
     }
-    for (uint32_t c = 0; c < d->channels; c++) {
-        int request = 0;
-        d->states[c] = new_state(d, &request);
-        if (d->states[c] == NULL) {
-            if (request != 0) {
-                rfx_speex_format(d->error, sizeof d->error, "denoise: SpeexDSP refused preprocess request %d "
-                                 "(a fixed-point SpeexDSP has no AGC: set agc=false)", request);
-                release_states(d);
-                return RAWFX_ERR_UNSUPPORTED;
-            }
-            rfx_speex_format(d->error, sizeof d->error, "denoise: speex_preprocess_state_init(%u, %u) failed",
-                             (unsigned)d->block_frames, (unsigned)rate);
-            release_states(d);
-            return RAWFX_ERR_OUT_OF_MEMORY;
-        }
+    if (!fill_set(d, &d->sets[0]) || !fill_set(d, &d->sets[1])) {
+        release_states(d);
+        return rawfx_fail(&d->base, RAWFX_ERR_OUT_OF_MEMORY, "speex_preprocess_state_init(%u, %u) failed "
+                          "for one of %u channels", (unsigned)d->block_frames, (unsigned)rate, (unsigned)d->channels);
     }
+    int request = apply_live_settings_to_set(d, &d->sets[0]);
+    if (request != 0) {
+        release_states(d);
+        return rawfx_fail(&d->base, RAWFX_ERR_UNSUPPORTED, "SpeexDSP refused preprocess request %d "
+                          "(a fixed-point SpeexDSP has no AGC: set agc=false)", request);
+    }
+    d->live = &d->sets[0];
+    atomic_store_explicit(&d->spare, &d->sets[1], memory_order_release);
 
     d->configured = 1;
     d->dirty = 0;
@@ -447,44 +382,34 @@ static rawfx_status denoise_process(const rawfx_filter *filter, const rawfx_audi
     denoise_instance *d = instance_of(filter);
     if (d == NULL)
         return RAWFX_ERR_INVALID_ARGUMENT;
-    d->error[0] = '\0';
-    if (!d->configured) {
-        rfx_speex_format(d->error, sizeof d->error, "denoise: process before a successful configure");
-        return RAWFX_ERR_STATE;
-    }
-    if (!rfx_speex_frame_is_complete(in) || !rfx_speex_frame_is_complete(out) || in->samples == NULL
-        || out->samples == NULL) {
-        rfx_speex_format(d->error, sizeof d->error, "denoise: incomplete audio frame (NULL samples or short struct_size)");
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
-    if (in->sample_rate != d->sample_rate || in->channels != d->channels) {
-        rfx_speex_format(d->error, sizeof d->error, "denoise: block is %u Hz x %u channels but the filter was "
-                         "configured for %u Hz x %u; reconfigure on a format change",
-                         (unsigned)in->sample_rate, (unsigned)in->channels,
-                         (unsigned)d->sample_rate, (unsigned)d->channels);
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
-    if (in->frame_count != d->block_frames) {
-        rfx_speex_format(d->error, sizeof d->error, "denoise: got %u frames; every block must be exactly %u "
-                         "frames (10 ms at %u Hz), as negotiated in block_frames",
-                         (unsigned)in->frame_count, (unsigned)d->block_frames, (unsigned)d->sample_rate);
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
-    if (out != in && out->frame_count < d->block_frames) {
-        rfx_speex_format(d->error, sizeof d->error, "denoise: output buffer holds %u frames, needs %u",
-                         (unsigned)out->frame_count, (unsigned)d->block_frames);
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
+    rawfx_clear_error(&d->base);
+    if (!d->configured)
+        return rawfx_fail(&d->base, RAWFX_ERR_STATE, "process before a successful configure");
+    if (!rawfx_audio_frame_is_complete(in) || !rawfx_audio_frame_is_complete(out))
+        return rawfx_fail(&d->base, RAWFX_ERR_INVALID_ARGUMENT, "incomplete audio frame (NULL samples or short struct_size)");
+    if (in->sample_rate != d->sample_rate || in->channels != d->channels)
+        return rawfx_fail(&d->base, RAWFX_ERR_INVALID_ARGUMENT, "block is %u Hz x %u channels but the filter was "
+                          "configured for %u Hz x %u; reconfigure on a format change",
+                          (unsigned)in->sample_rate, (unsigned)in->channels,
+                          (unsigned)d->sample_rate, (unsigned)d->channels);
+    if (in->frame_count != d->block_frames)
+        return rawfx_fail(&d->base, RAWFX_ERR_INVALID_ARGUMENT, "got %u frames; every block must be exactly %u "
+                          "frames (10 ms at %u Hz), as negotiated in block_frames",
+                          (unsigned)in->frame_count, (unsigned)d->block_frames, (unsigned)d->sample_rate);
+    if (out != in && out->frame_count < d->block_frames)
+        return rawfx_fail(&d->base, RAWFX_ERR_INVALID_ARGUMENT, "output buffer holds %u frames, needs %u",
+                          (unsigned)out->frame_count, (unsigned)d->block_frames);
 
     const uint32_t n = d->block_frames, channels = d->channels;
+    SpeexPreprocessState *const *states = d->live->channel;
     int voice = 0;
     uint32_t probability = 0;
     if (channels == 1) {
         if (out->samples != in->samples)
             memcpy(out->samples, in->samples, (size_t)n * sizeof(int16_t));
-        voice = speex_preprocess_run(d->states[0], out->samples) == 1;
+        voice = speex_preprocess_run(states[0], out->samples) == 1;
         spx_int32_t p = 0;
-        speex_preprocess_ctl(d->states[0], SPEEX_PREPROCESS_GET_PROB, &p);
+        speex_preprocess_ctl(states[0], SPEEX_PREPROCESS_GET_PROB, &p);
         probability = p > 0 ? (uint32_t)p : 0;
     } else {
         const int16_t *src = in->samples;
@@ -494,10 +419,10 @@ static rawfx_status denoise_process(const rawfx_filter *filter, const rawfx_audi
                 plane[i] = src[(size_t)i * channels + c];
         }
         for (uint32_t c = 0; c < channels; c++) {
-            if (speex_preprocess_run(d->states[c], d->scratch + (size_t)c * n) == 1)
+            if (speex_preprocess_run(states[c], d->scratch + (size_t)c * n) == 1)
                 voice = 1;
             spx_int32_t p = 0;
-            speex_preprocess_ctl(d->states[c], SPEEX_PREPROCESS_GET_PROB, &p);
+            speex_preprocess_ctl(states[c], SPEEX_PREPROCESS_GET_PROB, &p);
             if (p > 0 && (uint32_t)p > probability)
                 probability = (uint32_t)p;
         }
@@ -514,7 +439,7 @@ static rawfx_status denoise_process(const rawfx_filter *filter, const rawfx_audi
     voice = voice && d->vad_active;
 
     if (out != in) {
-        rfx_speex_copy_metadata(in, out);
+        rawfx_copy_audio_metadata(in, out);
         out->frame_count = n;
         out->sample_rate = d->sample_rate;
         out->channels = channels;
@@ -530,30 +455,66 @@ static rawfx_status denoise_process(const rawfx_filter *filter, const rawfx_audi
     return RAWFX_OK;
 }
 
+/* The fallback of reset: fresh states made here (allocates). New before old, so
+ * that a failed allocation leaves a working (if not forgetful) channel. */
+static void recreate_live_states(denoise_instance *d)
+{
+    for (uint32_t c = 0; c < d->channels; c++) {
+        SpeexPreprocessState *fresh = new_state(d);
+        if (fresh == NULL) {
+            rawfx_log(&d->base, RAWFX_LOG_ERROR, "reset could not re-create the SpeexDSP state of channel %u; "
+                      "it keeps its history", (unsigned)c);
+            continue;
+        }
+        apply_live_settings(d, fresh);
+        speex_preprocess_state_destroy(d->live->channel[c]);
+        d->live->channel[c] = fresh;
+    }
+}
+
 static void denoise_reset(const rawfx_filter *filter)
 {
     denoise_instance *d = instance_of(filter);
     if (d == NULL || !d->configured || !d->dirty)
         return;
-    /* SpeexDSP has no reset: make fresh states. New before old, so that a failed
-     * allocation leaves a working (if not forgetful) filter. */
-    for (uint32_t c = 0; c < d->channels; c++) {
-        SpeexPreprocessState *fresh = new_state(d, NULL);
-        if (fresh == NULL) {
-            rfx_speex_format(d->error, sizeof d->error, "denoise: reset could not re-create the SpeexDSP state of "
-                             "channel %u; it keeps its history", (unsigned)c);
-            continue;
-        }
-        speex_preprocess_state_destroy(d->states[c]);
-        d->states[c] = fresh;
+    /* Only reset stores a set into `retired`, so NULL here stays NULL until our store. */
+    state_set *fresh = NULL;
+    if (atomic_load_explicit(&d->retired, memory_order_acquire) == NULL)
+        fresh = atomic_exchange_explicit(&d->spare, NULL, memory_order_acq_rel);
+    if (fresh != NULL) {
+        apply_live_settings_to_set(d, fresh); /* set_param already checked these values */
+        state_set *used = d->live;
+        d->live = fresh;
+        atomic_store_explicit(&d->retired, used, memory_order_release);
+    } else {
+        rawfx_log(&d->base, RAWFX_LOG_WARNING, "reset came before the spare SpeexDSP states were ready (%s): "
+                  "re-created them on the calling thread, which allocates",
+                  d->base.host ? "on_callback has not run since the last reset" : "no host object");
+        recreate_live_states(d);
     }
+    if (d->base.host != NULL)
+        d->base.host->request_callback(d->base.host);
     d->dirty = 0;
 }
 
-static const char *denoise_get_error(const rawfx_filter *filter)
+/* Control thread, possibly while process runs: replaces the retired set by a
+ * new spare. Touches only the set it took out of `retired`. */
+static void denoise_on_callback(const rawfx_filter *filter)
 {
     denoise_instance *d = instance_of(filter);
-    return d ? d->error : "";
+    if (d == NULL)
+        return;
+    state_set *used = atomic_exchange_explicit(&d->retired, NULL, memory_order_acq_rel);
+    if (used == NULL)
+        return; /* nothing retired: requests fold, or the spare is already there */
+    destroy_set(used);
+    if (!fill_set(d, used)) {
+        rawfx_log(&d->base, RAWFX_LOG_WARNING, "could not create spare SpeexDSP states (out of memory?): "
+                  "resets re-create states on the calling thread until the next on_callback succeeds");
+        atomic_store_explicit(&d->retired, used, memory_order_release); /* try again on the next callback */
+        return;
+    }
+    atomic_store_explicit(&d->spare, used, memory_order_release);
 }
 
 static const void *denoise_get_extension(const rawfx_filter *filter, const char *id)
@@ -561,58 +522,31 @@ static const void *denoise_get_extension(const rawfx_filter *filter, const char 
     denoise_instance *d = instance_of(filter);
     if (d == NULL || id == NULL)
         return NULL;
-    if (strcmp(id, RFX_VOICE_ACTIVITY_EXTENSION_ID) == 0)
+    if (strcmp(id, RAWFX_EXT_VOICE_ACTIVITY) == 0)
         return &d->activity;
     return NULL;
 }
 
-static const rawfx_filter *denoise_create(const rawfx_filter_descriptor *descriptor, char *error, size_t error_capacity);
+static const rawfx_filter denoise_functions = RAWFX_FILTER_FUNCTIONS(
+    denoise_destroy, denoise_set_param, denoise_configure, NULL, denoise_process, denoise_reset,
+    denoise_get_extension, denoise_on_callback);
 
-RFX_HIDDEN const rawfx_filter_descriptor rfx_speex_denoise_descriptor = {
-    .struct_size = sizeof(rawfx_filter_descriptor),
-    .id = "denoise",
-    .name = "Denoise (SpeexDSP)",
-    .version = "1.0.0",
-    .description = "Speech noise suppression by the SpeexDSP preprocessor, with optional AGC and voice-activity "
-                   "flags; one state per channel (1-8), 10 ms blocks, 8-192 kHz in 100 Hz steps, 10 ms latency. "
-                   "reset() re-creates the SpeexDSP states and so allocates: prefer calling it off the audio thread.",
-    .media_kind = RAWFX_MEDIA_AUDIO,
-    .processing = RAWFX_PROCESS_IN_PLACE,
-    .params = denoise_params,
-    .param_count = P_COUNT,
-    .create = denoise_create,
-};
-
-static const rawfx_filter *denoise_create(const rawfx_filter_descriptor *descriptor, char *error, size_t error_capacity)
+static const rawfx_filter *denoise_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
+                                          char *error, size_t error_capacity)
 {
-    if (descriptor != &rfx_speex_denoise_descriptor) {
-        rfx_speex_format(error, error_capacity, "denoise: create called with another filter's descriptor");
+    denoise_instance *d = (denoise_instance *)rawfx_instance_new(sizeof *d, descriptor, host, &denoise_functions,
+                                                                 error, error_capacity);
+    if (d == NULL)
         return NULL;
-    }
-    denoise_instance *d = (denoise_instance *)calloc(1, sizeof *d);
-    if (d == NULL) {
-        rfx_speex_format(error, error_capacity, "denoise: out of memory");
-        return NULL;
-    }
-    d->filter.struct_size = sizeof(rawfx_filter);
-    d->filter.descriptor = descriptor;
-    d->filter.filter_data = d;
-    d->filter.destroy = denoise_destroy;
-    d->filter.set_param = denoise_set_param;
-    d->filter.configure = denoise_configure;
-    d->filter.process_video = NULL;
-    d->filter.process_audio = denoise_process;
-    d->filter.reset = denoise_reset;
-    d->filter.get_error = denoise_get_error;
-    d->filter.get_extension = denoise_get_extension;
-
-    d->level = DEFAULT_LEVEL;
-    d->agc = 0;
-    d->agc_level = DEFAULT_AGC_LEVEL;
-    d->vad = 0;
-    d->vad_start = DEFAULT_VAD_START;
-    d->vad_continue = DEFAULT_VAD_CONTINUE;
-    d->dereverb = 0;
+    atomic_init(&d->spare, NULL);
+    atomic_init(&d->retired, NULL);
     clear_activity(d);
-    return &d->filter;
+    return rawfx_instance_ready(&d->base, error, error_capacity);
 }
+
+RAWFX_HELPER_HIDDEN const rawfx_filter_descriptor rfx_speex_denoise_descriptor = RAWFX_FILTER_DESCRIPTOR(
+    "denoise", "Denoise (SpeexDSP)", "1.1.0",
+    "Speech noise suppression by the SpeexDSP preprocessor, with optional AGC and voice-activity flags; one "
+    "state per channel (1-8), 10 ms blocks, 8-192 kHz in 100 Hz steps, 10 ms latency. Parameters other than "
+    "vad change between blocks; reset swaps in spare states prepared off the audio thread.",
+    RAWFX_MEDIA_AUDIO, RAWFX_PROCESS_IN_PLACE, denoise_params, denoise_create);

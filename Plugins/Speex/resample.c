@@ -20,24 +20,12 @@
  * stack buffer, the downmix buffer is allocated in configure, reset is
  * speex_resampler_reset_mem.
  */
-#include "rawfx.h"
+#include "rawfx/plugin_helpers.h"
 
 #include <speex/speex_resampler.h>
 
 #include <stdlib.h>
 #include <string.h>
-
-#define RFX_HIDDEN __attribute__((visibility("hidden")))
-
-/* Shared helpers, defined in speex.c. */
-RFX_HIDDEN void rfx_speex_format(char *buffer, size_t capacity, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-RFX_HIDDEN int rfx_speex_frame_is_complete(const rawfx_audio_frame *frame);
-RFX_HIDDEN rawfx_status rfx_speex_check_audio_input(const char *filter_id, const rawfx_format *input,
-                                                    char *error, size_t capacity);
-RFX_HIDDEN rawfx_status rfx_speex_check_negotiation(const char *filter_id, const rawfx_negotiation *result,
-                                                    char *error, size_t capacity);
-RFX_HIDDEN void rfx_speex_copy_metadata(const rawfx_audio_frame *in, rawfx_audio_frame *out);
 
 /* -------------------------------------------------------------- parameters -- */
 
@@ -52,58 +40,33 @@ enum { CHANNELS_KEEP = 0, CHANNELS_MONO = 1 };
 
 static const char *const channel_modes[] = { "keep", "mono" };
 
+/* All three need a configure: a new rate or channel count changes the output
+ * format, and speex_resampler_set_quality re-allocates the filter. */
 static const rawfx_param_descriptor resample_params[P_COUNT] = {
-    [P_RATE] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "rate",
-        .name = "Output rate",
-        .help = "The sample rate to convert to, in Hz (8000 to 192000, any integer). The virtual mic and "
-                "production studio paths take 32000 or 48000. When it equals the input rate and channels=keep "
-                "the audio passes through untouched.",
-        .unit = "Hz",
-        .type = RAWFX_PARAM_INT,
-        .flags = RAWFX_PARAM_FLAG_RECONFIGURE,
-        .default_value = DEFAULT_RATE,
-        .min_value = MIN_RATE,
-        .max_value = MAX_RATE,
-    },
-    [P_QUALITY] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "quality",
-        .name = "Quality",
-        .help = "SpeexDSP resampler quality, 0 (fastest) to 10 (best). The default 5 is SpeexDSP's "
-                "\"desktop\" preset: one step above its default 4, for music and shared audio, at little CPU "
-                "cost and under 1.3 ms of latency for 44.1k->48k or 48k->32k. 3 is its VoIP preset; "
-                "higher values use longer filters: more CPU and latency, lower aliasing.",
-        .unit = "",
-        .type = RAWFX_PARAM_INT,
-        .flags = RAWFX_PARAM_FLAG_RECONFIGURE,
-        .default_value = DEFAULT_QUALITY,
-        .min_value = 0,
-        .max_value = 10,
-    },
-    [P_CHANNELS] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "channels",
-        .name = "Channels",
-        .help = "keep: convert every channel as it is. mono: average all channels into one (rounded) before "
-                "converting, for the virtual-mic and production-studio paths, which take 16-bit mono.",
-        .unit = "",
-        .type = RAWFX_PARAM_ENUM,
-        .flags = RAWFX_PARAM_FLAG_RECONFIGURE,
-        .default_value = CHANNELS_KEEP,
-        .min_value = 0,
-        .max_value = 1,
-        .enum_values = channel_modes,
-        .enum_count = 2,
-    },
+    [P_RATE] = RAWFX_INT_PARAM(
+        "rate", "Output rate",
+        "The sample rate to convert to, in Hz (8000 to 192000, any integer). The virtual mic and "
+        "production studio paths take 32000 or 48000. When it equals the input rate and channels=keep "
+        "the audio passes through untouched.",
+        "Hz", RAWFX_PARAM_FLAG_RECONFIGURE, DEFAULT_RATE, MIN_RATE, MAX_RATE),
+    [P_QUALITY] = RAWFX_INT_PARAM(
+        "quality", "Quality",
+        "SpeexDSP resampler quality, 0 (fastest) to 10 (best). The default 5 is SpeexDSP's "
+        "\"desktop\" preset: one step above its default 4, for music and shared audio, at little CPU "
+        "cost and under 1.3 ms of latency for 44.1k->48k or 48k->32k. 3 is its VoIP preset; "
+        "higher values use longer filters: more CPU and latency, lower aliasing.",
+        "", RAWFX_PARAM_FLAG_RECONFIGURE, DEFAULT_QUALITY, 0, 10),
+    [P_CHANNELS] = RAWFX_ENUM_PARAM(
+        "channels", "Channels",
+        "keep: convert every channel as it is. mono: average all channels into one (rounded) before "
+        "converting, for the virtual-mic and production-studio paths, which take 16-bit mono.",
+        "", RAWFX_PARAM_FLAG_RECONFIGURE, CHANNELS_KEEP, channel_modes),
 };
 
 /* ---------------------------------------------------------------- instance -- */
 
 typedef struct resample_instance {
-    rawfx_filter filter;          /* handed to the host; filter_data points back here */
-    char error[320];
+    rawfx_instance_base base;     /* filter, host, error buffer */
 
     /* parameters (all take effect at configure) */
     int32_t rate;
@@ -144,7 +107,7 @@ static void resample_destroy(const rawfx_filter *filter)
     if (r == NULL)
         return;
     release(r);
-    free(r);
+    rawfx_instance_free(&r->base);
 }
 
 static rawfx_status resample_set_param(const rawfx_filter *filter, uint32_t index, const rawfx_param_value *value)
@@ -152,33 +115,13 @@ static rawfx_status resample_set_param(const rawfx_filter *filter, uint32_t inde
     resample_instance *r = instance_of(filter);
     if (r == NULL)
         return RAWFX_ERR_INVALID_ARGUMENT;
-    r->error[0] = '\0';
-    if (value == NULL || index >= P_COUNT) {
-        rfx_speex_format(r->error, sizeof r->error, "resample: no parameter at index %u (it has %d: rate, quality, "
-                         "channels)", (unsigned)index, P_COUNT);
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
-    const rawfx_param_descriptor *p = &resample_params[index];
-    if (value->type != p->type) {
-        rfx_speex_format(r->error, sizeof r->error, "resample: %s is %s, the value given has another type",
-                         p->id, p->type == RAWFX_PARAM_ENUM ? "an enum (keep or mono)" : "an integer");
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
-    int64_t v = value->int_value;
-    if (v < (int64_t)p->min_value || v > (int64_t)p->max_value) {
-        if (index == P_CHANNELS)
-            rfx_speex_format(r->error, sizeof r->error, "resample: channels index %lld is not valid; accepted: "
-                             "keep (0) or mono (1)", (long long)v);
-        else
-            rfx_speex_format(r->error, sizeof r->error, "resample: %s=%lld is out of range; accepted: %lld to %lld%s%s",
-                             p->id, (long long)v, (long long)p->min_value, (long long)p->max_value,
-                             p->unit[0] ? " " : "", p->unit);
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
+    rawfx_status status = rawfx_check_param(&r->base, index, value);
+    if (status != RAWFX_OK)
+        return status;
     switch (index) {
-    case P_RATE: r->rate = (int32_t)v; break;
-    case P_QUALITY: r->quality = (int32_t)v; break;
-    case P_CHANNELS: r->channel_mode = (int32_t)v; break;
+    case P_RATE: r->rate = (int32_t)value->int_value; break;
+    case P_QUALITY: r->quality = (int32_t)value->int_value; break;
+    case P_CHANNELS: r->channel_mode = (int32_t)value->int_value; break;
     }
     /* All three are RAWFX_PARAM_FLAG_RECONFIGURE: they apply at the next configure. */
     return RAWFX_OK;
@@ -189,27 +132,19 @@ static rawfx_status resample_configure(const rawfx_filter *filter, const rawfx_f
     resample_instance *r = instance_of(filter);
     if (r == NULL)
         return RAWFX_ERR_INVALID_ARGUMENT;
-    r->error[0] = '\0';
+    rawfx_clear_error(&r->base);
     release(r);
 
-    rawfx_status status = rfx_speex_check_audio_input("resample", input, r->error, sizeof r->error);
+    rawfx_status status = rawfx_check_audio_input(&r->base, input, 8);
     if (status == RAWFX_OK)
-        status = rfx_speex_check_negotiation("resample", result, r->error, sizeof r->error);
+        status = rawfx_check_negotiation(&r->base, result);
     if (status != RAWFX_OK)
         return status;
-    if (result->output.struct_size < offsetof(rawfx_format, audio) + sizeof(rawfx_audio_format)
-        || result->output.audio.struct_size < offsetof(rawfx_audio_format, channels) + sizeof(uint32_t)) {
-        rfx_speex_format(r->error, sizeof r->error, "resample: the negotiation's output format is incomplete "
-                         "(struct_size too small), so the new rate cannot be written");
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
 
     uint32_t in_rate = input->audio.sample_rate;
-    if (in_rate < MIN_RATE || in_rate > MAX_RATE) {
-        rfx_speex_format(r->error, sizeof r->error, "resample: an input rate of %u Hz is not supported; accepted: "
-                         "%u to %u Hz (any integer rate)", (unsigned)in_rate, (unsigned)MIN_RATE, (unsigned)MAX_RATE);
-        return RAWFX_ERR_UNSUPPORTED;
-    }
+    if (in_rate < MIN_RATE || in_rate > MAX_RATE)
+        return rawfx_fail(&r->base, RAWFX_ERR_UNSUPPORTED, "an input rate of %u Hz is not supported; accepted: "
+                          "%u to %u Hz (any integer rate)", (unsigned)in_rate, (unsigned)MIN_RATE, (unsigned)MAX_RATE);
 
     r->in_rate = in_rate;
     r->in_channels = input->audio.channels;
@@ -219,10 +154,8 @@ static rawfx_status resample_configure(const rawfx_filter *filter, const rawfx_f
 
     if (r->channel_mode == CHANNELS_MONO && r->in_channels > 1) {
         r->mix = (int16_t *)calloc(r->block_frames, sizeof(int16_t));
-        if (r->mix == NULL) {
-            rfx_speex_format(r->error, sizeof r->error, "resample: out of memory for the downmix buffer");
-            return RAWFX_ERR_OUT_OF_MEMORY;
-        }
+        if (r->mix == NULL)
+            return rawfx_fail(&r->base, RAWFX_ERR_OUT_OF_MEMORY, "out of memory for the downmix buffer");
     }
 
     uint32_t latency = 0;
@@ -230,11 +163,11 @@ static rawfx_status resample_configure(const rawfx_filter *filter, const rawfx_f
         int err = RESAMPLER_ERR_SUCCESS;
         r->resampler = speex_resampler_init(r->out_channels, r->in_rate, r->out_rate, r->quality, &err);
         if (r->resampler == NULL || err != RESAMPLER_ERR_SUCCESS) {
-            rfx_speex_format(r->error, sizeof r->error, "resample: speex_resampler_init(%u ch, %u -> %u Hz, "
-                             "quality %d) failed: %s", (unsigned)r->out_channels, (unsigned)r->in_rate,
-                             (unsigned)r->out_rate, (int)r->quality, speex_resampler_strerror(err));
             release(r);
-            return err == RESAMPLER_ERR_ALLOC_FAILED ? RAWFX_ERR_OUT_OF_MEMORY : RAWFX_ERR_INTERNAL;
+            return rawfx_fail(&r->base, err == RESAMPLER_ERR_ALLOC_FAILED ? RAWFX_ERR_OUT_OF_MEMORY : RAWFX_ERR_INTERNAL,
+                              "speex_resampler_init(%u ch, %u -> %u Hz, quality %d) failed: %s",
+                              (unsigned)r->out_channels, (unsigned)r->in_rate, (unsigned)r->out_rate,
+                              (int)r->quality, speex_resampler_strerror(err));
         }
         int l = speex_resampler_get_output_latency(r->resampler);
         latency = l > 0 ? (uint32_t)l : 0;
@@ -245,6 +178,9 @@ static rawfx_status resample_configure(const rawfx_filter *filter, const rawfx_f
     }
 
     r->configured = 1;
+    rawfx_log(&r->base, RAWFX_LOG_INFO, "%u Hz x %u -> %u Hz x %u, %s, latency %u frames",
+              (unsigned)r->in_rate, (unsigned)r->in_channels, (unsigned)r->out_rate, (unsigned)r->out_channels,
+              r->resampler != NULL ? "SpeexDSP resampler" : "no rate conversion", (unsigned)latency);
 
     result->output.kind = RAWFX_MEDIA_AUDIO;
     result->output.audio.sample_rate = r->out_rate;
@@ -260,34 +196,23 @@ static rawfx_status resample_process(const rawfx_filter *filter, const rawfx_aud
     resample_instance *r = instance_of(filter);
     if (r == NULL)
         return RAWFX_ERR_INVALID_ARGUMENT;
-    r->error[0] = '\0';
-    if (!r->configured) {
-        rfx_speex_format(r->error, sizeof r->error, "resample: process before a successful configure");
-        return RAWFX_ERR_STATE;
-    }
-    if (!rfx_speex_frame_is_complete(in) || !rfx_speex_frame_is_complete(out) || in->samples == NULL
-        || out->samples == NULL) {
-        rfx_speex_format(r->error, sizeof r->error, "resample: incomplete audio frame (NULL samples or short struct_size)");
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
-    if (in->sample_rate != r->in_rate || in->channels != r->in_channels) {
-        rfx_speex_format(r->error, sizeof r->error, "resample: block is %u Hz x %u channels but the filter was "
-                         "configured for %u Hz x %u; reconfigure on a format change",
-                         (unsigned)in->sample_rate, (unsigned)in->channels,
-                         (unsigned)r->in_rate, (unsigned)r->in_channels);
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
+    rawfx_clear_error(&r->base);
+    if (!r->configured)
+        return rawfx_fail(&r->base, RAWFX_ERR_STATE, "process before a successful configure");
+    if (!rawfx_audio_frame_is_complete(in) || !rawfx_audio_frame_is_complete(out))
+        return rawfx_fail(&r->base, RAWFX_ERR_INVALID_ARGUMENT, "incomplete audio frame (NULL samples or short struct_size)");
+    if (in->sample_rate != r->in_rate || in->channels != r->in_channels)
+        return rawfx_fail(&r->base, RAWFX_ERR_INVALID_ARGUMENT, "block is %u Hz x %u channels but the filter was "
+                          "configured for %u Hz x %u; reconfigure on a format change",
+                          (unsigned)in->sample_rate, (unsigned)in->channels,
+                          (unsigned)r->in_rate, (unsigned)r->in_channels);
     const uint32_t n = in->frame_count;
-    if (n == 0 || n > r->block_frames) {
-        rfx_speex_format(r->error, sizeof r->error, "resample: got %u frames; blocks carry 1 to %u frames "
-                         "(block_frames, 10 ms at %u Hz)", (unsigned)n, (unsigned)r->block_frames,
-                         (unsigned)r->in_rate);
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
-    if (out == in || out->samples == in->samples) {
-        rfx_speex_format(r->error, sizeof r->error, "resample: is out of place; the output must be another buffer");
-        return RAWFX_ERR_INVALID_ARGUMENT;
-    }
+    if (n == 0 || n > r->block_frames)
+        return rawfx_fail(&r->base, RAWFX_ERR_INVALID_ARGUMENT, "got %u frames; blocks carry 1 to %u frames "
+                          "(block_frames, 10 ms at %u Hz)", (unsigned)n, (unsigned)r->block_frames,
+                          (unsigned)r->in_rate);
+    if (out == in || out->samples == in->samples)
+        return rawfx_fail(&r->base, RAWFX_ERR_INVALID_ARGUMENT, "is out of place; the output must be another buffer");
     const uint32_t capacity = out->frame_count;
 
     /* Source for the rate stage: the host's block, or our downmix of it. */
@@ -308,33 +233,28 @@ static rawfx_status resample_process(const rawfx_filter *filter, const rawfx_aud
 
     uint32_t written;
     if (r->resampler == NULL) {
-        if (capacity < n) {
-            rfx_speex_format(r->error, sizeof r->error, "resample: output buffer holds %u frames, needs %u",
-                             (unsigned)capacity, (unsigned)n);
-            return RAWFX_ERR_INVALID_ARGUMENT;
-        }
+        if (capacity < n)
+            return rawfx_fail(&r->base, RAWFX_ERR_INVALID_ARGUMENT, "output buffer holds %u frames, needs %u",
+                              (unsigned)capacity, (unsigned)n);
         memcpy(out->samples, source, (size_t)n * r->out_channels * sizeof(int16_t));
         written = n;
     } else {
         spx_uint32_t in_len = n, out_len = capacity;
         int err = speex_resampler_process_interleaved_int(r->resampler, source, &in_len, out->samples, &out_len);
-        if (err != RESAMPLER_ERR_SUCCESS) {
-            rfx_speex_format(r->error, sizeof r->error, "resample: SpeexDSP failed: %s", speex_resampler_strerror(err));
-            return RAWFX_ERR_INTERNAL;
-        }
+        if (err != RESAMPLER_ERR_SUCCESS)
+            return rawfx_fail(&r->base, RAWFX_ERR_INTERNAL, "SpeexDSP failed: %s", speex_resampler_strerror(err));
         if (in_len != n) {
             /* SpeexDSP stopped when the output was full: the host gave less than
              * max_output_frames. The unconsumed input is lost; say so. */
-            rfx_speex_format(r->error, sizeof r->error, "resample: output buffer of %u frames was too small (needs up "
-                             "to %u, max_output_frames); %u of %u input frames were dropped",
-                             (unsigned)capacity, (unsigned)r->max_output_frames, (unsigned)(n - in_len), (unsigned)n);
             out->frame_count = out_len;
-            return RAWFX_ERR_INVALID_ARGUMENT;
+            return rawfx_fail(&r->base, RAWFX_ERR_INVALID_ARGUMENT, "output buffer of %u frames was too small "
+                              "(needs up to %u, max_output_frames); %u of %u input frames were dropped",
+                              (unsigned)capacity, (unsigned)r->max_output_frames, (unsigned)(n - in_len), (unsigned)n);
         }
         written = out_len;
     }
 
-    rfx_speex_copy_metadata(in, out);
+    rawfx_copy_audio_metadata(in, out);
     out->frame_count = written;
     out->sample_rate = r->out_rate;
     out->channels = r->out_channels;
@@ -348,54 +268,20 @@ static void resample_reset(const rawfx_filter *filter)
         speex_resampler_reset_mem(r->resampler); /* clears history; no allocation */
 }
 
-static const char *resample_get_error(const rawfx_filter *filter)
+static const rawfx_filter resample_functions = RAWFX_FILTER_FUNCTIONS(
+    resample_destroy, resample_set_param, resample_configure, NULL, resample_process, resample_reset, NULL, NULL);
+
+static const rawfx_filter *resample_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
+                                           char *error, size_t error_capacity)
 {
-    resample_instance *r = instance_of(filter);
-    return r ? r->error : "";
+    resample_instance *r = (resample_instance *)rawfx_instance_new(sizeof *r, descriptor, host, &resample_functions,
+                                                                   error, error_capacity);
+    return r != NULL ? rawfx_instance_ready(&r->base, error, error_capacity) : NULL;
 }
 
-static const rawfx_filter *resample_create(const rawfx_filter_descriptor *descriptor, char *error, size_t error_capacity);
-
-RFX_HIDDEN const rawfx_filter_descriptor rfx_speex_resample_descriptor = {
-    .struct_size = sizeof(rawfx_filter_descriptor),
-    .id = "resample",
-    .name = "Resample (SpeexDSP)",
-    .version = "1.0.0",
-    .description = "Sample-rate conversion by the SpeexDSP resampler (8-192 kHz, 1-8 channels), with an optional "
-                   "average downmix to mono. Latency: the resampler's filter delay (about 1 ms at quality 5); "
-                   "none when the rate is unchanged.",
-    .media_kind = RAWFX_MEDIA_AUDIO,
-    .processing = RAWFX_PROCESS_OUT_OF_PLACE,
-    .params = resample_params,
-    .param_count = P_COUNT,
-    .create = resample_create,
-};
-
-static const rawfx_filter *resample_create(const rawfx_filter_descriptor *descriptor, char *error, size_t error_capacity)
-{
-    if (descriptor != &rfx_speex_resample_descriptor) {
-        rfx_speex_format(error, error_capacity, "resample: create called with another filter's descriptor");
-        return NULL;
-    }
-    resample_instance *r = (resample_instance *)calloc(1, sizeof *r);
-    if (r == NULL) {
-        rfx_speex_format(error, error_capacity, "resample: out of memory");
-        return NULL;
-    }
-    r->filter.struct_size = sizeof(rawfx_filter);
-    r->filter.descriptor = descriptor;
-    r->filter.filter_data = r;
-    r->filter.destroy = resample_destroy;
-    r->filter.set_param = resample_set_param;
-    r->filter.configure = resample_configure;
-    r->filter.process_video = NULL;
-    r->filter.process_audio = resample_process;
-    r->filter.reset = resample_reset;
-    r->filter.get_error = resample_get_error;
-    r->filter.get_extension = NULL; /* optional: resample offers none */
-
-    r->rate = DEFAULT_RATE;
-    r->quality = DEFAULT_QUALITY;
-    r->channel_mode = CHANNELS_KEEP;
-    return &r->filter;
-}
+RAWFX_HELPER_HIDDEN const rawfx_filter_descriptor rfx_speex_resample_descriptor = RAWFX_FILTER_DESCRIPTOR(
+    "resample", "Resample (SpeexDSP)", "1.1.0",
+    "Sample-rate conversion by the SpeexDSP resampler (8-192 kHz, 1-8 channels), with an optional average "
+    "downmix to mono. Latency: the resampler's filter delay (about 1 ms at quality 5); none when the rate is "
+    "unchanged.",
+    RAWFX_MEDIA_AUDIO, RAWFX_PROCESS_OUT_OF_PLACE, resample_params, resample_create);

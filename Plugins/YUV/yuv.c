@@ -7,11 +7,13 @@
  *
  * Rules this file keeps (see rawfx.h):
  * - configure validates and allocates; process only reads, computes and writes
- *   pixels (no malloc, no locks, no I/O of its own).
+ *   pixels (no malloc, no locks, no I/O of its own); set_param of the live
+ *   parameters (scale's filter and mode, rotate's mirror, mirror's vertical)
+ *   only stores numbers and recomputes the geometry.
  * - Every host struct is read only as far as its struct_size reaches, and a
  *   struct we fill gets our struct_size.
  * - Each instance owns its error message; get_error returns "" when the last
- *   call succeeded.
+ *   call succeeded. Instance base, entry and checks: rawfx/plugin_helpers.h.
  *
  * Caveat measured against libyuv 1857 (Debian 0.0~git20230123): I420Scale
  * itself mallocs (and frees) three row buffers per call for linear, bilinear
@@ -21,25 +23,13 @@
  * I420Rotate(kRotate180) would (a row buffer), so 180 degrees is done with
  * I420Mirror on a bottom-up source instead, the same permutation of pixels.
  */
-#include "rawfx.h"
+#include "rawfx/plugin_helpers.h"
 
 #include <libyuv.h>
 
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #define YUV_PLUGIN_NAME    "rawfx-yuv"
-#define YUV_PLUGIN_VERSION "1.0.0"
+#define YUV_PLUGIN_VERSION "1.1.0"
 #define YUV_MAX_DIMENSION  16384u
-#define YUV_ERROR_CAPACITY 256
-
-/* The end offset of a member: a struct_size must reach at least this far for
- * the member to be read or written. */
-#define FIELD_END(type, member) (offsetof(type, member) + sizeof(((type *)0)->member))
 
 /* ------------------------------------------------------------ parameters -- */
 
@@ -54,100 +44,52 @@ enum { ROTATE_ANGLE_0, ROTATE_ANGLE_90, ROTATE_ANGLE_180, ROTATE_ANGLE_270, ROTA
 enum { MIRROR_PARAM_VERTICAL, MIRROR_PARAM_COUNT };
 
 static const rawfx_param_descriptor scale_params[SCALE_PARAM_COUNT] = {
-    [SCALE_PARAM_WIDTH] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "width",
-        .name = "Width",
-        .help = "Output width in pixels, even. 0 keeps the input width when height is 0 too; "
-                "with only height set, the width follows the input aspect ratio, rounded to an "
-                "even number.",
-        .unit = "px",
-        .type = RAWFX_PARAM_INT,
-        .flags = RAWFX_PARAM_FLAG_RECONFIGURE,
-        .default_value = 0, .min_value = 0, .max_value = YUV_MAX_DIMENSION,
-    },
-    [SCALE_PARAM_HEIGHT] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "height",
-        .name = "Height",
-        .help = "Output height in pixels, even. 0 keeps the input height when width is 0 too; "
-                "with only width set, the height follows the input aspect ratio, rounded to an "
-                "even number (width=1280 on 1920x1080 gives 1280x720).",
-        .unit = "px",
-        .type = RAWFX_PARAM_INT,
-        .flags = RAWFX_PARAM_FLAG_RECONFIGURE,
-        .default_value = 0, .min_value = 0, .max_value = YUV_MAX_DIMENSION,
-    },
-    [SCALE_PARAM_FILTER] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "filter",
-        .name = "Filter",
-        .help = "Resampling filter (libyuv FilterMode): none picks the nearest pixel (fastest, "
-                "blocky), linear blends horizontally only, bilinear blends both ways (good for "
-                "upscaling), box averages every source pixel covered (best for large downscales).",
-        .unit = "",
-        .type = RAWFX_PARAM_ENUM,
-        .flags = 0,
-        .default_value = 2, /* bilinear */
-        .enum_values = scale_filter_names,
-        .enum_count = 4,
-    },
-    [SCALE_PARAM_MODE] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "mode",
-        .name = "Mode",
-        .help = "How a different aspect ratio is handled: stretch distorts to fill the output, "
-                "fit shows the whole picture with black bars (letterbox or pillarbox), fill "
-                "crops the centre of the input so it covers the output without bars.",
-        .unit = "",
-        .type = RAWFX_PARAM_ENUM,
-        .flags = 0,
-        .default_value = SCALE_MODE_STRETCH,
-        .enum_values = scale_mode_names,
-        .enum_count = 3,
-    },
+    [SCALE_PARAM_WIDTH] = RAWFX_INT_PARAM(
+        "width", "Width",
+        "Output width in pixels, even. 0 keeps the input width when height is 0 too; "
+        "with only height set, the width follows the input aspect ratio, rounded to an "
+        "even number.",
+        "px", RAWFX_PARAM_FLAG_RECONFIGURE, 0, 0, YUV_MAX_DIMENSION),
+    [SCALE_PARAM_HEIGHT] = RAWFX_INT_PARAM(
+        "height", "Height",
+        "Output height in pixels, even. 0 keeps the input height when width is 0 too; "
+        "with only width set, the height follows the input aspect ratio, rounded to an "
+        "even number (width=1280 on 1920x1080 gives 1280x720).",
+        "px", RAWFX_PARAM_FLAG_RECONFIGURE, 0, 0, YUV_MAX_DIMENSION),
+    [SCALE_PARAM_FILTER] = RAWFX_ENUM_PARAM(
+        "filter", "Filter",
+        "Resampling filter (libyuv FilterMode): none picks the nearest pixel (fastest, "
+        "blocky), linear blends horizontally only, bilinear blends both ways (good for "
+        "upscaling), box averages every source pixel covered (best for large downscales).",
+        "", 0, 2 /* bilinear */, scale_filter_names),
+    [SCALE_PARAM_MODE] = RAWFX_ENUM_PARAM(
+        "mode", "Mode",
+        "How a different aspect ratio is handled: stretch distorts to fill the output, "
+        "fit shows the whole picture with black bars (letterbox or pillarbox), fill "
+        "crops the centre of the input so it covers the output without bars.",
+        "", 0, SCALE_MODE_STRETCH, scale_mode_names),
 };
 
 static const rawfx_param_descriptor rotate_params[ROTATE_PARAM_COUNT] = {
-    [ROTATE_PARAM_ANGLE] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "angle",
-        .name = "Angle",
-        .help = "Clockwise rotation in degrees: 0, 90, 180 or 270 (90 and 270 swap width and "
-                "height; the rotation metadata passes through unchanged). auto turns the frame "
-                "upright by the rotation its metadata asks for and then sets that metadata to 0.",
-        .unit = "deg",
-        .type = RAWFX_PARAM_ENUM,
-        .flags = RAWFX_PARAM_FLAG_RECONFIGURE,
-        .default_value = ROTATE_ANGLE_90,
-        .enum_values = rotate_angle_names,
-        .enum_count = 5,
-    },
-    [ROTATE_PARAM_MIRROR] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "mirror",
-        .name = "Mirror",
-        .help = "Also flip left to right, after the rotation (as a front camera preview does). "
-                "angle=90:mirror=true is a transpose.",
-        .unit = "",
-        .type = RAWFX_PARAM_BOOL,
-        .flags = 0,
-        .default_value = 0,
-    },
+    [ROTATE_PARAM_ANGLE] = RAWFX_ENUM_PARAM(
+        "angle", "Angle",
+        "Clockwise rotation in degrees: 0, 90, 180 or 270 (90 and 270 swap width and "
+        "height; the rotation metadata passes through unchanged). auto turns the frame "
+        "upright by the rotation its metadata asks for and then sets that metadata to 0.",
+        "deg", RAWFX_PARAM_FLAG_RECONFIGURE, ROTATE_ANGLE_90, rotate_angle_names),
+    [ROTATE_PARAM_MIRROR] = RAWFX_BOOL_PARAM(
+        "mirror", "Mirror",
+        "Also flip left to right, after the rotation (as a front camera preview does). "
+        "angle=90:mirror=true is a transpose.",
+        0, 0),
 };
 
 static const rawfx_param_descriptor mirror_params[MIRROR_PARAM_COUNT] = {
-    [MIRROR_PARAM_VERTICAL] = {
-        .struct_size = sizeof(rawfx_param_descriptor),
-        .id = "vertical",
-        .name = "Vertical",
-        .help = "Flip top to bottom instead of left to right. For both at once use "
-                "rotate=angle=180.",
-        .unit = "",
-        .type = RAWFX_PARAM_BOOL,
-        .flags = 0,
-        .default_value = 0,
-    },
+    [MIRROR_PARAM_VERTICAL] = RAWFX_BOOL_PARAM(
+        "vertical", "Vertical",
+        "Flip top to bottom instead of left to right. For both at once use "
+        "rotate=angle=180.",
+        0, 0),
 };
 
 /* -------------------------------------------------------------- instance -- */
@@ -161,10 +103,8 @@ typedef struct scale_geometry {
 } scale_geometry;
 
 typedef struct yuv_instance {
-    rawfx_filter filter;            /* what the host holds; filter_data points back here */
+    rawfx_instance_base base;       /* filter, host, error buffer */
     yuv_kind kind;
-    const char *tag;                /* "scale", "rotate", "mirror": prefix of messages */
-    char error[YUV_ERROR_CAPACITY];
 
     /* Negotiated by the last successful configure. */
     int configured;
@@ -194,20 +134,6 @@ static yuv_instance *instance_of(const rawfx_filter *filter) {
     return filter ? (yuv_instance *)filter->filter_data : NULL;
 }
 
-static rawfx_status fail(yuv_instance *self, rawfx_status status, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Record a message for get_error. snprintf with %u/%s/%d into a fixed buffer
- * neither allocates nor locks in glibc, so this is safe in process too. */
-static rawfx_status fail(yuv_instance *self, rawfx_status status, const char *format, ...) {
-    va_list args;
-    va_start(args, format);
-    vsnprintf(self->error, sizeof self->error, format, args);
-    va_end(args);
-    return status;
-}
-
-static void clear_error(yuv_instance *self) { self->error[0] = '\0'; }
 
 /* ------------------------------------------------------------- geometry -- */
 
@@ -256,49 +182,10 @@ static scale_geometry compute_scale_geometry(int mode, uint32_t in_w, uint32_t i
 
 /* ------------------------------------------------------- format checking -- */
 
-/* Validate the struct sizes and the format every filter here needs: video,
- * I420, sizes 1..16384. On success *video is a copy of input->video. */
-static rawfx_status read_video_input(yuv_instance *self, const rawfx_format *input,
-                                     const rawfx_negotiation *result, rawfx_video_format *video) {
-    if (input == NULL || result == NULL)
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: configure needs an input format and a result", self->tag);
-    if (input->struct_size < FIELD_END(rawfx_format, video))
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                    "%s: input format struct_size %u is too small to hold a video format (need %zu)",
-                    self->tag, input->struct_size, FIELD_END(rawfx_format, video));
-    if (input->kind != RAWFX_MEDIA_VIDEO)
-        return fail(self, RAWFX_ERR_UNSUPPORTED,
-                    "%s: input is %s; this filter accepts only video (I420)", self->tag,
-                    input->kind == RAWFX_MEDIA_AUDIO ? "audio" : "of an unknown media kind");
-    if (input->video.struct_size < FIELD_END(rawfx_video_format, rotation))
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                    "%s: video format struct_size %u is too small (need %zu)",
-                    self->tag, input->video.struct_size, FIELD_END(rawfx_video_format, rotation));
-    if (result->struct_size < FIELD_END(rawfx_negotiation, output) ||
-        result->output.struct_size < FIELD_END(rawfx_format, video) ||
-        result->output.video.struct_size < FIELD_END(rawfx_video_format, rotation))
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                    "%s: negotiation result struct_size is too small to hold a video output format", self->tag);
-    *video = input->video;
-    if (video->pixel_format != RAWFX_PIXEL_I420)
-        return fail(self, RAWFX_ERR_UNSUPPORTED,
-                    "%s: pixel format %u is not supported; this filter accepts only I420 (RAWFX_PIXEL_I420 = %u)",
-                    self->tag, video->pixel_format, (unsigned)RAWFX_PIXEL_I420);
-    if (video->width == 0 || video->height == 0)
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                    "%s: input size %ux%u is empty; width and height must be 1..%u",
-                    self->tag, video->width, video->height, YUV_MAX_DIMENSION);
-    if (video->width > YUV_MAX_DIMENSION || video->height > YUV_MAX_DIMENSION)
-        return fail(self, RAWFX_ERR_UNSUPPORTED,
-                    "%s: input size %ux%u is too large; width and height must be 1..%u",
-                    self->tag, video->width, video->height, YUV_MAX_DIMENSION);
-    return RAWFX_OK;
-}
-
 static rawfx_status check_output_size(yuv_instance *self, uint32_t width, uint32_t height) {
     if ((width | height) & 1u)
-        return fail(self, RAWFX_ERR_UNSUPPORTED,
-                    "%s: output size %ux%u is odd; I420 needs even width and height", self->tag, width, height);
+        return rawfx_fail(&self->base, RAWFX_ERR_UNSUPPORTED,
+                          "output size %ux%u is odd; I420 needs even width and height", width, height);
     return RAWFX_OK;
 }
 
@@ -312,34 +199,34 @@ static int plane_ok(const uint8_t *plane, int32_t stride, uint32_t row_bytes) {
 static rawfx_status check_frames(yuv_instance *self, const rawfx_video_frame *in,
                                  const rawfx_video_frame *out) {
     if (!self->configured)
-        return fail(self, RAWFX_ERR_STATE, "%s: process before a successful configure", self->tag);
+        return rawfx_fail(&self->base, RAWFX_ERR_STATE, "process before a successful configure");
     if (in == NULL || out == NULL || in == out)
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                    "%s: process needs two distinct frames (the filter is out of place)", self->tag);
-    if (in->struct_size < sizeof(rawfx_video_frame) || out->struct_size < sizeof(rawfx_video_frame))
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                    "%s: frame struct_size in=%u out=%u is smaller than %zu", self->tag,
-                    in->struct_size, out->struct_size, sizeof(rawfx_video_frame));
+        return rawfx_fail(&self->base, RAWFX_ERR_INVALID_ARGUMENT,
+                          "process needs two distinct frames (the filter is out of place)");
+    if (!rawfx_video_frame_is_complete(in) || !rawfx_video_frame_is_complete(out))
+        return rawfx_fail(&self->base, RAWFX_ERR_INVALID_ARGUMENT,
+                          "frame struct_size in=%u out=%u is smaller than %zu, the 1.0 frame",
+                          in->struct_size, out->struct_size, RAWFX_FIELD_END(rawfx_video_frame, timestamp_us));
     if (in->pixel_format != RAWFX_PIXEL_I420)
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                    "%s: frame pixel format %u is not I420 (%u), the configured format", self->tag,
-                    in->pixel_format, (unsigned)RAWFX_PIXEL_I420);
+        return rawfx_fail(&self->base, RAWFX_ERR_INVALID_ARGUMENT,
+                          "frame pixel format %u is not I420 (%u), the configured format",
+                          in->pixel_format, (unsigned)RAWFX_PIXEL_I420);
     if (in->width != self->in_width || in->height != self->in_height)
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                    "%s: frame is %ux%u but the filter was configured for %ux%u; configure again when the size changes",
-                    self->tag, in->width, in->height, self->in_width, self->in_height);
+        return rawfx_fail(&self->base, RAWFX_ERR_INVALID_ARGUMENT,
+                          "frame is %ux%u but the filter was configured for %ux%u; configure again when the size changes",
+                          in->width, in->height, self->in_width, self->in_height);
     uint32_t in_cw = (in->width + 1) / 2;
     if (!plane_ok(in->planes[0], in->strides[0], in->width) ||
         !plane_ok(in->planes[1], in->strides[1], in_cw) || !plane_ok(in->planes[2], in->strides[2], in_cw))
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                    "%s: input frame has a missing plane or a stride shorter than its row (strides %d/%d/%d for width %u)",
-                    self->tag, in->strides[0], in->strides[1], in->strides[2], in->width);
+        return rawfx_fail(&self->base, RAWFX_ERR_INVALID_ARGUMENT,
+                          "input frame has a missing plane or a stride shorter than its row (strides %d/%d/%d for width %u)",
+                          in->strides[0], in->strides[1], in->strides[2], in->width);
     uint32_t out_cw = self->out_width / 2;
     if (!plane_ok(out->planes[0], out->strides[0], self->out_width) ||
         !plane_ok(out->planes[1], out->strides[1], out_cw) || !plane_ok(out->planes[2], out->strides[2], out_cw))
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                    "%s: output frame has a missing plane or a stride shorter than its row (strides %d/%d/%d for width %u)",
-                    self->tag, out->strides[0], out->strides[1], out->strides[2], self->out_width);
+        return rawfx_fail(&self->base, RAWFX_ERR_INVALID_ARGUMENT,
+                          "output frame has a missing plane or a stride shorter than its row (strides %d/%d/%d for width %u)",
+                          out->strides[0], out->strides[1], out->strides[2], self->out_width);
     return RAWFX_OK;
 }
 
@@ -349,9 +236,8 @@ static void finish_frame(const yuv_instance *self, const rawfx_video_frame *in,
     out->width = self->out_width;
     out->height = self->out_height;
     out->pixel_format = RAWFX_PIXEL_I420;
-    out->color_range = in->color_range;
+    rawfx_copy_video_metadata(in, out);
     out->rotation = rotation;
-    out->timestamp_us = in->timestamp_us;
 }
 
 /* ------------------------------------------------------------------ scale -- */
@@ -368,16 +254,20 @@ static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format
         w = round_even(h * in->width, in->height);
     }
     if (w > YUV_MAX_DIMENSION || h > YUV_MAX_DIMENSION)
-        return fail(self, RAWFX_ERR_UNSUPPORTED,
-                    "scale: output size %llux%llu (following the %ux%u input aspect ratio) is larger than %u; "
-                    "set both width and height", (unsigned long long)w, (unsigned long long)h,
-                    in->width, in->height, YUV_MAX_DIMENSION);
+        return rawfx_fail(&self->base, RAWFX_ERR_UNSUPPORTED,
+                          "output size %llux%llu (following the %ux%u input aspect ratio) is larger than %u; "
+                          "set both width and height", (unsigned long long)w, (unsigned long long)h,
+                          in->width, in->height, YUV_MAX_DIMENSION);
     rawfx_status status = check_output_size(self, (uint32_t)w, (uint32_t)h);
     if (status != RAWFX_OK) return status;
     self->out_width = (uint32_t)w;
     self->out_height = (uint32_t)h;
     self->geometry = compute_scale_geometry(self->scale_mode, in->width, in->height,
                                             self->out_width, self->out_height);
+    const scale_geometry *g = &self->geometry;
+    rawfx_log(&self->base, RAWFX_LOG_INFO, "%ux%u -> %ux%u, mode %s: input %dx%d at %d,%d to output %dx%d at %d,%d",
+              in->width, in->height, self->out_width, self->out_height, scale_mode_names[self->scale_mode],
+              g->src_w, g->src_h, g->src_x, g->src_y, g->dst_w, g->dst_h, g->dst_x, g->dst_y);
     result->output.video.width = self->out_width;
     result->output.video.height = self->out_height;
     return RAWFX_OK;
@@ -386,7 +276,7 @@ static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format
 static rawfx_status scale_process(const rawfx_filter *filter, const rawfx_video_frame *in,
                                   rawfx_video_frame *out) {
     yuv_instance *self = instance_of(filter);
-    clear_error(self);
+    rawfx_clear_error(&self->base);
     rawfx_status status = check_frames(self, in, out);
     if (status != RAWFX_OK) return status;
 
@@ -420,8 +310,8 @@ static rawfx_status scale_process(const rawfx_filter *filter, const rawfx_video_
                        dp[2] + (ptrdiff_t)(dy / 2) * ds[2] + dx / 2, ds[2],
                        g->dst_w, g->dst_h, (enum FilterMode)self->scale_filter);
     if (rc != 0)
-        return fail(self, RAWFX_ERR_INTERNAL, "scale: libyuv I420Scale failed (%d) for %dx%d -> %dx%d",
-                    rc, g->src_w, g->src_h, g->dst_w, g->dst_h);
+        return rawfx_fail(&self->base, RAWFX_ERR_INTERNAL, "libyuv I420Scale failed (%d) for %dx%d -> %dx%d",
+                          rc, g->src_w, g->src_h, g->dst_w, g->dst_h);
     finish_frame(self, in, out, in->rotation);
     return RAWFX_OK;
 }
@@ -441,9 +331,9 @@ static rawfx_status rotate_configure(yuv_instance *self, const rawfx_video_forma
     uint32_t degrees;
     if (angle == ROTATE_ANGLE_AUTO) {
         if (!rotation_is_valid(in->rotation))
-            return fail(self, RAWFX_ERR_UNSUPPORTED,
-                        "rotate: angle=auto needs rotation metadata of 0, 90, 180 or 270; the input says %u",
-                        in->rotation);
+            return rawfx_fail(&self->base, RAWFX_ERR_UNSUPPORTED,
+                              "angle=auto needs rotation metadata of 0, 90, 180 or 270; the input says %u",
+                              in->rotation);
         degrees = in->rotation;
     } else {
         degrees = (uint32_t)angle * 90;
@@ -461,7 +351,7 @@ static rawfx_status rotate_configure(yuv_instance *self, const rawfx_video_forma
         const size_t y_size = (size_t)ow * oh, c_size = (size_t)(ow / 2) * (oh / 2);
         self->scratch = malloc(y_size + 2 * c_size);
         if (self->scratch == NULL)
-            return fail(self, RAWFX_ERR_OUT_OF_MEMORY, "rotate: cannot allocate a %ux%u scratch frame", ow, oh);
+            return rawfx_fail(&self->base, RAWFX_ERR_OUT_OF_MEMORY, "cannot allocate a %ux%u scratch frame", ow, oh);
         self->scratch_planes[0] = self->scratch;
         self->scratch_planes[1] = self->scratch + y_size;
         self->scratch_planes[2] = self->scratch + y_size + c_size;
@@ -473,14 +363,18 @@ static rawfx_status rotate_configure(yuv_instance *self, const rawfx_video_forma
     self->out_height = oh;
     result->output.video.width = ow;
     result->output.video.height = oh;
-    if (angle == ROTATE_ANGLE_AUTO) result->output.video.rotation = 0;
+    if (angle == ROTATE_ANGLE_AUTO) {
+        result->output.video.rotation = 0;
+        rawfx_log(&self->base, RAWFX_LOG_INFO, "angle=auto: the input's rotation metadata is %u: turning %ux%u by "
+                  "%u degrees to %ux%u, rotation 0", in->rotation, in->width, in->height, degrees, ow, oh);
+    }
     return RAWFX_OK;
 }
 
 static rawfx_status rotate_process(const rawfx_filter *filter, const rawfx_video_frame *in,
                                    rawfx_video_frame *out) {
     yuv_instance *self = instance_of(filter);
-    clear_error(self);
+    rawfx_clear_error(&self->base);
     rawfx_status status = check_frames(self, in, out);
     if (status != RAWFX_OK) return status;
 
@@ -490,10 +384,10 @@ static rawfx_status rotate_process(const rawfx_filter *filter, const rawfx_video
         /* The output buffer was sized at configure: a frame may turn by 180
          * degrees against the negotiated metadata, not by a quarter turn. */
         if (!rotation_is_valid(degrees) || (degrees % 180) != (self->in_rotation % 180))
-            return fail(self, RAWFX_ERR_INVALID_ARGUMENT,
-                        "rotate: angle=auto: frame rotation %u does not fit the negotiated %u (output %ux%u); "
-                        "configure again when the rotation changes by a quarter turn",
-                        in->rotation, self->in_rotation, self->out_width, self->out_height);
+            return rawfx_fail(&self->base, RAWFX_ERR_INVALID_ARGUMENT,
+                              "angle=auto: frame rotation %u does not fit the negotiated %u (output %ux%u); "
+                              "configure again when the rotation changes by a quarter turn",
+                              in->rotation, self->in_rotation, self->out_width, self->out_height);
     } else {
         degrees = (uint32_t)self->rotate_angle * 90;
     }
@@ -531,7 +425,7 @@ static rawfx_status rotate_process(const rawfx_filter *filter, const rawfx_video
     }
     }
     if (rc != 0)
-        return fail(self, RAWFX_ERR_INTERNAL, "rotate: libyuv failed (%d) rotating %dx%d by %u", rc, w, h, degrees);
+        return rawfx_fail(&self->base, RAWFX_ERR_INTERNAL, "libyuv failed (%d) rotating %dx%d by %u", rc, w, h, degrees);
     finish_frame(self, in, out, self->rotate_angle == ROTATE_ANGLE_AUTO ? 0 : in->rotation);
     return RAWFX_OK;
 }
@@ -551,7 +445,7 @@ static rawfx_status mirror_configure(yuv_instance *self, const rawfx_video_forma
 static rawfx_status mirror_process(const rawfx_filter *filter, const rawfx_video_frame *in,
                                    rawfx_video_frame *out) {
     yuv_instance *self = instance_of(filter);
-    clear_error(self);
+    rawfx_clear_error(&self->base);
     rawfx_status status = check_frames(self, in, out);
     if (status != RAWFX_OK) return status;
     const int w = (int)in->width, h = (int)in->height;
@@ -563,7 +457,7 @@ static rawfx_status mirror_process(const rawfx_filter *filter, const rawfx_video
         ? I420Copy(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, -h)
         : I420Mirror(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, h);
     if (rc != 0)
-        return fail(self, RAWFX_ERR_INTERNAL, "mirror: libyuv failed (%d) on %dx%d", rc, w, h);
+        return rawfx_fail(&self->base, RAWFX_ERR_INTERNAL, "libyuv failed (%d) on %dx%d", rc, w, h);
     finish_frame(self, in, out, in->rotation);
     return RAWFX_OK;
 }
@@ -574,43 +468,14 @@ static void yuv_destroy(const rawfx_filter *filter) {
     yuv_instance *self = instance_of(filter);
     if (self == NULL) return;
     rotate_free_scratch(self);
-    free(self);
+    rawfx_instance_free(&self->base);
 }
 
 static rawfx_status yuv_set_param(const rawfx_filter *filter, uint32_t index, const rawfx_param_value *value) {
     yuv_instance *self = instance_of(filter);
-    clear_error(self);
-    const rawfx_filter_descriptor *descriptor = filter->descriptor;
-    if (index >= descriptor->param_count)
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: no parameter number %u (it has %u)",
-                    self->tag, index, descriptor->param_count);
-    const rawfx_param_descriptor *param = &descriptor->params[index];
-    if (value == NULL || value->struct_size < FIELD_END(rawfx_param_value, int_value))
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: %s: missing value or value struct_size too small",
-                    self->tag, param->id);
-    if (value->type != param->type)
-        return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: %s: value of type %u, expected type %u",
-                    self->tag, param->id, value->type, param->type);
+    rawfx_status status = rawfx_check_param(&self->base, index, value);
+    if (status != RAWFX_OK) return status;
     const int64_t v = value->int_value;
-    switch (param->type) {
-    case RAWFX_PARAM_INT:
-        if (v < (int64_t)param->min_value || v > (int64_t)param->max_value)
-            return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: %s=%lld is out of range %.0f..%.0f %s",
-                        self->tag, param->id, (long long)v, param->min_value, param->max_value, param->unit);
-        break;
-    case RAWFX_PARAM_BOOL:
-        if (v != 0 && v != 1)
-            return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: %s=%lld is not a boolean (0 or 1)",
-                        self->tag, param->id, (long long)v);
-        break;
-    case RAWFX_PARAM_ENUM:
-        if (v < 0 || v >= (int64_t)param->enum_count)
-            return fail(self, RAWFX_ERR_INVALID_ARGUMENT, "%s: %s: index %lld is not one of the %u choices",
-                        self->tag, param->id, (long long)v, param->enum_count);
-        break;
-    default:
-        return fail(self, RAWFX_ERR_INTERNAL, "%s: %s has an unexpected type", self->tag, param->id);
-    }
 
     switch (self->kind) {
     case KIND_SCALE:
@@ -640,11 +505,12 @@ static rawfx_status yuv_set_param(const rawfx_filter *filter, uint32_t index, co
 static rawfx_status yuv_configure(const rawfx_filter *filter, const rawfx_format *input,
                                   rawfx_negotiation *result) {
     yuv_instance *self = instance_of(filter);
-    clear_error(self);
+    rawfx_clear_error(&self->base);
     self->configured = 0; /* a failed configure leaves the instance unconfigured */
-    rawfx_video_format video;
-    rawfx_status status = read_video_input(self, input, result, &video);
+    rawfx_status status = rawfx_check_video_input(&self->base, input, YUV_MAX_DIMENSION);
+    if (status == RAWFX_OK) status = rawfx_check_negotiation(&self->base, result);
     if (status != RAWFX_OK) return status;
+    const rawfx_video_format video = input->video;
     switch (self->kind) {
     case KIND_SCALE: status = scale_configure(self, &video, result); break;
     case KIND_ROTATE: status = rotate_configure(self, &video, result); break;
@@ -660,148 +526,61 @@ static rawfx_status yuv_configure(const rawfx_filter *filter, const rawfx_format
 
 static void yuv_reset(const rawfx_filter *filter) {
     /* No history: every frame is processed on its own. */
-    clear_error(instance_of(filter));
-}
-
-static const char *yuv_get_error(const rawfx_filter *filter) {
-    yuv_instance *self = instance_of(filter);
-    return self ? self->error : "";
+    rawfx_clear_error(rawfx_instance_base_of(filter));
 }
 
 /* ----------------------------------------------------------- descriptors -- */
 
-static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor, char *error, size_t error_capacity);
+static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
+                                      char *error, size_t error_capacity);
 
 enum { FILTER_SCALE, FILTER_ROTATE, FILTER_MIRROR, FILTER_COUNT };
 
 static const rawfx_filter_descriptor yuv_descriptors[FILTER_COUNT] = {
-    [FILTER_SCALE] = {
-        .struct_size = sizeof(rawfx_filter_descriptor),
-        .id = "scale",
-        .name = "Scale",
-        .version = YUV_PLUGIN_VERSION,
-        .description = "Resizes I420 video with libyuv: stretch to the new size, fit it inside with "
-                       "black bars, or fill it by cropping the centre.",
-        .media_kind = RAWFX_MEDIA_VIDEO,
-        .processing = RAWFX_PROCESS_OUT_OF_PLACE,
-        .params = scale_params,
-        .param_count = SCALE_PARAM_COUNT,
-        .create = yuv_create,
-    },
-    [FILTER_ROTATE] = {
-        .struct_size = sizeof(rawfx_filter_descriptor),
-        .id = "rotate",
-        .name = "Rotate",
-        .version = YUV_PLUGIN_VERSION,
-        .description = "Turns I420 video by quarter turns clockwise, optionally mirrored; angle=auto "
-                       "uprights frames by their rotation metadata.",
-        .media_kind = RAWFX_MEDIA_VIDEO,
-        .processing = RAWFX_PROCESS_OUT_OF_PLACE,
-        .params = rotate_params,
-        .param_count = ROTATE_PARAM_COUNT,
-        .create = yuv_create,
-    },
-    [FILTER_MIRROR] = {
-        .struct_size = sizeof(rawfx_filter_descriptor),
-        .id = "mirror",
-        .name = "Mirror",
-        .version = YUV_PLUGIN_VERSION,
-        .description = "Flips I420 video left to right (or top to bottom with vertical=true).",
-        .media_kind = RAWFX_MEDIA_VIDEO,
-        .processing = RAWFX_PROCESS_OUT_OF_PLACE,
-        .params = mirror_params,
-        .param_count = MIRROR_PARAM_COUNT,
-        .create = yuv_create,
-    },
+    [FILTER_SCALE] = RAWFX_FILTER_DESCRIPTOR(
+        "scale", "Scale", YUV_PLUGIN_VERSION,
+        "Resizes I420 video with libyuv: stretch to the new size, fit it inside with "
+        "black bars, or fill it by cropping the centre.",
+        RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_OUT_OF_PLACE, scale_params, yuv_create),
+    [FILTER_ROTATE] = RAWFX_FILTER_DESCRIPTOR(
+        "rotate", "Rotate", YUV_PLUGIN_VERSION,
+        "Turns I420 video by quarter turns clockwise, optionally mirrored; angle=auto "
+        "uprights frames by their rotation metadata.",
+        RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_OUT_OF_PLACE, rotate_params, yuv_create),
+    [FILTER_MIRROR] = RAWFX_FILTER_DESCRIPTOR(
+        "mirror", "Mirror", YUV_PLUGIN_VERSION,
+        "Flips I420 video left to right (or top to bottom with vertical=true).",
+        RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_OUT_OF_PLACE, mirror_params, yuv_create),
 };
 
-static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor, char *error, size_t error_capacity) {
+/* One function table per filter, in the order of yuv_descriptors. */
+static const rawfx_filter yuv_functions[FILTER_COUNT] = {
+    [FILTER_SCALE] = RAWFX_FILTER_FUNCTIONS(yuv_destroy, yuv_set_param, yuv_configure, scale_process, NULL,
+                                            yuv_reset, NULL, NULL),
+    [FILTER_ROTATE] = RAWFX_FILTER_FUNCTIONS(yuv_destroy, yuv_set_param, yuv_configure, rotate_process, NULL,
+                                             yuv_reset, NULL, NULL),
+    [FILTER_MIRROR] = RAWFX_FILTER_FUNCTIONS(yuv_destroy, yuv_set_param, yuv_configure, mirror_process, NULL,
+                                             yuv_reset, NULL, NULL),
+};
+
+static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
+                                      char *error, size_t error_capacity) {
     int which = -1;
     for (int i = 0; i < FILTER_COUNT; i++)
         if (descriptor == &yuv_descriptors[i]) which = i;
     if (which < 0) {
-        if (error != NULL && error_capacity > 0)
-            snprintf(error, error_capacity, "rawfx-yuv: create was given a descriptor this plugin does not own");
+        rawfx_format_message(error, error_capacity, YUV_PLUGIN_NAME ": create was given a descriptor this plugin "
+                             "does not own");
         return NULL;
     }
-    yuv_instance *self = calloc(1, sizeof *self);
-    if (self == NULL) {
-        if (error != NULL && error_capacity > 0)
-            snprintf(error, error_capacity, "%s: out of memory creating an instance", descriptor->id);
-        return NULL;
-    }
-    self->filter.struct_size = sizeof(rawfx_filter);
-    self->filter.descriptor = descriptor;
-    self->filter.filter_data = self;
-    self->filter.destroy = yuv_destroy;
-    self->filter.set_param = yuv_set_param;
-    self->filter.configure = yuv_configure;
-    self->filter.process_audio = NULL;
-    self->filter.reset = yuv_reset;
-    self->filter.get_error = yuv_get_error;
-    self->filter.get_extension = NULL;
-    self->tag = descriptor->id;
-    switch (which) {
-    case FILTER_SCALE:
-        self->kind = KIND_SCALE;
-        self->filter.process_video = scale_process;
-        self->scale_width = (uint32_t)scale_params[SCALE_PARAM_WIDTH].default_value;
-        self->scale_height = (uint32_t)scale_params[SCALE_PARAM_HEIGHT].default_value;
-        self->scale_filter = (int)scale_params[SCALE_PARAM_FILTER].default_value;
-        self->scale_mode = (int)scale_params[SCALE_PARAM_MODE].default_value;
-        break;
-    case FILTER_ROTATE:
-        self->kind = KIND_ROTATE;
-        self->filter.process_video = rotate_process;
-        self->rotate_angle_set = (int)rotate_params[ROTATE_PARAM_ANGLE].default_value;
-        self->rotate_angle = self->rotate_angle_set;
-        self->rotate_mirror = (int)rotate_params[ROTATE_PARAM_MIRROR].default_value;
-        break;
-    default:
-        self->kind = KIND_MIRROR;
-        self->filter.process_video = mirror_process;
-        self->mirror_vertical = (int)mirror_params[MIRROR_PARAM_VERTICAL].default_value;
-        break;
-    }
-    return &self->filter;
+    yuv_instance *self = (yuv_instance *)rawfx_instance_new(sizeof *self, descriptor, host, &yuv_functions[which],
+                                                            error, error_capacity);
+    if (self == NULL) return NULL;
+    self->kind = which == FILTER_SCALE ? KIND_SCALE : which == FILTER_ROTATE ? KIND_ROTATE : KIND_MIRROR;
+    return rawfx_instance_ready(&self->base, error, error_capacity);
 }
 
 /* ------------------------------------------------------------------ entry -- */
 
-static rawfx_status yuv_init(const rawfx_host_info *host, char *error, size_t error_capacity) {
-    if (host == NULL || host->struct_size < FIELD_END(rawfx_host_info, abi)) {
-        if (error != NULL && error_capacity > 0)
-            snprintf(error, error_capacity, "rawfx-yuv: the host passed no ABI version");
-        return RAWFX_ERR_VERSION;
-    }
-    if (host->abi.major != RAWFX_ABI_MAJOR) {
-        if (error != NULL && error_capacity > 0)
-            snprintf(error, error_capacity, "rawfx-yuv: built for ABI %u.%u; the host speaks %u.%u",
-                     RAWFX_ABI_MAJOR, RAWFX_ABI_MINOR, host->abi.major, host->abi.minor);
-        return RAWFX_ERR_VERSION;
-    }
-    return RAWFX_OK;
-}
-
-static void yuv_deinit(void) {}
-
-static uint32_t yuv_filter_count(void) { return FILTER_COUNT; }
-
-static const rawfx_filter_descriptor *yuv_filter_descriptor(uint32_t index) {
-    return index < FILTER_COUNT ? &yuv_descriptors[index] : NULL;
-}
-
-/* The one exported symbol (rawfx.h, RAWFX_ENTRY_SYMBOL): a function that
- * returns the static entry. */
-static const rawfx_plugin_entry yuv_plugin_entry = {
-    .struct_size = sizeof(rawfx_plugin_entry),
-    .abi = RAWFX_ABI_VERSION_INIT,
-    .plugin_name = YUV_PLUGIN_NAME,
-    .plugin_version = YUV_PLUGIN_VERSION,
-    .init = yuv_init,
-    .deinit = yuv_deinit,
-    .filter_count = yuv_filter_count,
-    .filter_descriptor = yuv_filter_descriptor,
-};
-
-RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void) { return &yuv_plugin_entry; }
+RAWFX_PLUGIN_ENTRY(YUV_PLUGIN_NAME, YUV_PLUGIN_VERSION,
+                   &yuv_descriptors[FILTER_SCALE], &yuv_descriptors[FILTER_ROTATE], &yuv_descriptors[FILTER_MIRROR])

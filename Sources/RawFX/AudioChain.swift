@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// A chain of audio filters over interleaved 16-bit PCM.
 ///
@@ -11,26 +12,41 @@ import Darwin
 /// any size gets the chunk as it comes. Output reaches the caller through `emit`, one block
 /// at a time, so one input chunk may yield zero, one or several output blocks.
 ///
+/// Timestamps stay with the content: a block that comes out carries the time of the input
+/// samples it was made from, `latency` frames behind the input that pushed it out.
+///
 /// Steady state allocates nothing: re-block FIFOs and output buffers are sized at
 /// negotiation (a chunk larger than any seen before grows a scratch buffer once).
-public final class AudioChain: @unchecked Sendable {
+///
+/// One thread processes. Any other thread may change a parameter (`setParameter`) or
+/// bypass a stage (`setBypass`): changes apply before the next `process`, keeping every
+/// filter's state and losing no sample.
+public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     final class Stage {
-        let instance: FilterInstance
-        let timing = TimingRecorder()
+        var instance: FilterInstance
+        var negotiation: Negotiation?
+        let timing: TimingRecorder
         var input = AudioFormat(sampleRate: 0, channels: 0)
         var output = AudioFormat(sampleRate: 0, channels: 0)
         var blockFrames = 0
         var maxOutputFrames = 0
+        /// The filter's own delay, in microseconds (subtracted from output timestamps).
+        var latencyMicroseconds: Int64 = 0
         /// Re-block FIFO (blockFrames > 0) or in-place scratch (blockFrames == 0).
         var fifo: AudioStorage?
         var fill = 0
         var fifoTimestamp: Int64 = 0
         /// Out-of-place output.
         var out: AudioStorage?
+        /// In-place filters with latency: the last `latency` input frames, fed every block so
+        /// that a bypass passes the input delayed exactly as the filter delays it.
+        var delay: AudioDelayLine?
+        var bypassed = false
         /// The C frames handed to the plugin: [0] input, [1] output (the same for in place).
         let slots = UnsafeMutablePointer<rawfx_audio_frame>.allocate(capacity: 2)
-        init(_ instance: FilterInstance) {
+        init(_ instance: FilterInstance, timing: TimingRecorder = TimingRecorder()) {
             self.instance = instance
+            self.timing = timing
             slots.initialize(repeating: rawfx_audio_frame(), count: 2)
         }
         deinit { slots.deallocate() }
@@ -40,9 +56,22 @@ public final class AudioChain: @unchecked Sendable {
     let stages: [Stage]
     public private(set) var inputFormat: AudioFormat?
     public private(set) var outputFormat: AudioFormat?
-    /// The worst-case delay from input to output, in frames at the output rate: the filters'
-    /// own latencies plus the re-blocking wait (block − 1 frames per fixed-block filter).
+    /// How far the output's content lags its input, in frames at the output rate: the sum
+    /// of the filters' own latencies (a 10 ms SpeexDSP denoiser: one block). A file writer
+    /// drops this many leading frames to line the output up with the input (see `drain`).
     public private(set) var latency = 0
+    /// The worst-case wait from a sample's arrival to its output, in frames at the output
+    /// rate: `latency` plus the re-blocking wait (block − 1 frames per fixed-block filter).
+    public private(set) var bufferingLatency = 0
+    /// Frames that entered and left since the last negotiation (for `drain`).
+    private var framesIn = 0
+    private var framesOut = 0
+    /// Silence fed by `drain`, allocated on first use.
+    private var silence: AudioStorage?
+
+    let control: Mutex<ChainControlState>
+    let edits = Mailbox<ChainEditBatch>()
+    var mediaKind: MediaKind { .audio }
 
     public convenience init(_ text: String, registry: PluginRegistry) throws(ChainError) {
         try self.init(specs: FilterSpec.parseChain(text), registry: registry)
@@ -50,15 +79,18 @@ public final class AudioChain: @unchecked Sendable {
 
     public init(specs: [FilterSpec], registry: PluginRegistry) throws(ChainError) {
         self.specs = specs
-        stages = try makeInstances(specs, registry: registry, kind: .audio).map(Stage.init)
+        let instances = try makeInstances(specs, registry: registry, kind: .audio)
+        stages = instances.map { Stage($0) }
+        control = Mutex(ChainControlState(instances: instances))
+        for index in stages.indices { watchReconfigureRequests(stages[index].instance, stage: index) }
     }
 
     public var filters: [FilterInstance] { stages.map(\.instance) }
 
-    /// Latency in microseconds (see `latency`).
+    /// `bufferingLatency` in microseconds.
     public var latencyMicroseconds: Int64 {
         guard let rate = outputFormat?.sampleRate, rate > 0 else { return 0 }
-        return Int64(latency) * 1_000_000 / Int64(rate)
+        return Int64(bufferingLatency) * 1_000_000 / Int64(rate)
     }
 
     /// Negotiates every filter and sizes the FIFOs and buffers. Pending samples are dropped:
@@ -66,39 +98,30 @@ public final class AudioChain: @unchecked Sendable {
     @discardableResult
     public func negotiate(_ input: AudioFormat) throws(ChainError) -> AudioFormat {
         inputFormat = nil
+        applyPendingEdits()
         var format = input
-        var seconds = 0.0
+        var inputs: [StreamFormat?] = []
+        var outputs: [StreamFormat?] = []
+        var latencies: [Int] = []
         for stage in stages {
-            let n = try stage.instance.configure(input: .audio(format))
-            guard case .audio(let out) = n.output else { preconditionFailure("configure checks the kind") }
-            guard out.channels > 0, out.sampleRate > 0 else {
-                throw .refused(filter: stage.instance.type.id, input: .audio(format), message: "the plugin answered an empty output format \(out)")
-            }
-            stage.input = format
-            stage.output = out
-            stage.blockFrames = n.blockFrames
-            stage.maxOutputFrames = n.maxOutputFrames
+            let plan = try AudioChain.plan(stage.instance, input: format, reusing: stage)
+            install(plan, into: stage)
             stage.fill = 0
-            let fifoFrames = n.blockFrames > 0 ? n.blockFrames : max(format.framesPer10ms * 4, 1024)
-            if stage.fifo?.capacityFrames != fifoFrames || stage.fifo?.channels != format.channels {
-                stage.fifo = AudioStorage(capacityFrames: fifoFrames, channels: format.channels)
-            }
-            if stage.instance.type.processing == .outOfPlace {
-                let perCall = n.blockFrames > 0 ? n.blockFrames : fifoFrames
-                let need = max(n.maxOutputFrames, outputBound(frames: perCall, from: format, to: out))
-                if (stage.out?.capacityFrames ?? 0) < need || stage.out?.channels != out.channels {
-                    stage.out = AudioStorage(capacityFrames: need, channels: out.channels)
-                }
-            } else {
-                stage.out = nil
-            }
-            seconds += Double(n.blockFrames > 0 ? n.blockFrames - 1 : 0) / Double(format.sampleRate)
-            seconds += Double(n.latency) / Double(out.sampleRate)
-            format = out
+            inputs.append(.audio(format))
+            outputs.append(.audio(plan.output))
+            latencies.append(plan.negotiation.latency)
+            format = plan.output
         }
-        latency = Int((seconds * Double(format.sampleRate)).rounded())
+        control.withLock { state in
+            state.inputs = inputs
+            state.outputs = outputs
+            state.latencies = latencies
+        }
+        updateLatency()
         outputFormat = format
         inputFormat = input
+        framesIn = 0
+        framesOut = 0
         return format
     }
 
@@ -106,8 +129,13 @@ public final class AudioChain: @unchecked Sendable {
     /// out, in order, valid only during the call. A chunk in another format than the
     /// negotiated one renegotiates first (dropping pending samples of the old format).
     public func process(_ block: AudioBlock, emit: (AudioBlock) -> Void) throws(ChainError) {
+        if edits.hasPending { applyPendingEdits() }
         if inputFormat != block.format || anyFilterNeedsConfigure { try negotiate(block.format) }
-        try feed(stage: 0, block, emit: emit)
+        framesIn += block.frameCount
+        try feed(stage: 0, block) { out in
+            framesOut += out.frameCount
+            emit(out)
+        }
     }
 
     /// Pushes out samples waiting in re-block FIFOs, padded with silence to a whole block,
@@ -126,11 +154,49 @@ public final class AudioChain: @unchecked Sendable {
         }
     }
 
+    /// Ends the stream so that the output holds every input sample: feeds silence until
+    /// `latency` + (the input's length at the output rate) frames have come out since the
+    /// negotiation, and cuts the last block there. Together with dropping the first
+    /// `latency` output frames, the output then has the input's length and lines up with it
+    /// sample for sample. The blocks keep the source and user of `template` (the stream's
+    /// last block, or nil for a file).
+    public func drain(template: AudioBlock? = nil, emit: (AudioBlock) -> Void) throws(ChainError) {
+        guard let input = inputFormat, let output = outputFormat else { return }
+        let expected = Int((Double(framesIn) * Double(output.sampleRate) / Double(input.sampleRate)).rounded())
+        let target = latency + expected
+        let chunk = max(input.framesPer10ms, 1)
+        if silence == nil || silence!.capacityFrames < chunk || silence!.channels != input.channels {
+            silence = AudioStorage(capacityFrames: chunk, channels: input.channels)
+        }
+        // Enough silence to push out every filter's delay and every FIFO, with a margin.
+        var budget = (bufferingLatency + chunk) * input.sampleRate / max(output.sampleRate, 1) + 4 * chunk + 64
+        var timestamp = Int64(framesIn) * 1_000_000 / Int64(input.sampleRate)
+        while framesOut < target, budget > 0 {
+            var block = AudioBlock(samples: silence!.samples, frameCount: chunk, format: input,
+                                   timestampMicroseconds: timestamp)
+            if let template {
+                block.raw.source = template.raw.source
+                block.raw.user_id = template.raw.user_id
+            }
+            try feed(stage: 0, block) { out in
+                let room = target - framesOut
+                guard room > 0 else { return }
+                var cut = out
+                cut.raw.frame_count = UInt32(min(out.frameCount, room))
+                framesOut += cut.frameCount
+                emit(cut)
+            }
+            budget -= chunk
+            timestamp += Int64(chunk) * 1_000_000 / Int64(input.sampleRate)
+        }
+    }
+
     /// Forgets filter history and pending samples (a stream discontinuity).
     public func reset() {
         for stage in stages {
-            stage.instance.reset()
+            stage.instance.resetOnProcessThread()
             stage.fill = 0
+            stage.delay?.clear()
         }
     }
 
@@ -140,6 +206,156 @@ public final class AudioChain: @unchecked Sendable {
     private var anyFilterNeedsConfigure: Bool {
         for index in 0..<stages.count where stages[index].instance.needsConfigure { return true }
         return false
+    }
+
+    // MARK: - Run-time control
+
+    /// [any thread] Sets a parameter while audio flows: `"denoise.level"` (by filter id) or
+    /// `"0.level"` (by stage index) to a value in chain syntax. Validated here (a bad value
+    /// throws now); applied on the processing thread before the next `process`, keeping the
+    /// filter's state (a denoiser's noise estimate, a resampler's phase). A RECONFIGURE
+    /// parameter is set on a new instance configured on this thread and swapped in between
+    /// two chunks, keeping the samples waiting in its FIFO.
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) {
+        try setParameterImpl(StageAddress(address), text: value)
+    }
+
+    /// [any thread] Bypasses a stage (`"denoise"` or `"0"`) or re-enables it, from the next
+    /// `process`. A bypassed stage passes its input on, delayed by the stage's own latency
+    /// so the stream's timing never jumps; a stage with latency keeps being run (its output
+    /// unused) so that re-enabling it is seamless. Bypassed blocks are counted in `metrics`.
+    /// A stage that changes the format (a resampler) cannot be bypassed.
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
+        try setBypassImpl(StageAddress(stage, parameter: false), bypassed)
+    }
+
+    func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit {
+        let preparedInput = state.inputs[start]
+        let stages = try prepareStages(start: start, first: first, state: &state, stageCount: self.stages.count) { instance, input throws(ChainError) in
+            guard case .audio(let format) = input else { preconditionFailure("an audio chain records audio formats") }
+            let plan = try AudioChain.plan(instance, input: format, reusing: nil)
+            let stage = Stage(instance)
+            install(plan, into: stage)
+            return (stage, .audio(plan.output), plan.negotiation.latency)
+        }
+        // Not negotiated yet: the new instance is configured with the first block.
+        return ChainEdit(replace: start, with: stages.isEmpty ? [Stage(first)] : stages, preparedFor: preparedInput)
+    }
+
+    /// [process] Applies the edits waiting, in order, and hands the batch back.
+    private func applyPendingEdits() {
+        guard let batch = edits.take() else { return }
+        var index = 0
+        while index < batch.edits.count {
+            let edit = batch.edits[index]
+            index += 1
+            switch edit.kind {
+            case .setParameter:
+                applyParameter(edit, to: stages[edit.stage].instance, timing: stages[edit.stage].timing)
+            case .bypass:
+                stages[edit.stage].bypassed = edit.bypass
+            case .replace:
+                let current = stages[edit.stage]
+                let stale = edit.preparedInput == nil || edit.preparedInput != (inputFormat == nil ? nil : .audio(current.input))
+                var k = 0
+                while k < edit.replacements.count {
+                    let stage = stages[edit.stage + k]
+                    let fresh = edit.replacements[k] as! Stage
+                    // Samples waiting in the FIFO stay when the new stage takes the same input.
+                    if !stale, stage.fill > 0, let old = stage.fifo, let new = fresh.fifo,
+                       new.channels == old.channels, fresh.blockFrames >= stage.fill {
+                        new.samples.update(from: old.samples, count: stage.fill * old.channels)
+                        fresh.fill = stage.fill
+                        fresh.fifoTimestamp = stage.fifoTimestamp
+                    }
+                    swap(&stage.instance, &fresh.instance)
+                    swap(&stage.negotiation, &fresh.negotiation)
+                    swap(&stage.input, &fresh.input)
+                    swap(&stage.output, &fresh.output)
+                    swap(&stage.blockFrames, &fresh.blockFrames)
+                    swap(&stage.maxOutputFrames, &fresh.maxOutputFrames)
+                    swap(&stage.latencyMicroseconds, &fresh.latencyMicroseconds)
+                    swap(&stage.fifo, &fresh.fifo)
+                    swap(&stage.fill, &fresh.fill)
+                    swap(&stage.fifoTimestamp, &fresh.fifoTimestamp)
+                    swap(&stage.out, &fresh.out)
+                    swap(&stage.delay, &fresh.delay)
+                    k += 1
+                }
+                if stale { inputFormat = nil }
+                updateLatency()
+                outputFormat = stages.last?.output ?? outputFormat
+            }
+        }
+        edits.retire(batch)
+    }
+
+    private func updateLatency() {
+        var seconds = 0.0
+        var buffering = 0.0
+        var rate = inputFormat?.sampleRate ?? 0
+        for index in 0..<stages.count {
+            let stage = stages[index]
+            guard let n = stage.negotiation, stage.output.sampleRate > 0, stage.input.sampleRate > 0 else { continue }
+            seconds += Double(n.latency) / Double(stage.output.sampleRate)
+            buffering += Double(n.blockFrames > 0 ? n.blockFrames - 1 : 0) / Double(stage.input.sampleRate)
+            rate = stage.output.sampleRate
+        }
+        latency = Int((seconds * Double(rate)).rounded())
+        bufferingLatency = latency + Int((buffering * Double(rate)).rounded())
+    }
+
+    /// A stage's negotiated settings and buffers, computed on whichever thread negotiates.
+    struct Plan {
+        var negotiation: Negotiation
+        var input: AudioFormat
+        var output: AudioFormat
+        var fifo: AudioStorage
+        var out: AudioStorage?
+        var delay: AudioDelayLine?
+    }
+
+    /// Configures `instance` for `input` and sizes its FIFO and buffers (reusing `existing`'s
+    /// when they fit).
+    static func plan(_ instance: FilterInstance, input format: AudioFormat, reusing existing: Stage?) throws(ChainError) -> Plan {
+        let n = try instance.configure(input: .audio(format))
+        guard case .audio(let out) = n.output else { preconditionFailure("configure checks the kind") }
+        guard out.channels > 0, out.sampleRate > 0 else {
+            throw .refused(filter: instance.type.id, input: .audio(format), message: "the plugin answered an empty output format \(out)")
+        }
+        let fifoFrames = n.blockFrames > 0 ? n.blockFrames : max(format.framesPer10ms * 4, 1024)
+        var fifo = existing?.fifo
+        if fifo?.capacityFrames != fifoFrames || fifo?.channels != format.channels {
+            fifo = AudioStorage(capacityFrames: fifoFrames, channels: format.channels)
+        }
+        var output: AudioStorage?
+        if instance.type.processing == .outOfPlace {
+            let perCall = n.blockFrames > 0 ? n.blockFrames : fifoFrames
+            let need = max(n.maxOutputFrames, outputBound(frames: perCall, from: format, to: out))
+            output = existing?.out
+            if (output?.capacityFrames ?? 0) < need || output?.channels != out.channels {
+                output = AudioStorage(capacityFrames: need, channels: out.channels)
+            }
+        }
+        var delay: AudioDelayLine?
+        if instance.type.processing == .inPlace, n.latency > 0 {
+            delay = existing?.delay?.frames == n.latency && existing?.delay?.channels == format.channels
+                ? existing?.delay : AudioDelayLine(frames: n.latency, channels: format.channels, blockFrames: fifoFrames)
+            delay?.clear()
+        }
+        return Plan(negotiation: n, input: format, output: out, fifo: fifo!, out: output, delay: delay)
+    }
+
+    private func install(_ plan: Plan, into stage: Stage) {
+        stage.negotiation = plan.negotiation
+        stage.input = plan.input
+        stage.output = plan.output
+        stage.blockFrames = plan.negotiation.blockFrames
+        stage.maxOutputFrames = plan.negotiation.maxOutputFrames
+        stage.latencyMicroseconds = Int64(plan.negotiation.latency) * 1_000_000 / Int64(plan.output.sampleRate)
+        stage.fifo = plan.fifo
+        stage.out = plan.out
+        stage.delay = plan.delay
     }
 
     // MARK: - Re-blocking
@@ -196,6 +412,12 @@ public final class AudioChain: @unchecked Sendable {
     /// Calls the filter on exactly this block and feeds what it produced to the next stage.
     private func run(stage index: Int, _ block: AudioBlock, emit: (AudioBlock) -> Void) throws(ChainError) {
         let stage = stages[index]
+        if stage.bypassed, stage.delay == nil {
+            // Nothing to keep in step: the filter is not called at all.
+            stage.timing.recordBypass()
+            try feed(stage: index + 1, block, emit: emit)
+            return
+        }
         let input = stage.slots
         let output = stage.slots + 1
         input.pointee = block.raw
@@ -212,6 +434,13 @@ public final class AudioChain: @unchecked Sendable {
         } else {
             output.pointee = block.raw
         }
+        // In place with latency: the delay line sees every block, so that a bypass can hand on
+        // the input delayed exactly as the filter delays it (into the line's own scratch: the
+        // filter is about to overwrite the block).
+        var delayed: UnsafeMutablePointer<Int16>?
+        if let delay = stage.delay {
+            delayed = delay.push(block.samples, frames: block.frameCount, keepDelayed: stage.bypassed)
+        }
         let start = monotonicNanoseconds()
         let status = stage.instance.processAudio(stage.out != nil ? UnsafePointer(input) : UnsafePointer(output), output)
         guard status == RAWFX_OK else {
@@ -223,8 +452,58 @@ public final class AudioChain: @unchecked Sendable {
             throw .processFailed(filter: stage.instance.type.id, status: Int32(RAWFX_ERR_INTERNAL),
                                  message: "wrote \(output.pointee.frame_count) frames into a buffer of \(out.capacityFrames)")
         }
-        stage.timing.record(nanoseconds: monotonicNanoseconds() &- start)
+        output.pointee.timestamp_us = block.raw.timestamp_us &- stage.latencyMicroseconds
+        if stage.bypassed {
+            // The filter ran to keep its state; its output is replaced by the delayed input.
+            stage.timing.recordBypass()
+            output.pointee.samples = delayed!
+            output.pointee.frame_count = block.raw.frame_count
+        } else {
+            stage.timing.record(nanoseconds: monotonicNanoseconds() &- start)
+        }
         if output.pointee.frame_count > 0 { try feed(stage: index + 1, AudioBlock(output.pointee), emit: emit) }
+    }
+}
+
+/// The last `frames` interleaved frames of a stream, for a bypass that must delay its input
+/// exactly as the bypassed filter does. Fixed size, allocated at negotiation.
+final class AudioDelayLine {
+    let frames: Int
+    let channels: Int
+    private let ring: UnsafeMutablePointer<Int16>
+    private var position = 0
+    /// Where `push` writes the delayed block when asked; grown once for a larger block.
+    private var scratch: AudioStorage
+
+    init(frames: Int, channels: Int, blockFrames: Int) {
+        self.frames = frames
+        self.channels = channels
+        ring = .allocate(capacity: frames * channels)
+        ring.initialize(repeating: 0, count: frames * channels)
+        scratch = AudioStorage(capacityFrames: blockFrames, channels: channels)
+    }
+
+    deinit { ring.deallocate() }
+
+    func clear() {
+        ring.update(repeating: 0, count: frames * channels)
+        position = 0
+    }
+
+    /// Remembers `count` frames of `samples`; with `keepDelayed`, also returns those frames
+    /// delayed by `frames` (valid until the next call).
+    func push(_ samples: UnsafePointer<Int16>, frames count: Int, keepDelayed: Bool) -> UnsafeMutablePointer<Int16>? {
+        if keepDelayed, scratch.capacityFrames < count { scratch = AudioStorage(capacityFrames: count, channels: channels) }
+        var done = 0
+        while done < count {
+            let run = min(count - done, frames - position)
+            let slot = ring + position * channels
+            if keepDelayed { (scratch.samples + done * channels).update(from: slot, count: run * channels) }
+            slot.update(from: samples + done * channels, count: run * channels)
+            done += run
+            position = position + run == frames ? 0 : position + run
+        }
+        return keepDelayed ? scratch.samples : nil
     }
 }
 

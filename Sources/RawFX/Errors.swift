@@ -1,27 +1,30 @@
-/// Why a plugin file could not be loaded. Every case names the file.
+/// Why a plugin file could not be loaded. Every case names the file as it was given.
 public enum PluginLoadError: Error, Equatable, CustomStringConvertible {
-    /// No file at this path.
+    /// Nothing at this path (a file, or an explicit search-path entry).
     case notFound(path: String)
+    /// Something other than a regular file (`kind`: "a FIFO", "a directory"…); never opened.
+    case notRegularFile(path: String, kind: String)
+    /// The file exists but cannot be resolved or opened (`reason` is `strerror`).
+    case cannotOpen(path: String, reason: String)
+    /// The file or a directory above it may be changed by someone other than root and the
+    /// current user (see `PluginTrust`).
+    case untrusted(path: String, violation: TrustViolation)
     /// `dlopen` refused the file (`reason` is `dlerror()`).
     case notSharedObject(path: String, reason: String)
     /// The file loads but exports no `rawfx_get_plugin_entry` (RAWFX_ENTRY_SYMBOL).
     case missingEntrySymbol(path: String)
     /// The plugin was built for another ABI major version.
     case abiMajorMismatch(path: String, plugin: ABIVersion, host: ABIVersion)
-    /// The plugin needs a newer ABI minor version than this host has.
-    case newerMinorVersion(path: String, plugin: ABIVersion, host: ABIVersion)
     /// The plugin's `init` refused this host.
     case refusedHost(path: String, message: String)
-    /// A filter id that another loaded file already provides.
-    case duplicateFilterID(id: String, path: String, firstPath: String)
     /// The entry or a descriptor breaks the ABI's rules.
     case malformedDescriptor(path: String, reason: String)
 
     public var path: String {
         switch self {
-        case .notFound(let p), .notSharedObject(let p, _), .missingEntrySymbol(let p),
-             .abiMajorMismatch(let p, _, _), .newerMinorVersion(let p, _, _), .refusedHost(let p, _),
-             .duplicateFilterID(_, let p, _), .malformedDescriptor(let p, _):
+        case .notFound(let p), .notRegularFile(let p, _), .cannotOpen(let p, _), .untrusted(let p, _),
+             .notSharedObject(let p, _), .missingEntrySymbol(let p), .abiMajorMismatch(let p, _, _),
+             .refusedHost(let p, _), .malformedDescriptor(let p, _):
             return p
         }
     }
@@ -29,19 +32,23 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notFound(let path):
-            return "\(path): no such plugin file"
+            return "\(path): no such plugin file or directory"
+        case .notRegularFile(let path, let kind):
+            return "\(path): not a regular file (\(kind)); not opened"
+        case .cannotOpen(let path, let reason):
+            return "\(path): cannot open: \(reason)"
+        case .untrusted(let path, let violation):
+            return "\(path): not loaded: \(violation); a plugin file and every directory above it must be owned "
+                + "by root or uid \(violation.user) and not writable by group or others (a sticky directory "
+                + "such as /tmp excepted); set \(PluginTrust.overrideVariable)=1 to load it anyway"
         case .notSharedObject(let path, let reason):
             return "\(path): not a loadable shared object (\(reason))"
         case .missingEntrySymbol(let path):
             return "\(path): not a RawFX plugin: it exports no \(RAWFX_ENTRY_SYMBOL) function"
         case .abiMajorMismatch(let path, let plugin, let host):
             return "\(path): plugin ABI \(plugin) is incompatible with host ABI \(host) (major versions differ)"
-        case .newerMinorVersion(let path, let plugin, let host):
-            return "\(path): plugin ABI \(plugin) is newer than host ABI \(host); update rawfx"
         case .refusedHost(let path, let message):
             return "\(path): the plugin refused this host: \(message)"
-        case .duplicateFilterID(let id, let path, let firstPath):
-            return "\(path): filter id '\(id)' is already provided by \(firstPath)"
         case .malformedDescriptor(let path, let reason):
             return "\(path): malformed plugin: \(reason)"
         }

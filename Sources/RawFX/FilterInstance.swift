@@ -1,3 +1,6 @@
+import Dispatch
+import RawFXRuntime
+
 /// What a filter answered at negotiation (`rawfx_negotiation`).
 public struct Negotiation: Hashable, Sendable {
     public var output: StreamFormat
@@ -11,43 +14,67 @@ public struct Negotiation: Hashable, Sendable {
 
 /// One live filter (`rawfx_filter`): created by its plugin, destroyed in `deinit`.
 ///
-/// Calls are serialized by the owner (a chain): never two at once on one instance.
+/// Calls are serialized by the owner (a chain): never two at once on one instance. Each
+/// instance has its own host object (`HostContext`), handed to `create_with_host`, through
+/// which the plugin logs, asks for a rebuild or a callback, and borrows the thread pool.
 public final class FilterInstance: @unchecked Sendable {
     public let type: FilterType
     let filter: UnsafePointer<rawfx_filter>
-    private let processVideoFn: (@convention(c) (UnsafePointer<rawfx_filter>?, UnsafePointer<rawfx_video_frame>?, UnsafeMutablePointer<rawfx_video_frame>?) -> rawfx_status)?
-    private let processAudioFn: (@convention(c) (UnsafePointer<rawfx_filter>?, UnsafePointer<rawfx_audio_frame>?, UnsafeMutablePointer<rawfx_audio_frame>?) -> rawfx_status)?
+    /// The instance struct read by its `struct_size` and the plugin's ABI minor.
+    let fields: rawfx_filter
+    /// The host object this instance was created with; freed after `destroy`.
+    let hostContext: HostContext
     /// The values set so far, by parameter id (defaults are not listed).
-    public private(set) var values: [String: ParameterValue] = [:]
+    public internal(set) var values: [String: ParameterValue] = [:]
     /// The last negotiation, or nil before `configure`.
     public private(set) var negotiation: Negotiation?
 
     init(type: FilterType) throws(ChainError) {
         var message = [CChar](repeating: 0, count: 512)
-        guard let create = type.descriptor.pointee.create,
-              let filter = create(type.descriptor, &message, message.count) else {
+        let hostContext = HostContext(source: type.id, kind: .instance)
+        let created: UnsafePointer<rawfx_filter>?
+        if let createWithHost = type.fields.create_with_host {
+            created = createWithHost(type.descriptor, hostContext.host, &message, message.count)
+        } else {
+            created = type.fields.create?(type.descriptor, &message, message.count)
+        }
+        guard let filter = created else {
             let text = String(nulTerminated: message)
             throw .createFailed(filter: type.id, message: text.isEmpty ? "create returned NULL" : text)
         }
-        let f = filter.pointee
-        guard f.struct_size >= UInt32(MemoryLayout<rawfx_filter>.size), f.destroy != nil, f.set_param != nil,
+        let size = filter.pointee.struct_size
+        let f = PluginStruct.read(filter, zero: rawfx_filter(), structSize: size,
+                                  sizeForMinor: PluginStruct.filterSize(minor: type.abiMinor))
+        guard Int(size) >= PluginStruct.filter10, f.destroy != nil, f.set_param != nil,
               f.configure != nil, f.reset != nil, f.get_error != nil,
               (type.mediaKind == .video ? f.process_video != nil : f.process_audio != nil) else {
             f.destroy?(filter)
-            throw .createFailed(filter: type.id, message: "the instance lacks a required function (destroy, set_param, configure, process_\(type.mediaKind), reset, get_error)")
+            throw .createFailed(filter: type.id, message: Int(size) < PluginStruct.filter10
+                ? "the instance's struct_size \(size) is below the ABI 1.0 size \(PluginStruct.filter10)"
+                : "the instance lacks a required function (destroy, set_param, configure, process_\(type.mediaKind), reset, get_error)")
         }
         self.type = type
         self.filter = filter
-        processVideoFn = f.process_video
-        processAudioFn = f.process_audio
+        self.fields = f
+        self.hostContext = hostContext
+        hostContext.attach(filter)
     }
 
-    deinit { filter.pointee.destroy(filter) }
+    /// Set by a chain (see `onReconfigureRequest`).
+    var reconfigureHandler: ReconfigureHandler?
+
+    /// `destroy`, then the host object goes (the plugin may use it until destroy returns).
+    deinit {
+        if reconfigureHandler != nil { rfx_host_context_set_owner(hostContext.context, nil, nil) }
+        // No on_callback may reach the instance once destroy has begun.
+        hostContext.detach()
+        fields.destroy(filter)
+    }
 
     /// The instance's message for its last failed call (`get_error`). A leading "<id>: ",
     /// which C plugins often add, is dropped: the engine's errors already name the filter.
     public var lastError: String {
-        guard let p = filter.pointee.get_error(filter) else { return "" }
+        guard let p = fields.get_error(filter) else { return "" }
         let message = String(cString: p)
         let prefix = type.id + ": "
         return message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
@@ -64,7 +91,7 @@ public final class FilterInstance: @unchecked Sendable {
     /// Sets a validated value (`set_param`). A value the plugin still refuses throws with its message.
     public func set(index: Int, value: ParameterValue) throws(ChainError) {
         let descriptor = type.parameters[index]
-        let status = value.withCValue { filter.pointee.set_param(filter, UInt32(index), $0) }
+        let status = hostContext.withControlLock { value.withCValue { fields.set_param(filter, UInt32(index), $0) } }
         guard status == RAWFX_OK else {
             throw .invalidValue(filter: type.id, parameter: descriptor.id, value: value.description,
                                 expected: lastError.isEmpty ? descriptor.allowed : lastError)
@@ -89,7 +116,7 @@ public final class FilterInstance: @unchecked Sendable {
         var result = rawfx_negotiation()
         result.struct_size = UInt32(MemoryLayout<rawfx_negotiation>.size)
         result.output = cInput
-        let status = filter.pointee.configure(filter, &cInput, &result)
+        let status = hostContext.withControlLock { fields.configure(filter, &cInput, &result) }
         guard status == RAWFX_OK else {
             let message = lastError
             throw .refused(filter: type.id, input: input, message: message.isEmpty ? "configure returned status \(status)" : message)
@@ -107,23 +134,68 @@ public final class FilterInstance: @unchecked Sendable {
     }
 
     /// Forgets history at a stream discontinuity (`reset`).
-    public func reset() { filter.pointee.reset(filter) }
+    public func reset() { fields.reset(filter) }
+
+    /// [process] `reset` with the calling thread marked as this instance's process thread.
+    @inline(__always)
+    func resetOnProcessThread() {
+        hostContext.enterProcess()
+        fields.reset(filter)
+        hostContext.leaveProcess()
+    }
+
+    /// [process] `set_param` of a value the control side validated and turned into C
+    /// (`rawfx_param_value`); the real-time path of a run-time parameter change.
+    @inline(__always)
+    func setOnProcessThread(index: Int, _ value: UnsafePointer<rawfx_param_value>) -> rawfx_status {
+        hostContext.enterProcess()
+        let status = fields.set_param(filter, UInt32(index), value)
+        hostContext.leaveProcess()
+        return status
+    }
 
     /// Runs one video frame (`process_video`). Returns the plugin's status.
     @inline(__always)
     func processVideo(_ input: UnsafePointer<rawfx_video_frame>, _ output: UnsafeMutablePointer<rawfx_video_frame>) -> rawfx_status {
-        processVideoFn!(filter, input, output)
+        hostContext.enterProcess()
+        let status = fields.process_video(filter, input, output)
+        hostContext.leaveProcess()
+        return status
     }
 
     /// Runs one audio block (`process_audio`). Returns the plugin's status.
     @inline(__always)
     func processAudio(_ input: UnsafePointer<rawfx_audio_frame>, _ output: UnsafeMutablePointer<rawfx_audio_frame>) -> rawfx_status {
-        processAudioFn!(filter, input, output)
+        hostContext.enterProcess()
+        let status = fields.process_audio(filter, input, output)
+        hostContext.leaveProcess()
+        return status
     }
 
     /// An extension the instance offers by string id (`get_extension`), or nil.
     public func extensionPointer(_ id: String) -> UnsafeRawPointer? {
-        guard let get = filter.pointee.get_extension else { return nil }
+        guard let get = fields.get_extension else { return nil }
         return id.withCString { get(filter, $0) }
     }
+}
+
+extension FilterInstance {
+    /// What runs when the plugin calls `request_reconfigure`: the chain rebuilds this stage
+    /// on a control thread. The handler is dispatched off the runtime's service thread (which
+    /// holds the runtime's registry, and a rebuild creates host objects).
+    func onReconfigureRequest(_ handler: @escaping @Sendable () -> Void) {
+        let box = ReconfigureHandler(handler)
+        reconfigureHandler = box
+        rfx_host_context_set_owner(hostContext.context, Unmanaged.passUnretained(box).toOpaque()) { owner, _ in
+            guard let owner else { return }
+            let handler = Unmanaged<ReconfigureHandler>.fromOpaque(owner).takeUnretainedValue().handler
+            DispatchQueue.global().async(execute: handler)
+        }
+    }
+}
+
+/// Keeps a reconfigure handler alive for as long as the host object may call it.
+final class ReconfigureHandler: @unchecked Sendable {
+    let handler: @Sendable () -> Void
+    init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
 }

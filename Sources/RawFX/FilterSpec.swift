@@ -100,7 +100,7 @@ private struct ChainParser {
         while true {
             let (name, _) = try token(stops: ["=", ",", ":"])
             guard !name.isEmpty else { throw error("a filter name is missing") }
-            guard FilterType.isValidIdentifier(name) else { throw error("'\(name)' is not a filter name ([a-z0-9_-])") }
+            guard FilterType.isValidIdentifier(name) else { throw error("'\(name)' is not a filter name (\(FilterType.identifierRule))") }
             var spec = FilterSpec(name: name)
             if i < chars.count, chars[i] == ":" { throw error("':' after a filter name; write name=key=value:key=value") }
             if i < chars.count, chars[i] == "=" {

@@ -10,19 +10,28 @@ public final class FilterType: @unchecked Sendable, CustomStringConvertible {
     public let parameters: [ParameterDescriptor]
     /// The plugin file it came from; kept alive as long as this type is.
     public let library: PluginLibrary
-    let descriptor: UnsafePointer<rawfx_filter_descriptor>
+    /// The plugin's descriptor, as the plugin wrote it (`rawfx_filter_descriptor`).
+    public let descriptor: UnsafePointer<rawfx_filter_descriptor>
+    /// The descriptor read by the plugin's `struct_size` and ABI minor: fields the plugin did
+    /// not write are zero.
+    let fields: rawfx_filter_descriptor
+    /// The ABI minor the plugin was built against (its entry's `abi.minor`).
+    public let abiMinor: UInt32
 
     struct Malformed: Error { let reason: String }
 
     init(descriptor: UnsafePointer<rawfx_filter_descriptor>, library: PluginLibrary) throws(Malformed) {
-        let d = descriptor.pointee
-        guard d.struct_size >= UInt32(MemoryLayout<rawfx_filter_descriptor>.size) else {
-            throw Malformed(reason: "filter descriptor struct_size \(d.struct_size), expected at least \(MemoryLayout<rawfx_filter_descriptor>.size)")
+        let minor = library.abi.minor
+        let size = descriptor.pointee.struct_size
+        guard Int(size) >= PluginStruct.filterDescriptor10 else {
+            throw Malformed(reason: "filter descriptor struct_size \(size), expected at least \(PluginStruct.filterDescriptor10) (the ABI 1.0 size)")
         }
+        let d = PluginStruct.read(descriptor, zero: rawfx_filter_descriptor(), structSize: size,
+                                  sizeForMinor: PluginStruct.filterDescriptorSize(minor: minor))
         guard let idPointer = d.id else { throw Malformed(reason: "a filter descriptor has no id") }
         let id = String(cString: idPointer)
         guard FilterType.isValidIdentifier(id) else {
-            throw Malformed(reason: "filter id '\(id)' is not of the form [a-z0-9_-]+")
+            throw Malformed(reason: "filter id '\(id)' does not follow the id rule \(FilterType.identifierRule)")
         }
         guard let kind = MediaKind(rawValue: d.media_kind) else {
             throw Malformed(reason: "filter '\(id)': media_kind \(d.media_kind) is neither video (1) nor audio (2)")
@@ -30,13 +39,24 @@ public final class FilterType: @unchecked Sendable, CustomStringConvertible {
         guard let processing = Processing(rawValue: d.processing) else {
             throw Malformed(reason: "filter '\(id)': processing \(d.processing) is neither in place (1) nor out of place (2)")
         }
-        guard d.create != nil else { throw Malformed(reason: "filter '\(id)' has no create function") }
+        guard d.create != nil || d.create_with_host != nil else {
+            throw Malformed(reason: "filter '\(id)' has neither create nor create_with_host")
+        }
         guard d.param_count == 0 || d.params != nil else {
             throw Malformed(reason: "filter '\(id)' declares \(d.param_count) parameters but no array")
         }
         var parameters: [ParameterDescriptor] = []
+        // The array's stride is the plugin's own struct_size (a later minor may grow the
+        // descriptor), never the host's sizeof.
+        let stride = d.param_count > 0 ? Int(d.params[0].struct_size) : 0
+        if d.param_count > 0, stride < PluginStruct.paramDescriptor10 {
+            throw Malformed(reason: "filter '\(id)': a parameter descriptor has struct_size \(stride), expected at least \(PluginStruct.paramDescriptor10)")
+        }
         for i in 0..<Int(d.param_count) {
-            parameters.append(try FilterType.parameter(d.params[i], filter: id))
+            let element = (UnsafeRawPointer(d.params!) + i * stride).assumingMemoryBound(to: rawfx_param_descriptor.self)
+            let p = PluginStruct.read(element, zero: rawfx_param_descriptor(), structSize: element.pointee.struct_size,
+                                      sizeForMinor: PluginStruct.paramDescriptor10)
+            parameters.append(try FilterType.parameter(p, filter: id))
         }
         if let duplicate = Dictionary(grouping: parameters, by: \.id).first(where: { $0.value.count > 1 }) {
             throw Malformed(reason: "filter '\(id)' declares parameter '\(duplicate.key)' twice")
@@ -50,6 +70,8 @@ public final class FilterType: @unchecked Sendable, CustomStringConvertible {
         self.parameters = parameters
         self.library = library
         self.descriptor = descriptor
+        self.fields = d
+        self.abiMinor = minor
     }
 
     public var description: String { "\(id) (\(mediaKind), \(processing)) from \(library.path)" }
@@ -63,18 +85,22 @@ public final class FilterType: @unchecked Sendable, CustomStringConvertible {
         try FilterInstance(type: self)
     }
 
-    static func isValidIdentifier(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 || $0 == 45 }
+    /// The one rule for filter and parameter ids (RAWFX_ID_RULE): `[a-z0-9_]+`.
+    public static let identifierRule = String(cString: RAWFX_ID_RULE)
+
+    /// True when `s` follows `identifierRule`.
+    public static func isValidIdentifier(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 }
     }
 
     private static func parameter(_ p: rawfx_param_descriptor, filter: String) throws(Malformed) -> ParameterDescriptor {
-        guard p.struct_size >= UInt32(MemoryLayout<rawfx_param_descriptor>.size) else {
-            throw Malformed(reason: "filter '\(filter)': a parameter descriptor has struct_size \(p.struct_size)")
+        guard Int(p.struct_size) >= PluginStruct.paramDescriptor10 else {
+            throw Malformed(reason: "filter '\(filter)': a parameter descriptor has struct_size \(p.struct_size), expected at least \(PluginStruct.paramDescriptor10)")
         }
         guard let idPointer = p.id else { throw Malformed(reason: "filter '\(filter)': a parameter has no id") }
         let id = String(cString: idPointer)
         guard isValidIdentifier(id) else {
-            throw Malformed(reason: "filter '\(filter)': parameter id '\(id)' is not of the form [a-z0-9_-]+")
+            throw Malformed(reason: "filter '\(filter)': parameter id '\(id)' does not follow the id rule \(identifierRule)")
         }
         func bad(_ why: String) -> Malformed { Malformed(reason: "filter '\(filter)', parameter '\(id)': \(why)") }
         let type: ParameterType

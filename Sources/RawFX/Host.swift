@@ -30,6 +30,17 @@ public final class HostContext: @unchecked Sendable {
     /// (`rfx_host_context_attach_filter`).
     func attach(_ filter: UnsafePointer<rawfx_filter>) { rfx_host_context_attach_filter(context, filter) }
 
+    /// Unties the filter before its `destroy`: no `on_callback` after this returns.
+    func detach() { rfx_host_context_attach_filter(context, nil) }
+
+    /// Runs a control call with the instance's control lock held, so `on_callback` (on the
+    /// runtime's service thread) never overlaps it (`rfx_host_context_lock_control`).
+    func withControlLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        rfx_host_context_lock_control(context)
+        defer { rfx_host_context_unlock_control(context) }
+        return try body()
+    }
+
     /// [process] Marks the calling thread as this instance's process thread until `leave`.
     @inline(__always) func enterProcess() { rfx_host_context_enter_process(context) }
     @inline(__always) func leaveProcess() { rfx_host_context_leave_process(context) }
@@ -51,6 +62,12 @@ public enum RawFXLog {
         /// The filter id or plugin file that logged.
         public var source: String
         public var message: String
+
+        public init(severity: LogSeverity, source: String, message: String) {
+            self.severity = severity
+            self.source = source
+            self.message = message
+        }
     }
 
     private static let handler = Mutex<(@Sendable (Record) -> Void)?>(nil)

@@ -24,6 +24,8 @@ public final class TimingRecorder: @unchecked Sendable {
     public private(set) var frames: UInt64 = 0
     public private(set) var errors: UInt64 = 0
     public private(set) var drops: UInt64 = 0
+    /// Frames (or audio blocks) that passed a bypassed filter.
+    public private(set) var bypassed: UInt64 = 0
 
     public init() { durations.initialize(repeating: 0, count: TimingRecorder.window) }
     deinit { durations.deallocate() }
@@ -37,6 +39,7 @@ public final class TimingRecorder: @unchecked Sendable {
 
     @inline(__always) public func recordError() { errors &+= 1 }
     @inline(__always) public func recordDrop() { drops &+= 1 }
+    @inline(__always) public func recordBypass() { bypassed &+= 1 }
 
     /// A copy of the figures with p50 and p99 over the last `window` frames.
     public func snapshot(name: String) -> Metrics {
@@ -46,7 +49,7 @@ public final class TimingRecorder: @unchecked Sendable {
         func percentile(_ p: Double) -> UInt64 {
             sample.isEmpty ? 0 : sample[min(sample.count - 1, Int((Double(sample.count - 1) * p).rounded()))]
         }
-        return Metrics(name: name, frames: frames, errors: errors, drops: drops,
+        return Metrics(name: name, frames: frames, errors: errors, drops: drops, bypassed: bypassed,
                        p50Nanoseconds: percentile(0.5), p99Nanoseconds: percentile(0.99))
     }
 }
@@ -57,10 +60,12 @@ public struct Metrics: Hashable, Sendable, CustomStringConvertible {
     public var frames: UInt64
     public var errors: UInt64
     public var drops: UInt64
+    /// Frames or blocks that passed the filter while it was bypassed (not in `frames`).
+    public var bypassed: UInt64 = 0
     public var p50Nanoseconds: UInt64
     public var p99Nanoseconds: UInt64
 
     public var description: String {
-        "\(name): \(frames) frames, \(errors) errors, \(drops) drops, p50 \(Double(p50Nanoseconds) / 1000) µs, p99 \(Double(p99Nanoseconds) / 1000) µs"
+        "\(name): \(frames) frames, \(errors) errors, \(drops) drops, \(bypassed) bypassed, p50 \(Double(p50Nanoseconds) / 1000) µs, p99 \(Double(p99Nanoseconds) / 1000) µs"
     }
 }

@@ -35,23 +35,10 @@ public enum ParameterValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Calls `body` with the C form (`rawfx_param_value`); string pointers live only for the call.
+    /// Calls `body` with the C form (`rawfx_param_value`), alive for the call.
     func withCValue<R>(_ body: (UnsafePointer<rawfx_param_value>) -> R) -> R {
-        var c = rawfx_param_value()
-        c.struct_size = UInt32(MemoryLayout<rawfx_param_value>.size)
-        switch self {
-        case .int(let v): c.type = rawfx_param_type(RAWFX_PARAM_INT); c.int_value = v
-        case .float(let v): c.type = rawfx_param_type(RAWFX_PARAM_FLOAT); c.float_value = v
-        case .bool(let v): c.type = rawfx_param_type(RAWFX_PARAM_BOOL); c.int_value = v ? 1 : 0
-        case .enumeration(let i, _): c.type = rawfx_param_type(RAWFX_PARAM_ENUM); c.int_value = Int64(i)
-        case .string(let s):
-            c.type = rawfx_param_type(RAWFX_PARAM_STRING)
-            return s.withCString { p in
-                c.string_value = p
-                return withUnsafePointer(to: &c, body)
-            }
-        }
-        return withUnsafePointer(to: &c, body)
+        let value = CParameterValue(self)
+        return withExtendedLifetime(value) { body(value.pointer) }
     }
 }
 

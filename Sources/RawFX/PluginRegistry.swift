@@ -1,29 +1,70 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 
 /// Every filter from the plugin files on a search path, by id.
 ///
-/// The search path, in order: directories or files given explicitly (`--plugin-path`),
-/// then `RAWFX_PLUGIN_PATH` (colon-separated), then the directory of the running
-/// executable, so `swift run` and `swift test` find the plugins SwiftPM just built.
-/// A file that fails to load is recorded in `failures` and never stops the scan.
+/// `PluginRegistry()` loads the standard search path; `PluginRegistry.empty()` loads nothing
+/// until `load(path:)` or `scan(_:)`. The search path, in order: entries given explicitly
+/// (`init(searchPath:)`, `rawfx --plugin-path`), then `RAWFX_PLUGIN_PATH` (colon-separated),
+/// then the directory of the running executable, so `swift run` and `swift test` find the
+/// plugins SwiftPM just built. Each entry is a directory (its `*.so` files, in name order) or a
+/// file. A file that fails to load is recorded in `failures` and never stops the scan.
+///
+/// When two files provide the same filter id, the one met first (earlier on the search path,
+/// or loaded first) keeps it; only that filter of the later file is skipped and the clash is
+/// recorded in `clashes`. Only trusted files are loaded (see `PluginTrust`).
 public final class PluginRegistry: @unchecked Sendable {
     /// The environment variable that adds plugin directories.
     public static let environmentVariable = "RAWFX_PLUGIN_PATH"
 
+    /// The entries this registry scanned when it was made (empty for `empty()`).
+    public let searchPath: [String]
+    /// True when the environment set `RAWFX_ALLOW_UNTRUSTED_PLUGINS=1`.
+    public let allowsUntrustedPlugins: Bool
     public private(set) var libraries: [PluginLibrary] = []
     public private(set) var failures: [PluginLoadError] = []
+    public private(set) var clashes: [FilterIDClash] = []
+    /// Every type of every library, clashing ones included: the registry's owning references
+    /// (a library holds its types only weakly).
+    private var types: [FilterType] = []
     private var byID: [String: FilterType] = [:]
 
-    public init() {}
-
-    /// Scans the default search path (see the type's documentation).
-    public convenience init(searchPath explicit: [String] = [],
-                            environment: [String: String] = ProcessInfo.processInfo.environment) {
-        self.init()
-        scan(PluginRegistry.searchPath(explicit: explicit, environment: environment))
+    private init(scanning entries: [String], environment: [String: String]) {
+        searchPath = entries
+        allowsUntrustedPlugins = PluginTrust.isOverridden(in: environment)
+        scan(entries)
     }
 
-    /// Every filter type, sorted by id.
+    /// Loads every plugin on the standard search path: `RAWFX_PLUGIN_PATH`, then the
+    /// executable's directory. A `RAWFX_PLUGIN_PATH` entry that does not exist is recorded in
+    /// `failures` (as `.notFound`), like a file that fails to load.
+    public convenience init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.init(scanning: PluginRegistry.searchPath(environment: environment), environment: environment)
+    }
+
+    /// Loads `explicit` entries first, then the standard search path. An explicit entry that
+    /// does not exist is an error, not a failure: someone asked for it by name.
+    public convenience init(searchPath explicit: [String],
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(PluginLoadError) {
+        for entry in explicit {
+            var status = stat()
+            guard stat(entry, &status) == 0 else { throw .notFound(path: entry) }
+        }
+        self.init(scanning: PluginRegistry.searchPath(explicit: explicit, environment: environment),
+                  environment: environment)
+    }
+
+    /// A registry that has loaded nothing; add files with `load(path:)` or `scan(_:)`.
+    /// `environment` is read for `RAWFX_ALLOW_UNTRUSTED_PLUGINS` only.
+    public static func empty(environment: [String: String] = ProcessInfo.processInfo.environment) -> PluginRegistry {
+        PluginRegistry(scanning: [], environment: environment)
+    }
+
+    /// Every registered filter type, sorted by id (skipped clashing filters are not listed).
     public var filterTypes: [FilterType] { byID.values.sorted { $0.id < $1.id } }
 
     /// The search path: explicit entries, then RAWFX_PLUGIN_PATH, then the executable's directory.
@@ -40,42 +81,81 @@ public final class PluginRegistry: @unchecked Sendable {
         return path.filter { seen.insert($0).inserted }
     }
 
-    /// Loads every `*.so` in each directory (and each entry that is a file). Failures are
-    /// kept in `failures`; a filter id already loaded from an earlier entry wins.
+    /// Loads every `*.so` in each directory (in name order) and each entry that is a file.
+    /// Nothing is opened before it is known to be a regular file. Failures, missing entries
+    /// included, are kept in `failures`.
     public func scan(_ entries: [String]) {
-        let fm = FileManager.default
         for entry in entries {
-            var isDirectory: ObjCBool = false
-            guard fm.fileExists(atPath: entry, isDirectory: &isDirectory) else { continue }
-            let files: [String]
-            if isDirectory.boolValue {
-                let names = (try? fm.contentsOfDirectory(atPath: entry)) ?? []
-                files = names.filter { $0.hasSuffix(".so") }.sorted().map { entry + "/" + $0 }
-            } else {
-                files = [entry]
+            var status = stat()
+            guard stat(entry, &status) == 0 else {
+                failures.append(.notFound(path: entry))
+                continue
             }
-            for file in files where !libraries.contains(where: { $0.path == file }) {
-                do { try load(path: file) } catch { failures.append(error) }
+            guard status.st_mode & S_IFMT == S_IFDIR else {
+                loadRecordingFailure(entry)
+                continue
+            }
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: entry)
+            } catch {
+                failures.append(.cannotOpen(path: entry, reason: "cannot list the directory: \(error.localizedDescription)"))
+                continue
+            }
+            let directory = entry.hasSuffix("/") ? entry : entry + "/"
+            for name in names.filter({ $0.hasSuffix(".so") }).sorted() {
+                loadRecordingFailure(directory + name)
             }
         }
     }
 
-    /// Loads one plugin file and registers its filters. Throws if it cannot be loaded or if
-    /// one of its filter ids is already registered (nothing from the file is registered then).
-    public func load(path: String) throws(PluginLoadError) {
-        let library = try PluginLibrary(path: path)
+    private func loadRecordingFailure(_ path: String) {
+        do { try load(path: path) } catch { failures.append(error) }
+    }
+
+    /// Loads one plugin file and registers its filters; returns its library. A file already
+    /// loaded (under any spelling of its path) is not loaded again. A filter whose id is
+    /// already registered is skipped and recorded in `clashes`; the file's other filters are
+    /// registered.
+    @discardableResult
+    public func load(path: String) throws(PluginLoadError) -> PluginLibrary {
+        let library = try PluginLibrary.load(path: path, allowUntrusted: allowsUntrustedPlugins)
+        guard !libraries.contains(where: { $0 === library }) else { return library }
+        libraries.append(library)
         for type in library.filters {
-            if let existing = byID[type.id] {
-                throw .duplicateFilterID(id: type.id, path: path, firstPath: existing.library.path)
+            types.append(type)
+            if let kept = byID[type.id] {
+                clashes.append(FilterIDClash(id: type.id, skippedPath: library.path, keptPath: kept.library.path))
+            } else {
+                byID[type.id] = type
             }
         }
-        libraries.append(library)
-        for type in library.filters { byID[type.id] = type }
+        return library
     }
 
     /// The filter type with this id, or `.unknownFilter` listing the known ones.
     public func filterType(_ id: String) throws(ChainError) -> FilterType {
         guard let type = byID[id] else { throw .unknownFilter(name: id, known: byID.keys.sorted()) }
         return type
+    }
+}
+
+/// Two plugin files that provide the same filter id: the one met first keeps it, and only
+/// that filter of the other file is skipped.
+public struct FilterIDClash: Equatable, Sendable, CustomStringConvertible {
+    public var id: String
+    /// The file whose filter was skipped (canonical path).
+    public var skippedPath: String
+    /// The file that provides the id (canonical path).
+    public var keptPath: String
+
+    public init(id: String, skippedPath: String, keptPath: String) {
+        self.id = id
+        self.skippedPath = skippedPath
+        self.keptPath = keptPath
+    }
+
+    public var description: String {
+        "filter '\(id)' of \(skippedPath) is skipped: \(keptPath), earlier on the plugin path, already provides it"
     }
 }

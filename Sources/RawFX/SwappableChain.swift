@@ -10,28 +10,28 @@ import Synchronization
 public final class SwappableVideoChain: @unchecked Sendable {
     /// Owned by the processing thread.
     private var current: VideoChain
-    /// A chain waiting to be taken (+1 retained), or 0.
-    private let pending = Atomic<UInt>(0)
-    /// The chain the processing thread let go of (+1 retained), or 0.
-    private let retired = Atomic<UInt>(0)
+    /// Chains on their way in (latest wins) and, once replaced, on their way out.
+    private let handoff = Mailbox<VideoChain>()
     /// How many times the processing thread has switched chains.
     private let swaps = Atomic<Int>(0)
+    /// The chain most recently handed over (control side): run-time changes go there.
+    private let latest: Mutex<VideoChain>
 
-    public init(_ chain: VideoChain) { current = chain }
-
-    deinit {
-        SwappableVideoChain.release(pending.exchange(0, ordering: .acquiring))
-        SwappableVideoChain.release(retired.exchange(0, ordering: .acquiring))
+    public init(_ chain: VideoChain) {
+        current = chain
+        latest = Mutex(chain)
     }
 
     /// [control] Installs `chain` for the next frame. If `format` is given, the chain is
     /// negotiated here first (so a refusal throws now, not on the processing thread);
-    /// otherwise it negotiates on its first frame.
+    /// otherwise it negotiates on its first frame. A chain still waiting from an earlier call
+    /// is released here, never installed.
     public func replace(with chain: VideoChain, negotiatingFor format: VideoFormat? = nil) throws(ChainError) {
         if let format { try chain.negotiate(format) }
-        let bits = UInt(bitPattern: Unmanaged.passRetained(chain).toOpaque())
-        SwappableVideoChain.release(pending.exchange(bits, ordering: .acquiringAndReleasing))
-        SwappableVideoChain.release(retired.exchange(0, ordering: .acquiring))
+        latest.withLock { latest in
+            latest = chain
+            handoff.post { _ in chain }
+        }
     }
 
     /// Number of swaps the processing thread has made.
@@ -47,13 +47,10 @@ public final class SwappableVideoChain: @unchecked Sendable {
     /// `process` calls it; a hook that checks formats before processing calls it first.
     @discardableResult
     public func takePending() -> Bool {
-        let next = pending.exchange(0, ordering: .acquiring)
-        guard next != 0 else { return false }
-        let old = Unmanaged.passRetained(current).toOpaque()
-        current = Unmanaged<VideoChain>.fromOpaque(UnsafeRawPointer(bitPattern: next)!).takeRetainedValue()
-        // Hand the old chain to the control side; if one is still waiting there, it is
-        // released here (rare: two swaps between two replace calls).
-        SwappableVideoChain.release(retired.exchange(UInt(bitPattern: old), ordering: .acquiringAndReleasing))
+        guard handoff.hasPending, let next = handoff.take() else { return false }
+        // The old chain goes back to the control side, released at its next `replace`.
+        handoff.retire(current)
+        current = next
         swaps.add(1, ordering: .relaxed)
         return true
     }
@@ -61,8 +58,17 @@ public final class SwappableVideoChain: @unchecked Sendable {
     /// [process] The chain in force (for metrics on the processing thread).
     public var chain: VideoChain { current }
 
-    private static func release(_ bits: UInt) {
-        guard bits != 0 else { return }
-        Unmanaged<VideoChain>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+    /// [any thread] Sets a parameter of the latest chain (the one in force, or the one
+    /// `replace` handed over, which is in force from the next frame); see
+    /// `VideoChain.setParameter`.
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) {
+        let chain = latest.withLock { $0 }
+        try chain.setParameter(address, value)
+    }
+
+    /// [any thread] Bypasses a stage of the latest chain; see `VideoChain.setBypass`.
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
+        let chain = latest.withLock { $0 }
+        try chain.setBypass(stage, bypassed)
     }
 }

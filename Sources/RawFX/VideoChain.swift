@@ -1,18 +1,28 @@
+import Synchronization
+
 /// A chain of video filters, negotiated end to end before the first frame.
 ///
 /// `process` runs a frame through every filter with no heap allocation in steady state:
-/// in-place filters edit the frame they are given, out-of-place filters write a buffer the
-/// chain allocated for them at negotiation and reuses for every frame. A frame whose format
-/// differs from the negotiated one (size, range, rotation) renegotiates first.
+/// in-place filters edit the frame they are given (`out == in`), out-of-place filters write a
+/// buffer the chain allocated for them at negotiation and reuses for every frame. A frame
+/// whose format differs from the negotiated one (size, range, rotation) renegotiates first.
 ///
-/// Not thread-safe: one thread processes. To replace a chain while frames flow from another
-/// thread, use `SwappableVideoChain`.
-public final class VideoChain: @unchecked Sendable {
+/// One thread processes. Any other thread may change a parameter (`setParameter`), bypass a
+/// stage (`setBypass`) or replace the whole chain (`SwappableVideoChain`): changes apply
+/// between two frames, keeping every filter's state.
+public final class VideoChain: @unchecked Sendable, RunTimeControllable {
+    /// One position in the chain. Its instance and buffer change when a RECONFIGURE
+    /// parameter swaps in a new instance; its timing survives that.
     final class Stage {
-        let instance: FilterInstance
-        let timing = TimingRecorder()
+        var instance: FilterInstance
+        var negotiation: Negotiation?
+        let timing: TimingRecorder
         var output: VideoBuffer?
-        init(_ instance: FilterInstance) { self.instance = instance }
+        var bypassed = false
+        init(_ instance: FilterInstance, timing: TimingRecorder = TimingRecorder()) {
+            self.instance = instance
+            self.timing = timing
+        }
     }
 
     public let specs: [FilterSpec]
@@ -23,6 +33,13 @@ public final class VideoChain: @unchecked Sendable {
     public private(set) var latency = 0
     /// One C frame per stage boundary (stages + 1), reused for every frame.
     private let frames: UnsafeMutablePointer<rawfx_video_frame>
+    /// The timestamps of the last `latency` input frames: an output frame carries the
+    /// timestamp of the input it came from.
+    private var timestamps = TimestampDelay()
+
+    let control: Mutex<ChainControlState>
+    let edits = Mailbox<ChainEditBatch>()
+    var mediaKind: MediaKind { .video }
 
     /// Builds a chain from its text, e.g. `watermark=image=logo.png,scale=width=1280:height=720`.
     public convenience init(_ text: String, registry: PluginRegistry) throws(ChainError) {
@@ -32,14 +49,17 @@ public final class VideoChain: @unchecked Sendable {
     /// Creates an instance per spec and sets its parameters (by name or position).
     public init(specs: [FilterSpec], registry: PluginRegistry) throws(ChainError) {
         self.specs = specs
-        stages = try makeInstances(specs, registry: registry, kind: .video).map(Stage.init)
+        let instances = try makeInstances(specs, registry: registry, kind: .video)
+        stages = instances.map { Stage($0) }
+        control = Mutex(ChainControlState(instances: instances))
         frames = .allocate(capacity: stages.count + 1)
         frames.initialize(repeating: rawfx_video_frame(), count: stages.count + 1)
+        for index in stages.indices { watchReconfigureRequests(stages[index].instance, stage: index) }
     }
 
     deinit { frames.deallocate() }
 
-    /// The instances, in chain order.
+    /// The instances, in chain order (read on the processing thread, or when it is idle).
     public var filters: [FilterInstance] { stages.map(\.instance) }
 
     /// Negotiates every filter in order and allocates the out-of-place buffers. Returns the
@@ -47,20 +67,26 @@ public final class VideoChain: @unchecked Sendable {
     @discardableResult
     public func negotiate(_ input: VideoFormat) throws(ChainError) -> VideoFormat {
         inputFormat = nil
+        applyPendingEdits()
         var format = input
-        var total = 0
+        var inputs: [StreamFormat?] = []
+        var outputs: [StreamFormat?] = []
+        var latencies: [Int] = []
         for stage in stages {
-            let n = try stage.instance.configure(input: .video(format))
-            guard case .video(let out) = n.output else { preconditionFailure("configure checks the kind") }
-            if stage.instance.type.processing == .outOfPlace {
-                if stage.output?.format != out { stage.output = VideoBuffer(format: out) }
-            } else {
-                stage.output = nil
-            }
-            total += n.latency
-            format = out
+            let plan = try VideoChain.plan(stage.instance, input: format, reusing: stage.output)
+            stage.negotiation = plan.negotiation
+            stage.output = plan.buffer
+            inputs.append(.video(format))
+            outputs.append(.video(plan.output))
+            latencies.append(plan.negotiation.latency)
+            format = plan.output
         }
-        latency = total
+        control.withLock { state in
+            state.inputs = inputs
+            state.outputs = outputs
+            state.latencies = latencies
+        }
+        updateLatency()
         outputFormat = format
         inputFormat = input
         return format
@@ -68,8 +94,10 @@ public final class VideoChain: @unchecked Sendable {
 
     /// Runs `frame` through the chain and returns the output view: `frame` itself when every
     /// filter is in place, otherwise the last out-of-place filter's buffer, valid until the
-    /// next call. The timestamp passes through unchanged.
+    /// next call. The output's timestamp is that of the input frame it came from (`latency`
+    /// frames earlier).
     public func process(_ frame: VideoFrame) throws(ChainError) -> VideoFrame {
+        if edits.hasPending { applyPendingEdits() }
         if inputFormat != frame.format || anyFilterNeedsConfigure { try negotiate(frame.format) }
         // frames[i] is stage i's input, frames[i + 1] its output: C structs in memory the chain
         // owns, so the plugins get stable pointers without closures or copies to the heap.
@@ -81,13 +109,22 @@ public final class VideoChain: @unchecked Sendable {
             let stage = stages[index]
             let input = frames + index
             let output = frames + index + 1
+            if stage.bypassed {
+                output.pointee = input.pointee
+                stage.timing.recordBypass()
+                index += 1
+                continue
+            }
+            let status: rawfx_status
             if let buffer = stage.output {
                 output.pointee = buffer.frame.raw
                 output.pointee.timestamp_us = input.pointee.timestamp_us
+                status = stage.instance.processVideo(input, output)
             } else {
+                // In place: the plugin gets the same pointer for in and out (rawfx.h).
+                status = stage.instance.processVideo(input, input)
                 output.pointee = input.pointee
             }
-            let status = stage.instance.processVideo(input, output)
             guard status == RAWFX_OK else {
                 stage.timing.recordError()
                 throw .processFailed(filter: stage.instance.type.id, status: status, message: stage.instance.lastError)
@@ -97,7 +134,15 @@ public final class VideoChain: @unchecked Sendable {
             start = end
             index += 1
         }
+        frames[stages.count].timestamp_us = timestamps.push(frame.raw.timestamp_us)
         return VideoFrame(frames[stages.count])
+    }
+
+    /// At the end of a stream, pushes the frames a delaying filter still holds out of the
+    /// chain by feeding `last` (the last input frame) again, `latency` times; `emit` gets each
+    /// output, stamped with the time of the input it came from.
+    public func drain(repeating last: VideoFrame, emit: (VideoFrame) throws -> Void) throws {
+        for _ in 0..<latency { try emit(try process(last)) }
     }
 
     /// A plain loop: `contains(where:)` is unspecialized in debug builds and allocates.
@@ -107,10 +152,145 @@ public final class VideoChain: @unchecked Sendable {
     }
 
     /// Tells every filter the stream jumped (seek, source switch): `reset` on each.
-    public func reset() { stages.forEach { $0.instance.reset() } }
+    public func reset() {
+        for index in 0..<stages.count { stages[index].instance.resetOnProcessThread() }
+        timestamps.reset()
+    }
 
-    /// Frames, errors and p50/p99 time per filter.
+    /// Frames, errors, bypassed frames and p50/p99 time per filter.
     public var metrics: [Metrics] { stages.map { $0.timing.snapshot(name: $0.instance.type.id) } }
+
+    // MARK: - Run-time control
+
+    /// [any thread] Sets a parameter while frames flow: `"watermark.opacity"` (by filter id)
+    /// or `"0.opacity"` (by stage index) to a value in chain syntax. Validated here (a bad
+    /// value throws now); applied on the processing thread before the next frame, keeping
+    /// the filter's state. A RECONFIGURE parameter (an output size, a file) is set on a new
+    /// instance that is configured on this thread and swapped in between two frames.
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) {
+        try setParameterImpl(StageAddress(address), text: value)
+    }
+
+    /// [any thread] Bypasses a stage (`"watermark"` or `"0"`) or re-enables it, from the next
+    /// frame. A bypassed stage is not called; its frames are counted in `metrics`. A stage
+    /// that changes the format (a scaler) or delays frames cannot be bypassed.
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
+        let address = try StageAddress(stage, parameter: false)
+        if bypassed {
+            try control.withLock { (state: inout ChainControlState) throws(ChainError) in
+                let index = try address.resolve(in: state.types)
+                if state.latencies[index] > 0 {
+                    throw .contract("cannot bypass \(state.types[index].id): it delays video by \(state.latencies[index]) frame\(state.latencies[index] == 1 ? "" : "s")")
+                }
+            }
+        }
+        try setBypassImpl(address, bypassed)
+    }
+
+    func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit {
+        let preparedInput = state.inputs[start]
+        let stages = try prepareStages(start: start, first: first, state: &state, stageCount: self.stages.count) { instance, input throws(ChainError) in
+            guard case .video(let format) = input else { preconditionFailure("a video chain records video formats") }
+            let plan = try VideoChain.plan(instance, input: format, reusing: nil)
+            let stage = Stage(instance)
+            stage.negotiation = plan.negotiation
+            stage.output = plan.buffer
+            return (stage, .video(plan.output), plan.negotiation.latency)
+        }
+        // Not negotiated yet: the new instance is configured with the first frame.
+        return ChainEdit(replace: start, with: stages.isEmpty ? [Stage(first)] : stages, preparedFor: preparedInput)
+    }
+
+    /// [process] Applies the edits waiting, in order, and hands the batch back.
+    private func applyPendingEdits() {
+        guard let batch = edits.take() else { return }
+        var index = 0
+        while index < batch.edits.count {
+            let edit = batch.edits[index]
+            index += 1
+            switch edit.kind {
+            case .setParameter:
+                applyParameter(edit, to: stages[edit.stage].instance, timing: stages[edit.stage].timing)
+            case .bypass:
+                stages[edit.stage].bypassed = edit.bypass
+            case .replace:
+                // Prepared for another format than the stream has now (or before any): the
+                // swapped-in stages negotiate on this frame.
+                let stale = edit.preparedInput == nil || edit.preparedInput != inputFormatOf(stage: edit.stage)
+                var k = 0
+                while k < edit.replacements.count {
+                    let stage = stages[edit.stage + k]
+                    let fresh = edit.replacements[k] as! Stage
+                    swap(&stage.instance, &fresh.instance)
+                    swap(&stage.output, &fresh.output)
+                    swap(&stage.negotiation, &fresh.negotiation)
+                    k += 1
+                }
+                if stale { inputFormat = nil }
+                updateLatency()
+                outputFormat = stages.last?.negotiation.flatMap { n in
+                    if case .video(let v) = n.output { return v } else { return nil }
+                } ?? outputFormat
+            }
+        }
+        edits.retire(batch)
+    }
+
+    /// The input format of stage `index` as negotiated (the previous stage's output).
+    private func inputFormatOf(stage index: Int) -> StreamFormat? {
+        guard let input = inputFormat else { return nil }
+        guard index > 0 else { return .video(input) }
+        return stages[index - 1].negotiation?.output
+    }
+
+    private func updateLatency() {
+        var total = 0
+        for index in 0..<stages.count { total += stages[index].negotiation?.latency ?? 0 }
+        latency = total
+        timestamps.resize(total)
+    }
+
+    /// Configures `instance` for `input` and sizes its output buffer (reusing `existing` when
+    /// it fits). Runs on whichever thread negotiates: control for a prepared replacement.
+    static func plan(_ instance: FilterInstance, input: VideoFormat, reusing existing: VideoBuffer?) throws(ChainError)
+        -> (negotiation: Negotiation, output: VideoFormat, buffer: VideoBuffer?) {
+        let n = try instance.configure(input: .video(input))
+        guard case .video(let out) = n.output else { preconditionFailure("configure checks the kind") }
+        guard instance.type.processing == .outOfPlace else { return (n, out, nil) }
+        return (n, out, existing?.format == out ? existing : VideoBuffer(format: out))
+    }
+}
+
+/// A delay line of timestamps: `push` returns the timestamp pushed `count` calls earlier
+/// (the first frames, which no input precedes, get the first timestamp). Sized when the
+/// chain's latency changes, never per frame.
+struct TimestampDelay {
+    private var ring: [Int64] = []
+    private var next = 0
+    private var filled = 0
+
+    mutating func resize(_ count: Int) {
+        guard count != ring.count else { return }
+        ring = Array(repeating: 0, count: count)
+        reset()
+    }
+
+    mutating func reset() {
+        next = 0
+        filled = 0
+    }
+
+    mutating func push(_ timestamp: Int64) -> Int64 {
+        guard !ring.isEmpty else { return timestamp }
+        if filled == 0 {
+            for i in 0..<ring.count { ring[i] = timestamp }
+            filled = 1
+        }
+        let out = ring[next]
+        ring[next] = timestamp
+        next = next + 1 == ring.count ? 0 : next + 1
+        return out
+    }
 }
 
 /// Creates and parameterizes one instance per spec; shared by video and audio chains.

@@ -21,6 +21,9 @@ public protocol RawFXFilter: AnyObject {
     static var info: FilterInfo { get }
     /// A new instance with every parameter at its default (`create`).
     init() throws(FilterFailure)
+    /// A new instance that keeps its host (`create_with_host`). The default calls `init()`;
+    /// implement it to log, ask for a rebuild or a callback, or borrow the thread pool.
+    init(host: FilterHost) throws(FilterFailure)
     /// [control, or process between frames] `set_param`; the host already checked type and range.
     func setParameter(_ index: Int, _ value: ParameterInput) throws(FilterFailure)
     /// [control] `configure`: read `input`, write what changes into `negotiation`.
@@ -33,6 +36,8 @@ public protocol RawFXFilter: AnyObject {
     func reset()
     /// The message for the last failing `process` call (the kit clears it on success of others).
     var processError: String { get }
+    /// [control, possibly during process] `on_callback`: runs after `host.requestCallback()`.
+    func onCallback()
 }
 
 extension RawFXFilter {
@@ -44,6 +49,70 @@ extension RawFXFilter {
     }
     public func reset() {}
     public var processError: String { "" }
+    public func onCallback() {}
+    public init(host: FilterHost) throws(FilterFailure) { try self.init() }
+}
+
+/// The host as a Swift filter sees it (`rawfx_host`, rawfx.h 1.1). Every call is
+/// real-time safe unless it says otherwise; with no host (a 1.0 host called `create`) they
+/// do nothing.
+public struct FilterHost: @unchecked Sendable {
+    /// The C object, or nil in a host that called `create` rather than `create_with_host`.
+    public let raw: UnsafePointer<rawfx_host>?
+
+    public init(_ raw: UnsafePointer<rawfx_host>?) { self.raw = raw }
+
+    /// Logs a line (`rawfx_host.log`): copied into the host's lock-free ring, written on
+    /// another thread. Severity: RAWFX_LOG_DEBUG … RAWFX_LOG_ERROR.
+    public func log(_ severity: Int32, _ message: String) {
+        guard let raw, let log = raw.pointee.log else { return }
+        message.withCString { log(raw, rawfx_log_severity(severity), $0) }
+    }
+
+    /// Asks the host to rebuild this instance with the same parameters, configured off the
+    /// process thread (`rawfx_host.request_reconfigure`).
+    public func requestReconfigure() {
+        guard let raw, let request = raw.pointee.request_reconfigure else { return }
+        request(raw)
+    }
+
+    /// Asks for `onCallback` on a control thread soon (`rawfx_host.request_callback`).
+    public func requestCallback() {
+        guard let raw, let request = raw.pointee.request_callback else { return }
+        request(raw)
+    }
+
+    /// True on the thread processing this instance right now (`rawfx_host.is_process_thread`).
+    public var isProcessThread: Bool {
+        guard let raw, let check = raw.pointee.is_process_thread else { return false }
+        return check(raw) != 0
+    }
+
+    /// The host's thread pool (`rawfx.thread-pool/1`), or nil. Not real-time: ask once, at
+    /// create or configure.
+    public var threadPool: UnsafePointer<rawfx_host_thread_pool>? {
+        guard let raw, let get = raw.pointee.get_extension,
+              let p = get(raw, RAWFX_EXT_THREAD_POOL) else { return nil }
+        return p.assumingMemoryBound(to: rawfx_host_thread_pool.self)
+    }
+
+    /// [process] Runs `body(0..<count)` as slice jobs on the host's pool (inline without one);
+    /// returns when all are done. `body` must only touch disjoint data per index. No
+    /// allocation: the closure is passed by pointer for the duration of the call.
+    public func runSlices(_ count: Int, pool: UnsafePointer<rawfx_host_thread_pool>?, _ body: (Int) -> Void) {
+        guard let raw, let pool, let run = pool.pointee.run, count > 1 else {
+            for i in 0..<count { body(i) }
+            return
+        }
+        withoutActuallyEscaping(body) { escapable in
+            withUnsafePointer(to: escapable) { context in
+                let status = run(raw, { context, index in
+                    context!.assumingMemoryBound(to: ((Int) -> Void).self).pointee(Int(index))
+                }, UnsafeMutableRawPointer(mutating: context), UInt32(count))
+                if status != RAWFX_OK { for i in 0..<count { escapable(i) } }
+            }
+        }
+    }
 }
 
 /// A failure with its status code and a message for `get_error`.
@@ -235,19 +304,30 @@ public enum RawFXPlugin {
         c.params = UnsafePointer(params)
         c.param_count = UInt32(info.parameters.count)
         c.create = { descriptor, messageBuffer, capacity in
-            guard let descriptor, let type = RawFXPlugin.registryStorage?.type(for: descriptor) else {
-                writeMessage("unknown descriptor", to: messageBuffer, capacity: capacity)
-                return nil
-            }
-            do throws(FilterFailure) {
-                return UnsafePointer(Instance.make(try type.init(), descriptor: descriptor))
-            } catch {
-                writeMessage(error.message, to: messageBuffer, capacity: capacity)
-                return nil
-            }
+            RawFXPlugin.create(descriptor, host: nil, messageBuffer, capacity)
+        }
+        c.create_with_host = { descriptor, host, messageBuffer, capacity in
+            RawFXPlugin.create(descriptor, host: host, messageBuffer, capacity)
         }
         d.initialize(to: c)
         return d
+    }
+}
+
+extension RawFXPlugin {
+    /// `create` and `create_with_host`: a Swift instance behind a C `rawfx_filter`.
+    static func create(_ descriptor: UnsafePointer<rawfx_filter_descriptor>?, host: UnsafePointer<rawfx_host>?,
+                       _ messageBuffer: UnsafeMutablePointer<CChar>?, _ capacity: Int) -> UnsafePointer<rawfx_filter>? {
+        guard let descriptor, let type = RawFXPlugin.registryStorage?.type(for: descriptor) else {
+            writeMessage("unknown descriptor", to: messageBuffer, capacity: capacity)
+            return nil
+        }
+        do throws(FilterFailure) {
+            return UnsafePointer(Instance.make(try type.init(host: FilterHost(host)), descriptor: descriptor))
+        } catch {
+            writeMessage(error.message, to: messageBuffer, capacity: capacity)
+            return nil
+        }
     }
 }
 
@@ -309,7 +389,7 @@ final class Instance {
                 return box.message.withUnsafeBufferPointer { UnsafePointer($0.baseAddress!) }
             },
             get_extension: nil,
-            on_callback: nil))
+            on_callback: { f in Instance.of(f).filter.onCallback() }))
         return c
     }
 

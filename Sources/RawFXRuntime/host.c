@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SOURCE_MAX 64
 #define RING_SLOTS 1024 /* a power of two */
@@ -25,6 +26,7 @@ struct rfx_host_context {
     const rawfx_filter *filter;      /* INSTANCE, once attached */
     void *owner;
     rfx_reconfigure_sink reconfigure_sink;
+    pthread_mutex_t control;         /* held by the engine's control calls and by on_callback */
     atomic_int callback_requested;
     atomic_int reconfigure_requested;
     rfx_host_context *next, *previous; /* the registry */
@@ -131,25 +133,45 @@ static void drain_log(void) {
 
 /* --------------------------------------------------------- service thread -- */
 
-static void run_requests(void) {
+/* One pass over the registry. Returns 1 when a callback had to wait because a control call
+ * held the instance (on_callback never overlaps configure, set_param or destroy): the service
+ * thread then tries again shortly. trylock, because the engine takes an instance's control
+ * lock first and the registry second (destroy), and the service thread the reverse. */
+static int run_requests(void) {
+    int retry = 0;
     for (rfx_host_context *c = registry_head; c != NULL; c = c->next) {
         if (atomic_exchange_explicit(&c->reconfigure_requested, 0, memory_order_acq_rel) && c->reconfigure_sink)
             c->reconfigure_sink(c->owner, c);
-        if (atomic_exchange_explicit(&c->callback_requested, 0, memory_order_acq_rel) && c->filter != NULL
-            && c->filter->struct_size >= offsetof(rawfx_filter, on_callback) + sizeof c->filter->on_callback
-            && c->filter->on_callback != NULL)
-            c->filter->on_callback(c->filter);
+        if (!atomic_exchange_explicit(&c->callback_requested, 0, memory_order_acq_rel)) continue;
+        const rawfx_filter *f = c->filter;
+        if (f == NULL || f->struct_size < offsetof(rawfx_filter, on_callback) + sizeof f->on_callback
+            || f->on_callback == NULL)
+            continue;
+        if (pthread_mutex_trylock(&c->control) != 0) {
+            atomic_store_explicit(&c->callback_requested, 1, memory_order_release);
+            retry = 1;
+            continue;
+        }
+        f->on_callback(f);
+        pthread_mutex_unlock(&c->control);
     }
+    return retry;
 }
 
 static void *service_main(void *unused) {
     (void)unused;
+    int retry = 0;
     for (;;) {
-        sem_wait(&wake);
+        if (retry) {
+            struct timespec pause = { 0, 1000000 }; /* 1 ms: a control call is running */
+            nanosleep(&pause, NULL);
+        } else {
+            sem_wait(&wake);
+        }
         while (sem_trywait(&wake) == 0) {} /* fold a burst of wake-ups into one pass */
         pthread_mutex_lock(&registry_mutex);
         drain_log();
-        run_requests();
+        retry = run_requests();
         pthread_mutex_unlock(&registry_mutex);
         pthread_mutex_lock(&sync_mutex);
         atomic_fetch_add_explicit(&service_rounds, 1, memory_order_release);
@@ -259,6 +281,7 @@ rfx_host_context *rfx_host_context_create(const char *source, rfx_host_kind kind
     c->host.get_extension = host_get_extension;
     c->host.request_callback = host_request_callback;
     c->kind = kind;
+    pthread_mutex_init(&c->control, NULL);
     copy_cut(c->source, sizeof c->source, source);
     pthread_mutex_lock(&registry_mutex);
     c->next = registry_head;
@@ -274,6 +297,7 @@ void rfx_host_context_destroy(rfx_host_context *c) {
     if (c->previous) c->previous->next = c->next; else registry_head = c->next;
     if (c->next) c->next->previous = c->previous;
     pthread_mutex_unlock(&registry_mutex);
+    pthread_mutex_destroy(&c->control);
     free(c);
 }
 
@@ -291,6 +315,9 @@ void rfx_host_context_set_owner(rfx_host_context *c, void *owner, rfx_reconfigur
     c->reconfigure_sink = sink;
     pthread_mutex_unlock(&registry_mutex);
 }
+
+void rfx_host_context_lock_control(rfx_host_context *c) { pthread_mutex_lock(&c->control); }
+void rfx_host_context_unlock_control(rfx_host_context *c) { pthread_mutex_unlock(&c->control); }
 
 void rfx_host_context_enter_process(rfx_host_context *c) { current_context = c; }
 void rfx_host_context_leave_process(rfx_host_context *c) { (void)c; current_context = NULL; }

@@ -9,8 +9,11 @@ struct PluginsCommand: ParsableCommand {
         discussion: """
         For each filter: its id (the name used in chains), media kind, whether it works in place, \
         the plugin file, and each parameter with its type, default, allowed range or values, unit \
-        and help. A plugin file that fails to load is listed with the reason; it never stops the \
-        listing, and the exit status stays 0.
+        and help. Then the filter ids that two files provide (the file earlier on the plugin path \
+        keeps the id; only that filter of the other file is skipped), and the plugin files that \
+        failed to load with the reason, untrusted files included (see 'Which plugin files are \
+        loaded' in docs/cli.md). Neither stops the listing, and the exit status stays 0; a \
+        --plugin-path that does not exist is an error.
 
         Examples:
           rawfx plugins
@@ -18,7 +21,7 @@ struct PluginsCommand: ParsableCommand {
           rawfx plugins --plugin-path ./build/plugins
         """)
 
-    @Flag(help: "Print JSON (filters, parameters, failures, search path) instead of text.")
+    @Flag(help: "Print JSON (filters, parameters, clashes, failures, search path) instead of text.")
     var json = false
 
     @Option(name: .customLong("plugin-path"),
@@ -26,21 +29,19 @@ struct PluginsCommand: ParsableCommand {
     var pluginPath: [String] = []
 
     func run() throws {
-        let path = PluginRegistry.searchPath(explicit: pluginPath)
-        let registry = PluginRegistry()
-        registry.scan(path)
+        let registry = try loadRegistry(pluginPath)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            let data = try encoder.encode(Listing(registry: registry, searchPath: path))
+            let data = try encoder.encode(Listing(registry: registry))
             print(String(decoding: data, as: UTF8.self))
         } else {
-            printText(registry, searchPath: path)
+            printText(registry)
         }
     }
 
-    private func printText(_ registry: PluginRegistry, searchPath: [String]) {
-        print("Plugin path: \(searchPath.joined(separator: ":"))")
+    private func printText(_ registry: PluginRegistry) {
+        print("Plugin path: \(registry.searchPath.joined(separator: ":"))")
         let types = registry.filterTypes
         if types.isEmpty { print("\nNo filters found.") }
         for type in types {
@@ -59,6 +60,10 @@ struct PluginsCommand: ParsableCommand {
                 print(line)
                 if !p.help.isEmpty { print(String(repeating: " ", count: 26) + p.help) }
             }
+        }
+        if !registry.clashes.isEmpty {
+            print("\nFilter ids provided by two files (\(registry.clashes.count)); the file met first keeps the id:")
+            for clash in registry.clashes { print("    \(clash.description)") }
         }
         if !registry.failures.isEmpty {
             print("\nPlugin files that failed to load (\(registry.failures.count)):")
@@ -100,12 +105,19 @@ struct Listing: Encodable {
         var path: String
         var error: String
     }
+    struct Clash: Encodable {
+        var id: String
+        var skipped: String
+        var kept: String
+        var warning: String
+    }
     var searchPath: [String]
     var filters: [Filter]
+    var clashes: [Clash]
     var failures: [Failure]
 
-    init(registry: PluginRegistry, searchPath: [String]) {
-        self.searchPath = searchPath
+    init(registry: PluginRegistry) {
+        searchPath = registry.searchPath
         filters = registry.filterTypes.map { t in
             Filter(id: t.id, name: t.name, version: t.version, description: t.summary,
                    kind: t.mediaKind.description, processing: t.processing == .inPlace ? "in-place" : "out-of-place",
@@ -119,6 +131,9 @@ struct Listing: Encodable {
                                         allowed: p.allowed, required: p.isRequired, path: p.isPath,
                                         reconfigure: p.needsReconfigure)
                    })
+        }
+        clashes = registry.clashes.map {
+            Clash(id: $0.id, skipped: $0.skippedPath, kept: $0.keptPath, warning: $0.description)
         }
         failures = registry.failures.map { Failure(path: $0.path, error: $0.description) }
     }

@@ -6,9 +6,12 @@ struct RawfxCommand: ParsableCommand {
         commandName: "rawfx",
         abstract: "Frame effects for raw video (I420) and audio (16-bit PCM), with filters from plugins.",
         discussion: """
-        Filters live in plugin files (.so) found in --plugin-path directories, then in \
-        $RAWFX_PLUGIN_PATH (colon-separated), then next to the rawfx executable. \
-        'rawfx plugins' lists them with every parameter.
+        Filters live in plugin files (.so) found in --plugin-path directories or files, then in \
+        $RAWFX_PLUGIN_PATH (colon-separated), then next to the rawfx executable; when two files \
+        provide the same filter id, the earlier one keeps it. Only plugin files that nobody but \
+        root and you can change are loaded (file and directories owned by root or you, not \
+        writable by group or others); RAWFX_ALLOW_UNTRUSTED_PLUGINS=1 lifts that. \
+        'rawfx plugins' lists the filters with every parameter, and the files it refused and why.
 
         A chain is FFmpeg's -vf syntax: filters separated by ',', each 'name=key=value:key=value' \
         (or values in declared order, 'scale=1280:720'). Quote a value holding ':' or ',' with '…'.

@@ -24,6 +24,11 @@ struct RunCommand: ParsableCommand {
         WAV: 16-bit integer PCM, any rate and channel count. On a pipe the sizes are written \
         as 0xFFFFFFFF (unknown), which FFmpeg reads.
 
+        A filter that delays (a denoiser delays by 10 ms) has its leading delay dropped and its \
+        tail drained, so the output has the input's length and lines up with it sample for \
+        sample (or frame for frame). Filters log warnings and errors to stderr as \
+        'rawfx: <filter>: <message>'.
+
         A progress line (frames, fps, ETA) appears when stderr is a terminal. A truncated input \
         still leaves a valid output of every complete frame; rawfx then exits with status 1 \
         saying how many frames it wrote.
@@ -51,6 +56,11 @@ struct RunCommand: ParsableCommand {
                                valueName: "N:file.png"))
     var snapshots: [String] = []
 
+    @Option(name: .customLong("threads"),
+            help: ArgumentHelp("Threads that plugins may split a frame over (rawfx.thread-pool/1), the calling one included; default $RAWFX_THREADS, else 1.",
+                               valueName: "n"))
+    var threads: Int?
+
     @Argument(help: ArgumentHelp("A .y4m or .wav file, or - for standard input.", valueName: "input"))
     var input: String
 
@@ -59,6 +69,19 @@ struct RunCommand: ParsableCommand {
 
     func validate() throws {
         _ = try parsedSnapshots()
+        if let threads, threads < 1 || threads > 64 {
+            throw ValidationError("--threads \(threads) is out of range: give 1 to 64")
+        }
+    }
+
+    /// --threads, else RAWFX_THREADS, else 1.
+    func threadCount() throws -> Int {
+        if let threads { return threads }
+        guard let text = ProcessInfo.processInfo.environment["RAWFX_THREADS"], !text.isEmpty else { return 1 }
+        guard let n = Int(text), (1...64).contains(n) else {
+            throw CLIError("RAWFX_THREADS='\(text)' is not a thread count from 1 to 64")
+        }
+        return n
     }
 
     func parsedSnapshots() throws -> [(frame: Int, path: String)] {
@@ -72,6 +95,9 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        RawFXThreadPool.threadCount = try threadCount()
+        // Lines plugins logged reach stderr before rawfx exits, whatever the outcome.
+        defer { RawFXLog.sync() }
         let registry = makeRegistry(pluginPath)
         let source = try MediaInput(path: input)
         let kind = try Container.of(input: source, path: input)
@@ -113,17 +139,30 @@ struct RunCommand: ParsableCommand {
         var nextSnapshot = 0
         let progress = ProgressLine(total: reader.estimatedFrameCount, unit: "frames")
         var index = 0
+        // A delaying chain's first `latency` outputs come before any input frame: drop them,
+        // and at the end push the last `latency` frames out by repeating the last input.
+        var toSkip = chain.latency
+        var last: VideoFrame?
+        func write(_ out: VideoFrame) throws {
+            if toSkip > 0 {
+                toSkip -= 1
+                return
+            }
+            try writer.write(out, parameters: reader.frameParameters)
+            let written = writer.framesWritten - 1
+            while nextSnapshot < pending.count && pending[nextSnapshot].frame == written {
+                try PNGWriter.write(out, to: pending[nextSnapshot].path)
+                nextSnapshot += 1
+            }
+        }
         do {
             while let frame = try reader.readFrame() {
-                let out = try chain.process(frame)
-                try writer.write(out, parameters: reader.frameParameters)
-                while nextSnapshot < pending.count && pending[nextSnapshot].frame == index {
-                    try PNGWriter.write(out, to: pending[nextSnapshot].path)
-                    nextSnapshot += 1
-                }
+                try write(try chain.process(frame))
+                last = frame
                 index += 1
                 progress.update(index)
             }
+            if let last { try chain.drain(repeating: last, emit: write) }
         } catch {
             // Everything written so far is whole frames: leave a valid file and say so.
             progress.finish(index)
@@ -170,18 +209,21 @@ struct RunCommand: ParsableCommand {
         var framesIn = 0
         var blocks = 0
         var writeError: MediaError?
+        // The chain's output lags its input by `latency` frames (a denoiser: 10 ms): drop
+        // that many leading frames, and drain the tail, so the output has the input's length
+        // and lines up with it sample for sample.
+        var toSkip = chain.latency
         func emit(_ block: AudioBlock) {
             guard writeError == nil else { return }
-            do { try writer.write(block) } catch { writeError = error }
-        }
-        /// At the end, write no more than the input's duration: the flush pads to a whole block.
-        func emitCapped(_ block: AudioBlock) {
-            let cap = Int((Double(framesIn) * Double(outFormat.sampleRate) / Double(inFormat.sampleRate)).rounded(.up))
-            let room = cap - writer.framesWritten
-            guard room > 0, writeError == nil else { return }
             var b = block
-            b.raw.frame_count = UInt32(min(block.frameCount, room))
-            emit(b)
+            if toSkip > 0 {
+                let skip = min(toSkip, block.frameCount)
+                toSkip -= skip
+                guard skip < block.frameCount else { return }
+                b.raw.samples += skip * outFormat.channels
+                b.raw.frame_count -= UInt32(skip)
+            }
+            do { try writer.write(b) } catch { writeError = error }
         }
         var readError: Error?
         while true {
@@ -195,7 +237,7 @@ struct RunCommand: ParsableCommand {
             blocks += 1
             progress.update(blocks)
         }
-        try chain.flush(emit: emitCapped)
+        try chain.drain(emit: emit)
         progress.finish(blocks)
         if let writeError { throw writeError }
         try writer.close()

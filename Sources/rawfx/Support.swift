@@ -77,10 +77,30 @@ extension RawfxCommand {
     }
 }
 
-/// Builds the registry: `--plugin-path` entries, then RAWFX_PLUGIN_PATH, then the
-/// executable's directory.
+/// Builds the registry for `rawfx run` and `rawfx demo`: `--plugin-path` entries, then
+/// RAWFX_PLUGIN_PATH, then the executable's directory. Prints one `rawfx: warning:` line per
+/// filter id that two files provide. A `--plugin-path` that does not exist ends the command
+/// with `rawfx: error:` and status 1, here rather than by throwing because the commands call
+/// this outside `try`.
 func makeRegistry(_ explicit: [String]) -> PluginRegistry {
-    PluginRegistry(searchPath: explicit)
+    do {
+        let registry = try loadRegistry(explicit)
+        for clash in registry.clashes { printWarning(clash.description) }
+        return registry
+    } catch {
+        printError(error.description)
+        exit(1)
+    }
+}
+
+/// The registry of `--plugin-path` entries and the standard search path; a missing
+/// `--plugin-path` entry throws, naming the option.
+func loadRegistry(_ explicit: [String]) throws(CLIError) -> PluginRegistry {
+    do {
+        return try PluginRegistry(searchPath: explicit)
+    } catch {
+        throw CLIError("--plugin-path \(error.description)")
+    }
 }
 
 /// Turns an unknown-filter error into one that also mentions plugin files that failed.

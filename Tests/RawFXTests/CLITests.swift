@@ -1,3 +1,4 @@
+import CSpeexDSP
 import Foundation
 import RawFX
 import RawFXMedia
@@ -459,5 +460,62 @@ final class CLITests: XCTestCase {
         let fromFFmpeg = try shell("ffmpeg -nostdin -loglevel error -i '\(wav)' -c:a pcm_s16le -f wav - | \"$RAWFX\" run --af gain - - | ffmpeg -nostdin -loglevel error -f wav -i - -f s16le -")
         XCTAssertEqual(fromFFmpeg.status, 0, fromFFmpeg.stderr)
         XCTAssertEqual(fromFFmpeg.stdout, pcm)
+    }
+
+    // MARK: - Latency: outputs line up with their inputs
+
+    func testDenoisedWAVHasTheInputsLengthAndZeroLag() throws {
+        guard has("denoise") else { throw XCTSkip("denoise is not built") }
+        let dir = temporaryDirectory()
+        // Not a whole number of 10 ms blocks, so the tail needs draining.
+        let frames = 48000 + 123
+        let clean = TestAudio.speech(sampleRate: 48000, seconds: Double(frames) / 48000, seed: 5, peak: 0.3)
+        let input = TestAudio.addNoise(to: Array(clean.prefix(frames)), snr: 10, seed: 6)
+        let path = dir.appendingPathComponent("in.wav").path
+        let writer = try WAVWriter(path: path, format: AudioFormat(sampleRate: 48000, channels: 1))
+        try writer.write(input)
+        try writer.close()
+        let out = dir.appendingPathComponent("out.wav").path
+        let run = try rawfx("run", "--af", "denoise", path, out)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let output = try WAVReader(path: out).readAll()
+        XCTAssertEqual(output.count, input.count, "the output has the input's length")
+
+        // SpeexDSP directly, on the input plus two blocks of silence, shifted by its one-block delay.
+        var padded = input + [Int16](repeating: 0, count: 960 + (480 - frames % 480))
+        let state = speex_preprocess_state_init(480, 48000)!
+        defer { speex_preprocess_state_destroy(state) }
+        var level: Int32 = -30
+        speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &level)
+        for b in 0..<(padded.count / 480) {
+            padded.withUnsafeMutableBufferPointer { _ = speex_preprocess_run(state, $0.baseAddress! + b * 480) }
+        }
+        XCTAssertTrue(output == Array(padded[480..<(480 + frames)]), "sample i of the output is the filter's answer to sample i of the input")
+        XCTAssertEqual(TestAudio.estimateLag(reference: clean, processed: output, maxLag: 2000), 0)
+    }
+
+    func testDelayingVideoFilterKeepsEveryFrameInPlace() throws {
+        let dir = temporaryDirectory()
+        let plugin = try compileCPlugin(repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/host_plugin.c"),
+                                        into: dir, name: "host_plugin.so")
+        let input = try makeY4M(dir, frames: 6)
+        let out = dir.appendingPathComponent("out.y4m").path
+        let run = try rawfx("run", "--plugin-path", plugin, "--vf", "vdelay=frames=3", input, out)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertEqual(try frames(of: out), try frames(of: input), "the first 3 outputs are dropped and the last 3 drained")
+    }
+
+    func testPluginLogLinesReachStderrAndThreadsAreChecked() throws {
+        let dir = temporaryDirectory()
+        let plugin = try compileCPlugin(repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/host_plugin.c"),
+                                        into: dir, name: "host_plugin.so")
+        let input = try makeY4M(dir, frames: 3)
+        let out = dir.appendingPathComponent("out.y4m").path
+        let run = try rawfx("run", "--threads", "2", "--plugin-path", plugin, "--vf", "hostprobe=log_at=2:slices=4", input, out)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertEqual(run.stderrLines, ["rawfx: hostprobe: frame 2"])
+        // Every slice job ran as the process thread (the probe writes the count into Y[0][3]).
+        XCTAssertEqual(try frames(of: out).map { $0[3] }, [4, 4, 4])
+        assertOneErrorLine(try rawfx("run", "--threads", "0", input, out), "--threads 0", "1 to 64")
     }
 }

@@ -10,7 +10,7 @@ final class ChainTests: XCTestCase {
 
     override func setUpWithError() throws {
         directory = temporaryDirectory()
-        registry = PluginRegistry()
+        registry = PluginRegistry.empty()
         try registry.load(path: compileCPlugin(invertSource, into: directory, name: "invert.so"))
         try registry.load(path: compileCPlugin(fixtureSource, into: directory, name: "stamp.so"))
         for library in builtPlugins.libraries where library.filters.contains(where: { $0.id == "null" }) {

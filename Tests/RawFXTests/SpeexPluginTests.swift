@@ -1,3 +1,4 @@
+import CRawFX
 import CSpeexDSP
 import Foundation
 import RawFX
@@ -70,44 +71,12 @@ final class SpeexPluginTests: XCTestCase {
 
         let (output, flags) = try runChain(chain, input: input, format: format, chunks: [block])
 
-        // SpeexDSP directly.
-        var expected = input
-        var expectedFlags: [Bool] = []
-        var states: [OpaquePointer] = []
-        for _ in 0..<channels {
-            let st = try XCTUnwrap(speex_preprocess_state_init(Int32(block), Int32(rate)))
-            var lv = level
-            speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &lv)
-            if let agcLevel {
-                var on: Int32 = 1
-                var target = agcLevel
-                speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_AGC_LEVEL, &target)
-                speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_AGC, &on)
-            }
-            var start = vadThresholds.start, keep = vadThresholds.continue
-            speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_PROB_START, &start)
-            speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_PROB_CONTINUE, &keep)
-            if vad {
-                var on: Int32 = 1
-                speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_VAD, &on)
-            }
-            states.append(st)
-        }
-        defer { states.forEach { speex_preprocess_state_destroy($0) } }
-        var plane = [Int16](repeating: 0, count: block)
-        for b in 0..<(frames / block) {
-            var voice = false
-            for c in 0..<channels {
-                for i in 0..<block { plane[i] = expected[(b * block + i) * channels + c] }
-                if speex_preprocess_run(states[c], &plane) == 1 { voice = true }
-                for i in 0..<block { expected[(b * block + i) * channels + c] = plane[i] }
-            }
-            expectedFlags.append(vad && voice)
-        }
+        let reference = SpeexReference(rate: rate, channels: channels, level: level, agcLevel: agcLevel, vad: vad,
+                                       vadThresholds: vadThresholds)
+        let (expected, voice) = reference.run(input)
+        let expectedFlags = voice.map { vad && $0 }
 
-        XCTAssertEqual(output.count, expected.count)
-        let firstDifference = zip(output, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-        XCTAssertNil(firstDifference, "\(text) at \(rate) Hz x\(channels): first differing sample \(firstDifference ?? -1)")
+        assertSamplesEqual(output, expected, "\(text) at \(rate) Hz x\(channels)")
         XCTAssertEqual(flags, expectedFlags, "VOICE flags are SpeexDSP's return values")
     }
 
@@ -177,13 +146,15 @@ final class SpeexPluginTests: XCTestCase {
         XCTAssertGreaterThan(voicedRate, 0.9)
         XCTAssertGreaterThan(voicedRate, silentRate + 0.25, "voice flags must follow the speech")
 
-        // The rawfx.voice-activity/1 extension counts the same blocks.
-        let activity = try XCTUnwrap(chain.filters[0].extensionPointer("rawfx.voice-activity/1"))
-        XCTAssertEqual(activity.load(fromByteOffset: 0, as: UInt32.self), 32, "struct_size")
-        XCTAssertEqual(activity.load(fromByteOffset: 4, as: UInt32.self), 1, "vad_enabled")
-        XCTAssertEqual(activity.load(fromByteOffset: 8, as: UInt64.self), UInt64(flags.filter { $0 }.count), "voice_blocks")
-        XCTAssertEqual(activity.load(fromByteOffset: 16, as: UInt64.self), UInt64(flags.count), "total_blocks")
-        XCTAssertLessThanOrEqual(activity.load(fromByteOffset: 28, as: UInt32.self), 100, "speech_probability")
+        // The rawfx.voice-activity/1 extension (rawfx/ext/voice_activity.h) counts the same blocks.
+        let pointer = try XCTUnwrap(chain.filters[0].extensionPointer(RAWFX_EXT_VOICE_ACTIVITY))
+        let activity = pointer.assumingMemoryBound(to: rawfx_voice_activity_v1.self).pointee
+        XCTAssertEqual(activity.struct_size, UInt32(MemoryLayout<rawfx_voice_activity_v1>.size))
+        XCTAssertEqual(activity.vad_enabled, 1)
+        XCTAssertEqual(activity.voice_blocks, UInt64(flags.filter { $0 }.count))
+        XCTAssertEqual(activity.total_blocks, UInt64(flags.count))
+        XCTAssertEqual(activity.last_block_voice, flags.last == true ? 1 : 0)
+        XCTAssertLessThanOrEqual(activity.speech_probability, 100)
         XCTAssertNil(chain.filters[0].extensionPointer("rawfx.no-such-extension/1"))
     }
 
@@ -323,6 +294,160 @@ final class SpeexPluginTests: XCTestCase {
         XCTAssertEqual(first, second, "after reset the chain behaves as new")
     }
 
+    // MARK: Real time: reset and live parameters (called on the C functions directly)
+
+    /// Stereo speech-like signal with noise, `blocks` 10 ms blocks at 48 kHz.
+    private func noisyStereo(blocks: Int, seed: UInt64) -> [Int16] {
+        let frames = blocks * 480
+        let left = TestAudio.addNoise(to: TestAudio.speech(sampleRate: 48000, seconds: Double(frames) / 48000 + 0.1,
+                                                           seed: seed, peak: 0.3), snr: 5, seed: seed)
+        let right = TestAudio.addNoise(to: TestAudio.speech(sampleRate: 48000, seconds: Double(frames) / 48000 + 0.1,
+                                                            seed: seed + 100, peak: 0.3), snr: 10, seed: seed + 100)
+        var stereo = [Int16](repeating: 0, count: frames * 2)
+        for i in 0..<frames { stereo[2 * i] = left[i]; stereo[2 * i + 1] = right[i] }
+        return stereo
+    }
+
+    /// Runs interleaved stereo 48 kHz audio through the instance in 10 ms blocks.
+    private func runDirect(_ filter: DirectFilter, _ input: ArraySlice<Int16>) throws -> [Int16] {
+        var output: [Int16] = []
+        var offset = input.startIndex
+        while offset < input.endIndex {
+            var block = Array(input[offset..<(offset + 960)])
+            try filter.process(&block, rate: 48000, channels: 2)
+            output += block
+            offset += 960
+        }
+        return output
+    }
+
+    /// Equal sample arrays; on a difference says where, not the whole arrays.
+    private func assertSamplesEqual(_ got: [Int16], _ expected: [Int16], _ what: String,
+                                    file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(got.count, expected.count, what, file: file, line: line)
+        if let first = zip(got, expected).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
+            let differing = zip(got, expected).filter { $0.0 != $0.1 }.count
+            XCTFail("\(what): \(differing) samples differ, the first at \(first) (\(got[first]) instead of \(expected[first]))",
+                    file: file, line: line)
+        }
+    }
+
+    private func allocations(_ body: () -> Void) -> UInt64 {
+        let before = rawfx_thread_allocation_count()
+        body()
+        return rawfx_thread_allocation_count() - before
+    }
+
+    /// A level change between two blocks keeps the stream's state: bit-exact with one SpeexDSP
+    /// state whose level changed at that block. Then reset allocates nothing and the output is
+    /// bit-exact with fresh SpeexDSP states at the current settings; on_callback (run by the
+    /// runtime's service thread) prepares the next spare, so a second reset is as good.
+    func testLiveLevelChangeAndResetWithoutAllocating() throws {
+        XCTAssertEqual(rawfx_allocation_counter_active(), 1)
+        let plugin = try DirectPlugin.built("rawfx-speex")
+        let denoise = try DirectFilter(plugin.descriptor("denoise"), host: .attached)
+        try denoise.configure(.audio(rate: 48000, channels: 2))
+        let a = noisyStereo(blocks: 100, seed: 21), b = noisyStereo(blocks: 60, seed: 22)
+
+        var output = try runDirect(denoise, a[0..<(50 * 960)])
+        XCTAssertEqual(allocations { XCTAssertEqual(denoise.set(0, int: -45), Int32(RAWFX_OK)) }, 0, "set_param level")
+        output += try runDirect(denoise, a[(50 * 960)...])
+        let changed = SpeexReference(rate: 48000, channels: 2, level: -30)
+        var expected = changed.run(Array(a[0..<(50 * 960)])).samples
+        changed.setLevel(-45)
+        expected += changed.run(Array(a[(50 * 960)...])).samples
+        assertSamplesEqual(output, expected, "a live level change is SpeexDSP's ctl between the same two blocks")
+
+        let fresh = SpeexReference(rate: 48000, channels: 2, level: -45).run(b).samples
+        XCTAssertEqual(allocations { denoise.reset() }, 0, "reset swaps in the spare states")
+        assertSamplesEqual(try runDirect(denoise, b[...]), fresh, "after reset: fresh SpeexDSP states")
+
+        RawFXLog.sync()  // runs the on_callback that reset requested
+        XCTAssertEqual(allocations { denoise.reset() }, 0, "on_callback prepared another spare")
+        assertSamplesEqual(try runDirect(denoise, b[...]), fresh, "fresh SpeexDSP states")
+    }
+
+    /// Without on_callback between two resets, the second re-creates the states on the calling
+    /// thread (allocating), logs a warning through the host, and still forgets everything.
+    func testResetBeforeOnCallbackFallsBackAndWarns() throws {
+        let lines = LogCapture()
+        defer { lines.stop() }
+        let plugin = try DirectPlugin.built("rawfx-speex")
+        // Unattached: the service thread cannot call on_callback; the test does, by hand.
+        let denoise = try DirectFilter(plugin.descriptor("denoise"), host: .unattached, source: "denoise#fallback")
+        try denoise.configure(.audio(rate: 48000, channels: 2))
+        let a = noisyStereo(blocks: 30, seed: 31), b = noisyStereo(blocks: 30, seed: 32)
+        let fresh = SpeexReference(rate: 48000, channels: 2, level: -30).run(b).samples
+
+        _ = try runDirect(denoise, a[...])
+        XCTAssertEqual(allocations { denoise.reset() }, 0)
+        _ = try runDirect(denoise, a[...])
+        XCTAssertGreaterThan(allocations { denoise.reset() }, 0, "no spare: re-created in place")
+        assertSamplesEqual(try runDirect(denoise, b[...]), fresh, "fresh SpeexDSP states")
+        RawFXLog.sync()
+        let warnings = lines.records.filter { $0.source == "denoise#fallback" }
+        XCTAssertEqual(warnings.map(\.severity), [.warning])
+        XCTAssertEqual(warnings.first?.message,
+                       "reset came before the spare SpeexDSP states were ready (on_callback has not run since the "
+                       + "last reset): re-created them on the calling thread, which allocates")
+
+        denoise.onCallback()
+        XCTAssertEqual(allocations { denoise.reset() }, 0, "on_callback replenished the spare")
+        assertSamplesEqual(try runDirect(denoise, b[...]), fresh, "fresh SpeexDSP states")
+    }
+
+    /// Resets in a tight loop while the service thread runs on_callback concurrently: whichever
+    /// path each reset takes (spare or fallback), the blocks after it are those of fresh states.
+    func testResetsRacingOnCallbackAlwaysForget() throws {
+        let plugin = try DirectPlugin.built("rawfx-speex")
+        let denoise = try DirectFilter(plugin.descriptor("denoise"), host: .attached)
+        try denoise.configure(.audio(rate: 48000, channels: 2))
+        let b = noisyStereo(blocks: 1, seed: 51)
+        let fresh = SpeexReference(rate: 48000, channels: 2, level: -30).run(b).samples
+        var allocationFree = 0
+        let rounds = 300
+        for round in 0..<rounds {
+            assertSamplesEqual(try runDirect(denoise, b[...]), fresh, "round \(round)")
+            if allocations({ denoise.reset() }) == 0 { allocationFree += 1 }
+        }
+        print("SpeexPluginTests resets racing on_callback: \(allocationFree) of \(rounds) took the spare")
+        XCTAssertGreaterThan(allocationFree, 0)
+    }
+
+    /// Through the 1.0 `create` (no host, so no on_callback ever): the spare made at configure
+    /// serves the first reset; later ones fall back, still exact.
+    func testResetWithoutHostUsesTheSpareFromConfigure() throws {
+        let plugin = try DirectPlugin.built("rawfx-speex")
+        let denoise = try DirectFilter(plugin.descriptor("denoise"), host: .none)
+        try denoise.configure(.audio(rate: 48000, channels: 2))
+        let a = noisyStereo(blocks: 30, seed: 41), b = noisyStereo(blocks: 30, seed: 42)
+        let fresh = SpeexReference(rate: 48000, channels: 2, level: -30).run(b).samples
+        _ = try runDirect(denoise, a[...])
+        XCTAssertEqual(allocations { denoise.reset() }, 0)
+        assertSamplesEqual(try runDirect(denoise, b[...]), fresh, "fresh SpeexDSP states")
+        XCTAssertGreaterThan(allocations { denoise.reset() }, 0)
+        XCTAssertEqual(allocations { denoise.reset() }, 0, "nothing processed since the last reset: a no-op")
+        assertSamplesEqual(try runDirect(denoise, b[...]), fresh, "fresh SpeexDSP states")
+    }
+
+    /// Every parameter without RECONFIGURE changes without allocating, on a configured instance
+    /// (denoise with and without VAD); the others are marked RECONFIGURE.
+    func testRealTimeParametersDoNotAllocate() throws {
+        let plugin = try DirectPlugin.built("rawfx-speex")
+        for vad in [false, true] {
+            let denoise = try DirectFilter(plugin.descriptor("denoise"), host: .attached)
+            XCTAssertEqual(denoise.set(3, int: vad ? 1 : 0), Int32(RAWFX_OK))
+            try denoise.configure(.audio(rate: 48000, channels: 2))
+            XCTAssertEqual(denoise.assertRealTimeCallsDoNotAllocate(),
+                           ["level", "agc", "agc_level", "vad_start", "vad_continue", "dereverb"])
+        }
+        // resample: a new rate or channel count changes the output format, and SpeexDSP's
+        // set_quality re-allocates its filter: all three wait for a configure.
+        let resample = try DirectFilter(plugin.descriptor("resample"), host: .attached)
+        try resample.configure(.audio(rate: 44100, channels: 2))
+        XCTAssertEqual(resample.assertRealTimeCallsDoNotAllocate(), [])
+    }
+
     // MARK: helpers
 
     /// Feeds `input` through the chain in chunks cycling through `chunks` (frames), returns every
@@ -365,6 +490,64 @@ final class SpeexPluginTests: XCTestCase {
         guard let st = speex_resampler_init(1, UInt32(from), UInt32(to), quality, &err) else { return -1 }
         defer { speex_resampler_destroy(st) }
         return Int(speex_resampler_get_output_latency(st))
+    }
+
+    /// SpeexDSP's preprocessor called directly, one state per channel, set as denoise sets it.
+    private final class SpeexReference {
+        let channels: Int, block: Int
+        private var states: [OpaquePointer] = []
+
+        init(rate: Int, channels: Int, level: Int32, agcLevel: Float? = nil, vad: Bool = false,
+             vadThresholds: (start: Int32, continue: Int32) = (70, 50)) {
+            self.channels = channels
+            block = rate / 100
+            for _ in 0..<channels {
+                let st = speex_preprocess_state_init(Int32(block), Int32(rate))!
+                var lv = level
+                speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &lv)
+                if let agcLevel {
+                    var on: Int32 = 1
+                    var target = agcLevel
+                    speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_AGC_LEVEL, &target)
+                    speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_AGC, &on)
+                }
+                var start = vadThresholds.start, keep = vadThresholds.continue
+                speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_PROB_START, &start)
+                speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_PROB_CONTINUE, &keep)
+                if vad {
+                    var on: Int32 = 1
+                    speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_VAD, &on)
+                }
+                states.append(st)
+            }
+        }
+
+        deinit { states.forEach { speex_preprocess_state_destroy($0) } }
+
+        func setLevel(_ level: Int32) {
+            for st in states {
+                var lv = level
+                speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &lv)
+            }
+        }
+
+        /// Runs whole 10 ms blocks of interleaved audio; returns the samples and, per block,
+        /// whether speex_preprocess_run returned 1 for any channel.
+        func run(_ input: [Int16]) -> (samples: [Int16], voice: [Bool]) {
+            var output = input
+            var voice: [Bool] = []
+            var plane = [Int16](repeating: 0, count: block)
+            for b in 0..<(input.count / channels / block) {
+                var any = false
+                for c in 0..<channels {
+                    for i in 0..<block { plane[i] = output[(b * block + i) * channels + c] }
+                    if speex_preprocess_run(states[c], &plane) == 1 { any = true }
+                    for i in 0..<block { output[(b * block + i) * channels + c] = plane[i] }
+                }
+                voice.append(any)
+            }
+            return (output, voice)
+        }
     }
 
     /// SpeexDSP's resampler called directly on the same blocks.

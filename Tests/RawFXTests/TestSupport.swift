@@ -5,20 +5,27 @@ import XCTest
 /// The repository root, from this file's path.
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-/// A fresh temporary directory for one test.
+/// A fresh temporary directory for one test, mode 0755 whatever the umask, so the plugins
+/// compiled into it pass the loader's trust rule (not writable by group or others).
 func temporaryDirectory() -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("rawfx-tests-\(UUID().uuidString)")
-    try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
+                                             attributes: [.posixPermissions: 0o755])
     return url
 }
 
-/// Compiles a C plugin against rawfx.h alone (`cc -std=c99 -shared -fPIC`), returns the .so path.
-func compileCPlugin(_ source: URL, defines: [String] = [], into directory: URL, name: String) throws -> String {
+/// The 1.0 header, kept to compile plugins as they were written for ABI 1.0.
+let abi10HeaderDirectory = repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/abi-1.0")
+
+/// Compiles a C plugin against rawfx.h alone (`cc -std=c99 -shared -fPIC`), returns the .so path
+/// (mode 0755). `includeFirst` directories come before the 1.1 header's on the include path.
+func compileCPlugin(_ source: URL, defines: [String] = [], includeFirst: [URL] = [],
+                    into directory: URL, name: String) throws -> String {
     let output = directory.appendingPathComponent(name).path
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["cc", "-std=c99", "-Wall", "-Werror", "-shared", "-fPIC",
-                         "-I", repositoryRoot.appendingPathComponent("Sources/CRawFX/include").path]
+    process.arguments = ["cc", "-std=c99", "-Wall", "-Werror", "-shared", "-fPIC"]
+        + (includeFirst + [repositoryRoot.appendingPathComponent("Sources/CRawFX/include")]).flatMap { ["-I", $0.path] }
         + defines.map { "-D" + $0 } + [source.path, "-o", output]
     let pipe = Pipe()
     process.standardError = pipe
@@ -26,6 +33,7 @@ func compileCPlugin(_ source: URL, defines: [String] = [], into directory: URL, 
     process.waitUntilExit()
     let errors = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     guard process.terminationStatus == 0 else { throw CompileFailure(message: errors) }
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: output)
     return output
 }
 

@@ -11,7 +11,7 @@ final class YUVPluginTests: XCTestCase {
     var registry: PluginRegistry!
 
     override func setUpWithError() throws {
-        registry = PluginRegistry()
+        registry = PluginRegistry.empty()
         guard let library = builtPlugins.libraries.first(where: { $0.name == "rawfx-yuv" }) else {
             throw XCTSkip("libRawFXYUV.so is not built next to the tests (swift build --product RawFXYUV)")
         }
@@ -273,6 +273,47 @@ final class YUVPluginTests: XCTestCase {
     }
 
     // MARK: Allocations
+
+    /// set_param of every parameter without RECONFIGURE (scale's filter and mode, rotate's
+    /// mirror, mirror's vertical) allocates nothing on a configured instance, and neither
+    /// does reset; the size and angle parameters are marked RECONFIGURE.
+    func testLiveParametersDoNotAllocate() throws {
+        let plugin = try DirectPlugin.built("rawfx-yuv")
+        var live: [String: [String]] = [:]
+        for id in ["scale", "rotate", "mirror"] {
+            let filter = try DirectFilter(plugin.descriptor(id), host: .attached)
+            if id == "scale" { XCTAssertEqual(filter.set(0, int: 1280), Int32(RAWFX_OK)) }
+            try filter.configure(.video(width: 1920, height: 1080))
+            live[id] = filter.assertRealTimeCallsDoNotAllocate()
+        }
+        XCTAssertEqual(live, ["scale": ["filter", "mode"], "rotate": ["mirror"], "mirror": ["vertical"]])
+    }
+
+    /// With a 1.1 host the filters log their configure-time decisions through it, once.
+    func testConfigureLogsTheGeometryThroughTheHost() throws {
+        let lines = LogCapture()
+        defer { lines.stop() }
+        let plugin = try DirectPlugin.built("rawfx-yuv")
+        let scale = try DirectFilter(plugin.descriptor("scale"), host: .attached, source: "scale#log")
+        for (index, value) in [(0, 640), (1, 480), (3, 1 /* fit */)] {
+            XCTAssertEqual(scale.set(index, int: Int64(value)), Int32(RAWFX_OK))
+        }
+        try scale.configure(.video(width: 1920, height: 1080))
+        let rotate = try DirectFilter(plugin.descriptor("rotate"), host: .attached, source: "rotate#log")
+        XCTAssertEqual(rotate.set(0, int: 4 /* auto */), Int32(RAWFX_OK))
+        var phone = rawfx_format.video(width: 640, height: 480)
+        phone.video.rotation = 90
+        let negotiated = try rotate.configure(phone)
+        XCTAssertEqual([negotiated.output.video.width, negotiated.output.video.height, negotiated.output.video.rotation],
+                       [480, 640, 0])
+        RawFXLog.sync()
+        let logged = lines.records.filter { $0.source.hasSuffix("#log") }
+        XCTAssertEqual(logged.map(\.severity), [.info, .info])
+        XCTAssertEqual(logged.map(\.message), [
+            "1920x1080 -> 640x480, mode fit: input 1920x1080 at 0,0 to output 640x360 at 0,60",
+            "angle=auto: the input's rotation metadata is 90: turning 640x480 by 90 degrees to 480x640, rotation 0",
+        ])
+    }
 
     func testRotateMirrorAndPointScaleDoNotAllocatePerFrame() throws {
         XCTAssertEqual(rawfx_allocation_counter_active(), 1, "the malloc interposer is not in effect")

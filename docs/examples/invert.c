@@ -78,7 +78,7 @@ static void invert_reset(const rawfx_filter *filter) { (void)filter; /* no histo
 static const char *invert_get_error(const rawfx_filter *filter) { return state_of(filter)->error; }
 
 static const rawfx_filter *invert_create(const rawfx_filter_descriptor *descriptor, char *error, size_t capacity) {
-    invert_state *s = calloc(1, sizeof *s);
+    invert_state *s = (invert_state *)calloc(1, sizeof *s); /* the cast: C++ needs it */
     if (s == NULL) {
         if (error != NULL && capacity > 0) snprintf(error, capacity, "invert: out of memory");
         return NULL;
@@ -101,7 +101,8 @@ static const rawfx_filter_descriptor invert_descriptor = {
     sizeof(rawfx_filter_descriptor), "invert", "Invert", "1.0.0",
     "Photographic negative of an I420 frame, in place.",
     RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_IN_PLACE,
-    invert_params, 1, invert_create
+    invert_params, 1, invert_create,
+    NULL /* create_with_host (ABI 1.1): optional; the host then calls create */
 };
 
 static rawfx_status plugin_init(const rawfx_host_info *host, char *error, size_t capacity) {

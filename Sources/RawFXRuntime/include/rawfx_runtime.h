@@ -45,8 +45,15 @@ void rfx_host_context_destroy(rfx_host_context *context);
 const rawfx_host *rfx_host_context_host(rfx_host_context *context);
 
 /* [control] Ties an instance context to the instance created with it, so that
- * the service thread can call its on_callback. */
+ * the service thread can call its on_callback; NULL unties it (before destroy), waiting for
+ * an on_callback in progress. */
 void rfx_host_context_attach_filter(rfx_host_context *context, const rawfx_filter *filter);
+
+/* [control] Held around every control call into the instance (configure, set_param on a
+ * control thread, destroy) so that on_callback never overlaps one: the service thread only
+ * calls on_callback when it gets this lock. Not on the process thread in steady state. */
+void rfx_host_context_lock_control(rfx_host_context *context);
+void rfx_host_context_unlock_control(rfx_host_context *context);
 
 /* [control] Who rebuilds the instance when it calls request_reconfigure:
  * `sink(owner, context)` runs on the service thread (never on the process

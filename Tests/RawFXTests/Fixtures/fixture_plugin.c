@@ -2,15 +2,26 @@
  * A plugin whose faults are chosen at compile time, for the loader's tests:
  *   -DFIXTURE_ABI_MAJOR=2 / -DFIXTURE_ABI_MINOR=99   version checks
  *   -DFIXTURE_REFUSE_HOST                            init refuses the host
+ *   -DFIXTURE_REQUIRE_HOST_MINOR=1                   init refuses a host older than 1.1
  *   -DFIXTURE_NO_ENTRY                               no rawfx_get_plugin_entry
  *   -DFIXTURE_BAD_DEFAULT                            a default outside its range
  *   -DFIXTURE_ID='"stamp"'                           the filter id
+ *   -DFIXTURE_SECOND_ID='"extra"'                    a second filter (a copy of stamp)
+ *   -DFIXTURE_GROWN                                  entry and descriptors carry fields of a
+ *                                                    future minor (garbage a host must not read)
+ *   -DFIXTURE_ENTRY_SIZE=16                          the entry's struct_size
+ * It compiles against the 1.1 header and against the 1.0 one (Fixtures/abi-1.0 first on the
+ * include path). It exports what it saw, for the tests to read with dlsym: how often init and
+ * deinit ran, the host's ABI minor and version, its own path, and the name of the 1.1 host
+ * object, through which it also logs one line ("init").
  * The filter, `stamp`, adds `value` to the first luma sample of each frame (in place) and
  * refuses frames wider than `max_width` at configure, so tests can see which chain ran a
  * frame and how negotiation refusals read.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "rawfx.h"
 
 #ifndef FIXTURE_ABI_MAJOR
@@ -78,32 +89,105 @@ static const rawfx_filter *create(const rawfx_filter_descriptor *d, char *error,
     return &s->filter;
 }
 
-static const rawfx_filter_descriptor descriptor = {
-    sizeof(rawfx_filter_descriptor), FIXTURE_ID, "Stamp", "1.0.0", "Test filter.",
-    RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_IN_PLACE, params, 2, create
+/* A future minor's fields after the known ones: pointers no host may follow. */
+#define FUTURE_FIELDS { (void *)(uintptr_t)0xdead0001u, (void *)(uintptr_t)0xdead0002u }
+typedef struct grown_descriptor { rawfx_filter_descriptor known; void *future[2]; } grown_descriptor;
+typedef struct grown_entry { rawfx_plugin_entry known; void *future[2]; } grown_entry;
+
+#ifdef FIXTURE_GROWN
+#define DESCRIPTOR_SIZE sizeof(grown_descriptor)
+#else
+#define DESCRIPTOR_SIZE sizeof(rawfx_filter_descriptor)
+#endif
+#define DESCRIBE(id) { DESCRIPTOR_SIZE, id, "Stamp", "1.0.0", "Test filter.", \
+                       RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_IN_PLACE, params, 2, create }
+#ifdef FIXTURE_GROWN
+static const grown_descriptor descriptors[] = {
+    { DESCRIBE(FIXTURE_ID), FUTURE_FIELDS },
+#ifdef FIXTURE_SECOND_ID
+    { DESCRIBE(FIXTURE_SECOND_ID), FUTURE_FIELDS },
+#endif
 };
+#define DESCRIPTOR(i) (&descriptors[i].known)
+#else
+static const rawfx_filter_descriptor descriptors[] = {
+    DESCRIBE(FIXTURE_ID),
+#ifdef FIXTURE_SECOND_ID
+    DESCRIBE(FIXTURE_SECOND_ID),
+#endif
+};
+#define DESCRIPTOR(i) (&descriptors[i])
+#endif
+#define FILTER_COUNT ((uint32_t)(sizeof descriptors / sizeof descriptors[0]))
+
+/* What the plugin saw, for the tests (read with dlsym). */
+RAWFX_EXPORT int fixture_init_calls, fixture_deinit_calls;
+/* init while initialised, or deinit while not: the host broke init/deinit alternation. */
+RAWFX_EXPORT int fixture_overlaps;
+static int initialised;
+RAWFX_EXPORT uint32_t fixture_host_minor, fixture_host_info_size;
+RAWFX_EXPORT char fixture_host_version[64], fixture_plugin_path[4096], fixture_host_object_name[64];
+RAWFX_EXPORT const uint32_t fixture_descriptor_size = sizeof(rawfx_filter_descriptor);
 
 static rawfx_status init(const rawfx_host_info *host, char *error, size_t capacity) {
+    fixture_init_calls++;
+    if (initialised) fixture_overlaps++;
+    fixture_host_minor = host->abi.minor;
+    fixture_host_info_size = host->struct_size;
+    snprintf(fixture_host_version, sizeof fixture_host_version, "%s", host->version);
+#if RAWFX_ABI_MINOR >= 1
+    /* A 1.1 field is read only when the host's struct_size covers it. */
+    if (host->struct_size >= offsetof(rawfx_host_info, host) + sizeof host->host) {
+        snprintf(fixture_plugin_path, sizeof fixture_plugin_path, "%s", host->plugin_path);
+        if (host->host != NULL) {
+            snprintf(fixture_host_object_name, sizeof fixture_host_object_name, "%s", host->host->name);
+            host->host->log(host->host, RAWFX_LOG_INFO, "init");
+        }
+    }
+#endif
 #ifdef FIXTURE_REFUSE_HOST
     snprintf(error, capacity, "needs host ABI 1.%u or newer, host has %u.%u",
              (unsigned)(host->abi.minor + 1), (unsigned)host->abi.major, (unsigned)host->abi.minor);
     return RAWFX_ERR_VERSION;
+#elif defined(FIXTURE_REQUIRE_HOST_MINOR)
+    if (host->abi.major != RAWFX_ABI_MAJOR || host->abi.minor < FIXTURE_REQUIRE_HOST_MINOR) {
+        snprintf(error, capacity, "needs host ABI 1.%u or newer, host has %u.%u",
+                 (unsigned)FIXTURE_REQUIRE_HOST_MINOR, (unsigned)host->abi.major, (unsigned)host->abi.minor);
+        return RAWFX_ERR_VERSION;
+    }
+    initialised = 1;
+    return RAWFX_OK;
 #else
-    (void)host; (void)error; (void)capacity;
+    (void)error; (void)capacity;
+    initialised = 1;
     return RAWFX_OK;
 #endif
 }
-static void deinit(void) {}
-static uint32_t count(void) { return 1; }
-static const rawfx_filter_descriptor *describe(uint32_t i) { return i == 0 ? &descriptor : NULL; }
+static void deinit(void) {
+    fixture_deinit_calls++;
+    if (!initialised) fixture_overlaps++;
+    initialised = 0;
+}
+static uint32_t count(void) { return FILTER_COUNT; }
+static const rawfx_filter_descriptor *describe(uint32_t i) { return i < FILTER_COUNT ? DESCRIPTOR(i) : NULL; }
 
-static const rawfx_plugin_entry entry = {
-    sizeof(rawfx_plugin_entry), { FIXTURE_ABI_MAJOR, FIXTURE_ABI_MINOR }, "fixture", "1.0.0",
-    init, deinit, count, describe
-};
+#define ENTRY_FIELDS { FIXTURE_ABI_MAJOR, FIXTURE_ABI_MINOR }, "fixture", "1.0.0", init, deinit, count, describe
+#ifdef FIXTURE_GROWN
+#ifndef FIXTURE_ENTRY_SIZE
+#define FIXTURE_ENTRY_SIZE sizeof(grown_entry)
+#endif
+static const grown_entry grown = { { FIXTURE_ENTRY_SIZE, ENTRY_FIELDS }, FUTURE_FIELDS };
+#define ENTRY (&grown.known)
+#else
+#ifndef FIXTURE_ENTRY_SIZE
+#define FIXTURE_ENTRY_SIZE sizeof(rawfx_plugin_entry)
+#endif
+static const rawfx_plugin_entry entry = { FIXTURE_ENTRY_SIZE, ENTRY_FIELDS };
+#define ENTRY (&entry)
+#endif
 
 #ifndef FIXTURE_NO_ENTRY
-RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void) { return &entry; }
+RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void) { return ENTRY; }
 #else
-RAWFX_EXPORT const rawfx_plugin_entry *some_other_symbol(void) { return &entry; }
+RAWFX_EXPORT const rawfx_plugin_entry *some_other_symbol(void) { return ENTRY; }
 #endif

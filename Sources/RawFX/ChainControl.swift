@@ -1,0 +1,322 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// Hands objects from control threads to the one processing thread and back, with no lock
+/// and no allocation on the processing side.
+///
+/// `post` (any thread) puts a value in the slot, taking back and returning the value that was
+/// still waiting so the caller can fold the two (a batch of edits grows); `take`
+/// (processing thread) empties the slot; `retire` (processing thread) hands a used value to
+/// the control side, which releases it at its next `post` or when the mailbox goes, so
+/// teardown never runs inside an SDK callback.
+final class Mailbox<Value: AnyObject>: @unchecked Sendable {
+    private let pending = Atomic<UInt>(0)
+    private let retired = Atomic<UInt>(0)
+    /// Serializes producers: take-back-and-repost must be one step for them.
+    private let producers = Mutex<Void>(())
+
+    deinit {
+        Mailbox.release(pending.exchange(0, ordering: .acquiring))
+        Mailbox.release(retired.exchange(0, ordering: .acquiring))
+    }
+
+    /// [control] `update` receives the value still waiting (nil if the processing thread took
+    /// it) and returns the value to post. Also releases what the processing thread retired.
+    func post(_ update: (Value?) -> Value) {
+        producers.withLock { _ in
+            let waiting = pending.exchange(0, ordering: .acquiringAndReleasing)
+            let previous = waiting == 0 ? nil : Unmanaged<Value>.fromOpaque(UnsafeRawPointer(bitPattern: waiting)!).takeRetainedValue()
+            let next = update(previous)
+            pending.store(UInt(bitPattern: Unmanaged.passRetained(next).toOpaque()), ordering: .releasing)
+        }
+        Mailbox.release(retired.exchange(0, ordering: .acquiring))
+    }
+
+    /// [control] Releases what the processing thread retired, without posting.
+    func collect() { Mailbox.release(retired.exchange(0, ordering: .acquiring)) }
+
+    /// [process] True when a value waits (one relaxed load: the per-frame cost when idle).
+    @inline(__always) var hasPending: Bool { pending.load(ordering: .relaxed) != 0 }
+
+    /// [process] The waiting value, if any.
+    @inline(__always)
+    func take() -> Value? {
+        let bits = pending.exchange(0, ordering: .acquiring)
+        guard bits != 0 else { return nil }
+        return Unmanaged<Value>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
+    }
+
+    /// [process] Gives a used value back for release on the control side. If the control side
+    /// has not collected the previous one yet, that one is released here (rare: two batches
+    /// applied with no control call in between).
+    func retire(_ value: Value) {
+        let bits = UInt(bitPattern: Unmanaged.passRetained(value).toOpaque())
+        Mailbox.release(retired.exchange(bits, ordering: .acquiringAndReleasing))
+    }
+
+    private static func release(_ bits: UInt) {
+        guard bits != 0 else { return }
+        Unmanaged<Value>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+    }
+}
+
+/// A parameter value in C form (`rawfx_param_value`), built on the control side so the
+/// processing thread only passes a pointer. A string is copied into storage this object owns.
+final class CParameterValue: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<rawfx_param_value>
+    private let text: UnsafeMutablePointer<CChar>?
+
+    init(_ value: ParameterValue) {
+        pointer = .allocate(capacity: 1)
+        var c = rawfx_param_value()
+        c.struct_size = UInt32(MemoryLayout<rawfx_param_value>.size)
+        var text: UnsafeMutablePointer<CChar>?
+        switch value {
+        case .int(let v): c.type = rawfx_param_type(RAWFX_PARAM_INT); c.int_value = v
+        case .float(let v): c.type = rawfx_param_type(RAWFX_PARAM_FLOAT); c.float_value = v
+        case .bool(let v): c.type = rawfx_param_type(RAWFX_PARAM_BOOL); c.int_value = v ? 1 : 0
+        case .enumeration(let i, _): c.type = rawfx_param_type(RAWFX_PARAM_ENUM); c.int_value = Int64(i)
+        case .string(let s):
+            c.type = rawfx_param_type(RAWFX_PARAM_STRING)
+            text = strdup(s)
+            c.string_value = UnsafePointer(text)
+        }
+        self.text = text
+        pointer.initialize(to: c)
+    }
+
+    deinit {
+        free(text)
+        pointer.deallocate()
+    }
+}
+
+/// Which stage a run-time change addresses: `"denoise.level"` (by filter id, when the id is
+/// in the chain once) or `"1.level"` (by stage index, counted from 0).
+public struct StageAddress: Hashable, Sendable {
+    public var stage: String
+    public var parameter: String?
+
+    /// Parses `"stage.parameter"`; with `parameter: false`, a bare stage (`"denoise"`, `"1"`).
+    public init(_ text: String, parameter: Bool = true) throws(ChainError) {
+        if parameter {
+            guard let dot = text.lastIndex(of: "."), dot != text.startIndex, text.index(after: dot) != text.endIndex else {
+                throw .contract("'\(text)' does not address a parameter: write FILTER.PARAMETER (\"denoise.level\") or INDEX.PARAMETER (\"0.level\")")
+            }
+            stage = String(text[..<dot])
+            self.parameter = String(text[text.index(after: dot)...])
+        } else {
+            stage = text
+            self.parameter = nil
+        }
+    }
+
+    /// The stage index in a chain of these filter types.
+    func resolve(in types: [FilterType]) throws(ChainError) -> Int {
+        if let index = Int(stage) {
+            guard index >= 0, index < types.count else {
+                let ids = types.map(\.id)
+                throw .contract("stage \(index) does not exist: the chain has \(ids.count) stage\(ids.count == 1 ? "" : "s") (0 to \(ids.count - 1): \(ids.joined(separator: ", ")))")
+            }
+            return index
+        }
+        var first = -1
+        for index in 0..<types.count where types[index].id == stage {
+            guard first < 0 else { return try ambiguous(types) }
+            first = index
+        }
+        guard first >= 0 else {
+            let ids = types.map(\.id)
+            throw .contract("no stage '\(stage)' in the chain (\(ids.isEmpty ? "empty" : ids.joined(separator: ", ")))")
+        }
+        return first
+    }
+
+    private func ambiguous(_ types: [FilterType]) throws(ChainError) -> Int {
+        let matches = types.indices.filter { types[$0].id == stage }
+        throw .contract("'\(stage)' appears \(matches.count) times in the chain (stages \(matches.map(String.init).joined(separator: ", "))): address it by index, e.g. \(matches[0]).\(parameter ?? "")")
+    }
+}
+
+/// One change to a chain, made on the control side and applied between two frames.
+final class ChainEdit {
+    enum Kind { case setParameter, bypass, replace }
+    let kind: Kind
+    let stage: Int
+    /// `.setParameter`: the parameter and its C value.
+    let parameterIndex: Int
+    let value: CParameterValue?
+    /// `.bypass`
+    let bypass: Bool
+    /// `.replace`: prepared stages for `stage..<stage + replacements.count`; after the swap
+    /// they hold the old ones, released on the control side with the batch.
+    var replacements: [AnyObject]
+    /// `.replace`: the input format the replacements were configured for.
+    let preparedInput: StreamFormat?
+
+    init(setParameter stage: Int, index: Int, value: CParameterValue) {
+        kind = .setParameter; self.stage = stage; parameterIndex = index; self.value = value
+        bypass = false; replacements = []; preparedInput = nil
+    }
+
+    init(bypass stage: Int, _ on: Bool) {
+        kind = .bypass; self.stage = stage; bypass = on
+        parameterIndex = 0; value = nil; replacements = []; preparedInput = nil
+    }
+
+    init(replace stage: Int, with replacements: [AnyObject], preparedFor input: StreamFormat?) {
+        kind = .replace; self.stage = stage; self.replacements = replacements; preparedInput = input
+        parameterIndex = 0; value = nil; bypass = false
+    }
+}
+
+/// [process] `set_param` of a run-time change; a refusal (rare: the host validated the
+/// value) is counted and logged, since no caller is waiting on this thread.
+func applyParameter(_ edit: ChainEdit, to instance: FilterInstance, timing: TimingRecorder) {
+    guard instance.setOnProcessThread(index: edit.parameterIndex, edit.value!.pointer) != RAWFX_OK else { return }
+    timing.recordError()
+    RawFXLog.log(.error, source: instance.type.id, "refused a run-time parameter change: \(instance.lastError)")
+}
+
+/// The edits waiting for the processing thread, in order.
+final class ChainEditBatch {
+    var edits: [ChainEdit] = []
+}
+
+/// What the control side knows about a chain: each stage's type, parameter values, bypass
+/// flag and last negotiated formats. Guarded by a mutex that the processing thread takes only
+/// when it negotiates (never per frame).
+struct ChainControlState {
+    var types: [FilterType]
+    var values: [[String: ParameterValue]]
+    var bypassed: [Bool]
+    var inputs: [StreamFormat?]
+    var outputs: [StreamFormat?]
+    var latencies: [Int]
+
+    init(instances: [FilterInstance]) {
+        types = instances.map(\.type)
+        values = instances.map(\.values)
+        bypassed = Array(repeating: false, count: instances.count)
+        inputs = Array(repeating: nil, count: instances.count)
+        outputs = Array(repeating: nil, count: instances.count)
+        latencies = Array(repeating: 0, count: instances.count)
+    }
+
+    /// A new instance of stage `index` with the recorded values (plus `override`), created and
+    /// parameterized on the calling (control) thread.
+    func makeInstance(stage index: Int, override: (Int, ParameterValue)? = nil) throws(ChainError) -> FilterInstance {
+        let type = types[index]
+        let instance = try type.makeInstance()
+        for (id, value) in values[index] {
+            guard let i = type.parameters.firstIndex(where: { $0.id == id }) else { continue }
+            if let override, override.0 == i { continue }
+            try instance.set(index: i, value: value)
+        }
+        if let override { try instance.set(index: override.0, value: override.1) }
+        return instance
+    }
+}
+
+/// The run-time control every chain offers: parameters, bypass, rebuilds. Shared by
+/// `VideoChain` and `AudioChain`, which supply `prepareReplacement` (negotiate new stages on
+/// the control side) and apply the batch on their processing thread.
+protocol RunTimeControllable: AnyObject, Sendable {
+    var control: Mutex<ChainControlState> { get }
+    var edits: Mailbox<ChainEditBatch> { get }
+    var mediaKind: MediaKind { get }
+    /// [control] New stages for `start...`, negotiated for the recorded formats, with
+    /// `first` as the instance of stage `start`. Updates the recorded formats.
+    func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit
+}
+
+extension RunTimeControllable {
+    /// Queues an edit for the processing thread.
+    func post(_ edit: ChainEdit) {
+        edits.post { waiting in
+            let batch = waiting ?? ChainEditBatch()
+            batch.edits.append(edit)
+            return batch
+        }
+    }
+
+    func setParameterImpl(_ address: StageAddress, text: String) throws(ChainError) {
+        try control.withLock { (state: inout ChainControlState) throws(ChainError) in
+            let stage = try address.resolve(in: state.types)
+            let type = state.types[stage]
+            guard let name = address.parameter, let index = type.parameters.firstIndex(where: { $0.id == name }) else {
+                throw .unknownParameter(filter: type.id, parameter: address.parameter ?? "", valid: type.parameters.map(\.id))
+            }
+            let descriptor = type.parameters[index]
+            let value = try descriptor.parse(text, filter: type.id)
+            if descriptor.needsReconfigure {
+                // A new instance configured here, swapped in between two frames.
+                let instance = try state.makeInstance(stage: stage, override: (index, value))
+                let edit = try prepareReplacement(start: stage, first: instance, state: &state)
+                state.values[stage][name] = value
+                post(edit)
+            } else {
+                state.values[stage][name] = value
+                post(ChainEdit(setParameter: stage, index: index, value: CParameterValue(value)))
+            }
+        }
+    }
+
+    func setBypassImpl(_ address: StageAddress, _ on: Bool) throws(ChainError) {
+        try control.withLock { (state: inout ChainControlState) throws(ChainError) in
+            let stage = try address.resolve(in: state.types)
+            if on, let input = state.inputs[stage], let output = state.outputs[stage], input != output {
+                throw .contract("cannot bypass \(state.types[stage].id): it turns \(input) into \(output), and a bypass must not change the format")
+            }
+            state.bypassed[stage] = on
+            post(ChainEdit(bypass: stage, on))
+        }
+    }
+
+    /// [control] New stages from `start` on: `first` (the new instance of stage `start`), then
+    /// fresh instances of the following stages as long as the format reaching them changed.
+    /// `plan` configures one instance for its input on this thread and returns the prepared
+    /// stage, its output and its latency. Records the new formats; the processing thread
+    /// swaps the stages in.
+    func prepareStages(start: Int, first: FilterInstance, state: inout ChainControlState, stageCount: Int,
+                       plan: (FilterInstance, StreamFormat) throws(ChainError) -> (stage: AnyObject, output: StreamFormat, latency: Int))
+        throws(ChainError) -> [AnyObject] {
+        guard var format = state.inputs[start] else { return [] }
+        var replacements: [AnyObject] = []
+        var instance = first
+        var index = start
+        while true {
+            let planned = try plan(instance, format)
+            watchReconfigureRequests(instance, stage: index)
+            replacements.append(planned.stage)
+            let changed = state.outputs[index] != planned.output
+            state.inputs[index] = format
+            state.outputs[index] = planned.output
+            state.latencies[index] = planned.latency
+            format = planned.output
+            index += 1
+            // Later stages are rebuilt only when the format reaching them changed.
+            guard changed, index < stageCount else { break }
+            instance = try state.makeInstance(stage: index)
+        }
+        return replacements
+    }
+
+    /// Rebuilds the stage when its plugin calls `request_reconfigure`.
+    func watchReconfigureRequests(_ instance: FilterInstance, stage: Int) {
+        instance.onReconfigureRequest { [weak self] in try? self?.rebuildStage(stage) }
+    }
+
+    /// [control] Rebuilds stage `stage` with its recorded values (a plugin's
+    /// `request_reconfigure`).
+    func rebuildStage(_ stage: Int) throws(ChainError) {
+        try control.withLock { (state: inout ChainControlState) throws(ChainError) in
+            let instance = try state.makeInstance(stage: stage)
+            post(try prepareReplacement(start: stage, first: instance, state: &state))
+        }
+    }
+}
