@@ -1,8 +1,14 @@
 import RawFX
 
-/// `RAWFX_ID_RULE`, "[a-z0-9_]+": filter and parameter ids.
-func followsIDRule(_ s: String) -> Bool {
-    !s.isEmpty && s.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 }
+/// A struct a plugin wrote, read as rawfx.h's growth rule says: at most its `struct_size`
+/// bytes and the fields of the minor it declared (`sizeForMinor`), into a zeroed host struct,
+/// so that nothing past the plugin's struct is ever read.
+func readPluginStruct<T>(_ pointer: UnsafePointer<T>, zero: T, sizeForMinor: Int) -> T {
+    let structSize = UnsafeRawPointer(pointer).load(as: UInt32.self)
+    var value = zero
+    let count = min(Int(structSize), sizeForMinor, MemoryLayout<T>.size)
+    withUnsafeMutableBytes(of: &value) { $0.baseAddress!.copyMemory(from: UnsafeRawPointer(pointer), byteCount: count) }
+    return value
 }
 
 /// The end of a member: a struct is read only as far as its `struct_size` covers a member.
@@ -18,6 +24,12 @@ enum Size10 {
     /// Unchanged in 1.1.
     static let paramDescriptor = MemoryLayout<rawfx_param_descriptor>.size
     static let entry = MemoryLayout<rawfx_plugin_entry>.size
+
+    /// How much of a filter descriptor, or of an instance, a plugin of ABI `minor` defines.
+    static func filterDescriptor(minor: UInt32) -> Int {
+        minor >= 1 ? MemoryLayout<rawfx_filter_descriptor>.size : filterDescriptor
+    }
+    static func filter(minor: UInt32) -> Int { minor >= 1 ? MemoryLayout<rawfx_filter>.size : filter }
 }
 
 /// A value to hand to `set_param` (`rawfx_param_value`), with how to say it.
@@ -142,6 +154,8 @@ struct FilterDescription {
     let create: CreateFunction?
     /// Only for a plugin that declares ABI 1.1 or later and whose struct_size covers it.
     let createWithHost: CreateWithHostFunction?
+    /// The ABI minor the plugin declared (its structs are read as far as it defines them).
+    let pluginMinor: UInt32
     let problems: [String]
     /// Why no instance can be made at all (no kind, no create function…), or nil.
     let unusable: String?
@@ -149,7 +163,9 @@ struct FilterDescription {
     init(index: Int, descriptor: UnsafePointer<rawfx_filter_descriptor>, pluginMinor: UInt32) {
         self.index = index
         self.descriptor = descriptor
-        let d = descriptor.pointee
+        self.pluginMinor = pluginMinor
+        let d = readPluginStruct(descriptor, zero: rawfx_filter_descriptor(),
+                                 sizeForMinor: Size10.filterDescriptor(minor: pluginMinor))
         var problems: [String] = []
         var unusable: String?
         let size = Int(d.struct_size)
@@ -159,7 +175,9 @@ struct FilterDescription {
         let id = d.id.map { String(cString: $0) }
         self.id = id ?? "filter#\(index)"
         if let id {
-            if !followsIDRule(id) { problems.append("id '\(id)' does not follow RAWFX_ID_RULE [a-z0-9_]+") }
+            if !FilterType.isValidIdentifier(id) {
+                problems.append("id '\(id)' does not follow RAWFX_ID_RULE \(FilterType.identifierRule)")
+            }
         } else {
             problems.append("no id")
         }
@@ -178,20 +196,27 @@ struct FilterDescription {
             unusable = "its processing mode is unknown"
         }
         create = d.create
-        let withHostEnd = fieldEnd(\rawfx_filter_descriptor.create_with_host, MemoryLayout<CreateWithHostFunction?>.size)
-        createWithHost = pluginMinor >= 1 && size >= withHostEnd ? d.create_with_host : nil
+        // Zero unless the plugin declared 1.1 and its struct_size covers the field.
+        createWithHost = d.create_with_host
         if create == nil && createWithHost == nil {
             problems.append(pluginMinor >= 1 ? "neither create nor create_with_host is set" : "create is NULL")
             unusable = "it has no create function"
         }
         var parameters: [ParameterInfo] = []
+        // The array's stride is the plugin's own struct_size (a later minor may grow it).
+        let stride = d.param_count > 0 && d.params != nil ? Int(d.params.pointee.struct_size) : 0
         if d.param_count > 0 && d.params == nil {
             problems.append("param_count is \(d.param_count) but params is NULL")
             unusable = "its parameter array is missing"
+        } else if d.param_count > 0 && stride < Size10.paramDescriptor {
+            problems.append("the first parameter descriptor has struct_size \(stride), less than \(Size10.paramDescriptor)")
+            unusable = "its parameter array cannot be walked"
         } else {
             var seen = Set<String>()
             for i in 0..<Int(d.param_count) {
-                let (info, found) = FilterDescription.readParameter(d.params[i], index: i)
+                let element = (UnsafeRawPointer(d.params!) + i * stride).assumingMemoryBound(to: rawfx_param_descriptor.self)
+                let p = readPluginStruct(element, zero: rawfx_param_descriptor(), sizeForMinor: Size10.paramDescriptor)
+                let (info, found) = FilterDescription.readParameter(p, index: i)
                 problems += found
                 if !seen.insert(info.id).inserted { problems.append("parameter id '\(info.id)' appears twice") }
                 parameters.append(info)
@@ -209,7 +234,11 @@ struct FilterDescription {
         if Int(p.struct_size) < Size10.paramDescriptor {
             problem("struct_size \(p.struct_size) is smaller than \(Size10.paramDescriptor)")
         }
-        if p.id == nil { problem("no id") } else if !followsIDRule(id) { problem("id does not follow RAWFX_ID_RULE [a-z0-9_]+") }
+        if p.id == nil {
+            problem("no id")
+        } else if !FilterType.isValidIdentifier(id) {
+            problem("id does not follow RAWFX_ID_RULE \(FilterType.identifierRule)")
+        }
         for (field, value) in [("name", p.name), ("help", p.help)] where value.map({ String(cString: $0).isEmpty }) ?? true {
             problem("\(field) is missing or empty")
         }

@@ -12,7 +12,8 @@ import RawFX
 final class PluginFile {
     let path: String
     let fileName: String
-    let entry: UnsafePointer<rawfx_plugin_entry>
+    /// The entry as read by its struct_size.
+    let entry: rawfx_plugin_entry
     let abi: ABIVersion
     let name: String
     let version: String
@@ -52,7 +53,7 @@ final class PluginFile {
         guard let entry = getEntry() else {
             return .failure(.malformedDescriptor(path: path, reason: "\(RAWFX_ENTRY_SYMBOL) returned NULL"))
         }
-        let e = entry.pointee
+        let e = readPluginStruct(entry, zero: rawfx_plugin_entry(), sizeForMinor: Size10.entry)
         guard Int(e.struct_size) >= fieldEnd(\rawfx_plugin_entry.abi, MemoryLayout<rawfx_abi_version>.size) else {
             return .failure(.malformedDescriptor(path: path, reason: "entry struct_size \(e.struct_size) does not even reach its ABI version"))
         }
@@ -82,18 +83,17 @@ final class PluginFile {
             let text = String(nulTerminated: message)
             return .failure(.refusedHost(path: path, message: text.isEmpty ? "init returned status \(initStatus) without a message" : text))
         }
-        return .success(PluginFile(path: path, entry: entry, abi: abi, host: host,
+        return .success(PluginFile(path: path, entry: e, abi: abi, host: host,
                                    count: count(), describe: { describe($0) }))
     }
 
-    private init(path: String, entry: UnsafePointer<rawfx_plugin_entry>, abi: ABIVersion, host: ValidatorHost,
+    private init(path: String, entry e: rawfx_plugin_entry, abi: ABIVersion, host: ValidatorHost,
                  count: UInt32, describe: (UInt32) -> UnsafePointer<rawfx_filter_descriptor>?) {
         self.path = path
         fileName = RawFXValidate.fileName(path)
-        self.entry = entry
+        entry = e
         self.abi = abi
         libraryHost = host
-        let e = entry.pointee
         name = e.plugin_name.map { String(cString: $0) } ?? ""
         version = e.plugin_version.map { String(cString: $0) } ?? ""
         var problems: [String] = []
@@ -126,7 +126,7 @@ final class PluginFile {
         guard open else { return }
         open = false
         libraryHost.begin(.deinitialize)
-        entry.pointee.deinit?()
+        entry.deinit?()
         libraryHost.end()
         libraryHost.release()
     }

@@ -49,11 +49,13 @@ final class TestInstance {
                                               UnsafeMutablePointer<rawfx_audio_frame>?) -> rawfx_status
 
     let filter: UnsafePointer<rawfx_filter>
+    /// The instance struct read by its struct_size and the plugin's minor (on_callback is
+    /// NULL for a 1.0 plugin, whatever lies past its struct).
+    private let fields: rawfx_filter
     let host: ValidatorHost?
     let ledger: InstanceLedger
     private let video: VideoProcess?
     private let audio: AudioProcess?
-    private let onCallback: (@convention(c) (UnsafePointer<rawfx_filter>?) -> Void)?
     private(set) var negotiation: rawfx_negotiation?
     private var destroyed = false
 
@@ -76,7 +78,7 @@ final class TestInstance {
             let text = String(nulTerminated: message)
             return .failure(StepFailure(text.isEmpty ? "returned NULL without a message in its error buffer" : "returned NULL: \(text)"))
         }
-        let f = filter.pointee
+        let f = readPluginStruct(filter, zero: rawfx_filter(), sizeForMinor: Size10.filter(minor: description.pluginMinor))
         var missing: [String] = []
         if Int(f.struct_size) < Size10.filter {
             missing.append("struct_size \(f.struct_size) (less than the 1.0 size \(Size10.filter), RAWFX_SIZE_1_0_FILTER)")
@@ -98,22 +100,17 @@ final class TestInstance {
             host?.release()
             return .failure(StepFailure("gave an instance with " + missing.joined(separator: ", ")))
         }
-        let callbackEnd = fieldEnd(\rawfx_filter.on_callback, MemoryLayout<(@convention(c) (UnsafePointer<rawfx_filter>?) -> Void)?>.size)
-        let callback = description.createWithHost != nil && Int(f.struct_size) >= callbackEnd ? f.on_callback : nil
-        return .success(TestInstance(filter: filter, host: host, ledger: ledger,
-                                     video: description.kind == .video ? f.process_video : nil,
-                                     audio: description.kind == .audio ? f.process_audio : nil, onCallback: callback))
+        return .success(TestInstance(filter: filter, fields: f, host: host, ledger: ledger, kind: description.kind!))
     }
 
-    private init(filter: UnsafePointer<rawfx_filter>, host: ValidatorHost?, ledger: InstanceLedger,
-                 video: VideoProcess?, audio: AudioProcess?,
-                 onCallback: (@convention(c) (UnsafePointer<rawfx_filter>?) -> Void)?) {
+    private init(filter: UnsafePointer<rawfx_filter>, fields: rawfx_filter, host: ValidatorHost?, ledger: InstanceLedger,
+                 kind: MediaKind) {
         self.filter = filter
+        self.fields = fields
         self.host = host
         self.ledger = ledger
-        self.video = video
-        self.audio = audio
-        self.onCallback = onCallback
+        video = kind == .video ? fields.process_video : nil
+        audio = kind == .audio ? fields.process_audio : nil
     }
 
     deinit { destroy() }
@@ -123,20 +120,20 @@ final class TestInstance {
         guard !destroyed else { return }
         destroyed = true
         host?.begin(.destroy)
-        filter.pointee.destroy(filter)
+        fields.destroy(filter)
         host?.end()
         host?.release()
     }
 
     private var lastError: String {
-        guard let p = filter.pointee.get_error(filter) else { return "" }
+        guard let p = fields.get_error(filter) else { return "" }
         return String(cString: p)
     }
 
     /// Runs `on_callback` on this (control) thread when the plugin asked for it: a host must
     /// never run it concurrently with another control call.
     private func serviceCallbacks() {
-        guard let host, host.takeCallbackRequest(), let onCallback else { return }
+        guard let host, host.takeCallbackRequest(), let onCallback = fields.on_callback else { return }
         host.begin(.onCallback)
         onCallback(filter)
         host.end()
@@ -147,7 +144,7 @@ final class TestInstance {
     /// `live`, between two frames on the process thread, counting allocations there.
     func set(_ parameter: ParameterInfo, _ value: TrialValue, live: Bool) -> CallOutcome {
         let filter = self.filter, host = self.host, index = UInt32(parameter.index)
-        let setParam = filter.pointee.set_param!
+        let setParam = fields.set_param!
         var status: rawfx_status = 0
         var allocations: UInt64 = 0
         value.withC { c in
@@ -176,7 +173,7 @@ final class TestInstance {
         result.struct_size = UInt32(MemoryLayout<rawfx_negotiation>.size)
         result.output = input
         host?.begin(.configure)
-        let status = filter.pointee.configure(filter, &cInput, &result)
+        let status = fields.configure(filter, &cInput, &result)
         host?.end()
         var outcome = CallOutcome(status: status, message: "", allocations: 0)
         if outcome.succeeded {
@@ -225,7 +222,7 @@ final class TestInstance {
     /// the allocations it made on the thread that ran it.
     func reset(onProcessThread: Bool) -> UInt64 {
         let filter = self.filter, host = self.host
-        let reset = filter.pointee.reset!
+        let reset = fields.reset!
         var allocations: UInt64 = 0
         let call = {
             host?.begin(.reset)
