@@ -92,29 +92,19 @@ private func changedField(_ before: rawfx_video_frame, _ after: rawfx_video_fram
     return fields.first { $0.1 != $0.2 }.map { "\($0.0) \($0.1) → \($0.2)" }
 }
 
-/// Video: guarded input, and a guarded output for out-of-place filters (in place, the
-/// output pointer is the input pointer, as rawfx.h promises).
-final class VideoIO: StreamIO {
-    let input: GuardedVideoFrame
-    let output: GuardedVideoFrame?
-    private let inFrame = UnsafeMutablePointer<rawfx_video_frame>.allocate(capacity: 1)
-    private let outFrame = UnsafeMutablePointer<rawfx_video_frame>.allocate(capacity: 1)
-    private var givenIn = rawfx_video_frame()
-    private var givenOut = rawfx_video_frame()
-    private var inputBefore: [UInt8] = []
+/// The two frame structs a call gets, at fixed addresses for the life of the buffers. In
+/// place, the output pointer is the input pointer, as rawfx.h promises.
+class FrameStructs<Frame> {
+    let inFrame: UnsafeMutablePointer<Frame>
+    let outFrame: UnsafeMutablePointer<Frame>
+    let inPlace: Bool
 
-    init(input format: VideoFormat, output: rawfx_video_format, processing: Processing) {
-        input = GuardedVideoFrame(format: format)
-        self.output = processing == .outOfPlace ? GuardedVideoFrame(format: VideoFormat(output)) : nil
-        inFrame.initialize(to: input.frame)
-        outFrame.initialize(to: rawfx_video_frame())
-        if let out = self.output {
-            // What the host fills in before the call: planes, strides, the negotiated format.
-            givenOut = out.frame
-            givenOut.pixel_format = output.pixel_format
-            givenOut.color_range = output.color_range
-            givenOut.rotation = output.rotation
-        }
+    init(zero: Frame, inPlace: Bool) {
+        inFrame = .allocate(capacity: 1)
+        inFrame.initialize(to: zero)
+        outFrame = .allocate(capacity: 1)
+        outFrame.initialize(to: zero)
+        self.inPlace = inPlace
     }
 
     deinit {
@@ -123,7 +113,31 @@ final class VideoIO: StreamIO {
     }
 
     var inputPointer: UnsafeMutableRawPointer { UnsafeMutableRawPointer(inFrame) }
-    var outputPointer: UnsafeMutableRawPointer { UnsafeMutableRawPointer(output == nil ? inFrame : outFrame) }
+    var outputPointer: UnsafeMutableRawPointer { UnsafeMutableRawPointer(inPlace ? inFrame : outFrame) }
+    /// The struct the filter wrote its output into.
+    var result: Frame { (inPlace ? inFrame : outFrame).pointee }
+}
+
+/// Video: guarded input, and a guarded output for out-of-place filters.
+final class VideoIO: FrameStructs<rawfx_video_frame>, StreamIO {
+    let input: GuardedVideoFrame
+    let output: GuardedVideoFrame?
+    private var givenIn = rawfx_video_frame()
+    private var givenOut = rawfx_video_frame()
+    private var inputBefore: [UInt8] = []
+
+    init(input format: VideoFormat, output: rawfx_video_format, processing: Processing) {
+        input = GuardedVideoFrame(format: format)
+        self.output = processing == .outOfPlace ? GuardedVideoFrame(format: VideoFormat(output)) : nil
+        super.init(zero: rawfx_video_frame(), inPlace: processing == .inPlace)
+        if let out = self.output {
+            // What the host fills in before the call: planes, strides, the negotiated format.
+            givenOut = out.frame
+            givenOut.pixel_format = output.pixel_format
+            givenOut.color_range = output.color_range
+            givenOut.rotation = output.rotation
+        }
+    }
 
     func prepare(seed: Int, call: Int, variant: Int) {
         input.fill(seed: seed)
@@ -157,7 +171,7 @@ final class VideoIO: StreamIO {
     }
 
     func capture() -> Captured {
-        let frame = (output == nil ? inFrame : outFrame).pointee
+        let frame = result
         let buffer = output ?? input
         // Only the part the frame says it holds (and the buffer has): a filter that reports
         // a smaller picture is the output-format check's business.
@@ -169,13 +183,11 @@ final class VideoIO: StreamIO {
 
 /// Audio: a guarded block in, and for out-of-place filters a guarded output of the capacity
 /// the negotiation asked for. `counts` cycle as the frame counts of successive calls.
-final class AudioIO: StreamIO {
+final class AudioIO: FrameStructs<rawfx_audio_frame>, StreamIO {
     let format: AudioFormat
     let counts: [Int]
     let input: GuardedAudioBuffer
     let output: GuardedAudioBuffer?
-    private let inFrame = UnsafeMutablePointer<rawfx_audio_frame>.allocate(capacity: 1)
-    private let outFrame = UnsafeMutablePointer<rawfx_audio_frame>.allocate(capacity: 1)
     private let negotiated: rawfx_audio_format
     private var givenIn = rawfx_audio_frame()
     private var givenOut = rawfx_audio_frame()
@@ -188,17 +200,8 @@ final class AudioIO: StreamIO {
         negotiated = output
         input = GuardedAudioBuffer(capacityFrames: counts.max()!, channels: format.channels)
         self.output = processing == .outOfPlace ? GuardedAudioBuffer(capacityFrames: capacity, channels: Int(output.channels)) : nil
-        inFrame.initialize(to: rawfx_audio_frame())
-        outFrame.initialize(to: rawfx_audio_frame())
+        super.init(zero: rawfx_audio_frame(), inPlace: processing == .inPlace)
     }
-
-    deinit {
-        inFrame.deallocate()
-        outFrame.deallocate()
-    }
-
-    var inputPointer: UnsafeMutableRawPointer { UnsafeMutableRawPointer(inFrame) }
-    var outputPointer: UnsafeMutableRawPointer { UnsafeMutableRawPointer(output == nil ? inFrame : outFrame) }
 
     func prepare(seed: Int, call: Int, variant: Int) {
         frames = counts[call % counts.count]
@@ -220,7 +223,7 @@ final class AudioIO: StreamIO {
     }
 
     func verify(label: String, guards: inout Findings, format: inout Findings) {
-        let after = (output == nil ? inFrame : outFrame).pointee
+        let after = result
         if let output {
             if let offset = input.storage.firstDifference(from: inputBefore) {
                 guards.fail("\(label): wrote into its input block (byte \(offset - GuardedAudioBuffer.guardSamples * 2) of the samples); an out-of-place filter must not", kind: "input")
@@ -246,7 +249,7 @@ final class AudioIO: StreamIO {
     }
 
     func capture() -> Captured {
-        let after = (output == nil ? inFrame : outFrame).pointee
+        let after = result
         let buffer = output ?? input
         let n = min(Int(after.frame_count), buffer.capacityFrames) * buffer.channels
         let bytes = UnsafeRawBufferPointer(start: buffer.samples, count: n * 2)

@@ -157,10 +157,16 @@ final class TestInstance {
             }
             if live { ProcessThread.shared.run(call) } else { call() }
         }
+        return finish("set_param(\(parameter.id)=\(value))", status, allocations: allocations)
+    }
+
+    /// The outcome of a call that returned `status`: on failure with `get_error` (read right
+    /// away, before any other call) and noted for error-messages; then any callback it asked for.
+    private func finish(_ call: String, _ status: rawfx_status, allocations: UInt64) -> CallOutcome {
         var outcome = CallOutcome(status: status, message: "", allocations: allocations)
         if !outcome.succeeded {
             outcome.message = lastError
-            ledger.noteFailure("set_param(\(parameter.id)=\(value))", outcome)
+            ledger.noteFailure(call, outcome)
         }
         serviceCallbacks()
         return outcome
@@ -175,16 +181,8 @@ final class TestInstance {
         host?.begin(.configure)
         let status = fields.configure(filter, &cInput, &result)
         host?.end()
-        var outcome = CallOutcome(status: status, message: "", allocations: 0)
-        if outcome.succeeded {
-            negotiation = result
-        } else {
-            negotiation = nil
-            outcome.message = lastError
-            ledger.noteFailure("configure(\(label))", outcome)
-        }
-        serviceCallbacks()
-        return outcome
+        negotiation = status == RAWFX_OK ? result : nil
+        return finish("configure(\(label))", status, allocations: 0)
     }
 
     /// `process_video` / `process_audio` on the process thread, with `is_process_thread`
@@ -209,13 +207,7 @@ final class TestInstance {
             host?.leaveProcess()
         }
         allocations &+= (host?.workerAllocations.load(ordering: .relaxed) ?? 0) &- workerBefore
-        var outcome = CallOutcome(status: status, message: "", allocations: allocations)
-        if !outcome.succeeded {
-            outcome.message = lastError
-            ledger.noteFailure("process (\(label))", outcome)
-        }
-        serviceCallbacks()
-        return outcome
+        return finish("process (\(label))", status, allocations: allocations)
     }
 
     /// `reset` between frames: on the process thread, or on this (control) thread. Returns
