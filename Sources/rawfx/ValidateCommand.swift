@@ -66,9 +66,12 @@ struct ValidateCommand: ParsableCommand {
         let options = ValidationOptions(filter: filter, settings: settings, allowSkips: allowSkips, threads: threads,
                                         timeoutSeconds: timeout)
         if worker { Foundation.exit(PluginValidator.runWorker(path: plugin, options: options)) }
-        if !json { print("rawfx validate \(plugin)") }
+        // The heading comes with the first lines, so a command-line error prints nothing else.
+        var headed = false
         let printLines: ([CheckResult]) -> Void = { lines in
             guard !json else { return }
+            if !headed { print("rawfx validate \(plugin)") }
+            headed = true
             for line in lines { print(line.line) }
             fflush(nil)
         }
