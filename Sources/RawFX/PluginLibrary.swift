@@ -144,10 +144,6 @@ public final class PluginLibrary: @unchecked Sendable {
         }
     }
 
-    /// The 1.0 size of `rawfx_plugin_entry`, the smallest accepted (it has not grown since).
-    static let entrySize1_0 = MemoryLayout<rawfx_plugin_entry>.offset(of: \.filter_descriptor)!
-        + MemoryLayout<UnsafeRawPointer>.size
-
     /// Reads the entry by the plugin's `struct_size` (`PluginStruct.read`): the version first
     /// (it decides how to read the rest), then min(struct_size, host size) bytes into a zeroed
     /// struct, so a newer plugin's extra fields are ignored.
@@ -169,8 +165,8 @@ public final class PluginLibrary: @unchecked Sendable {
         guard pluginABI.major == ABIVersion.host.major else {
             throw .abiMajorMismatch(path: path, plugin: pluginABI, host: .host)
         }
-        guard size >= entrySize1_0 else {
-            throw .malformedDescriptor(path: path, reason: "entry struct_size \(size), expected at least \(entrySize1_0) (the ABI 1.0 size)")
+        guard size >= PluginStruct.entry10 else {
+            throw .malformedDescriptor(path: path, reason: "entry struct_size \(size), expected at least \(PluginStruct.entry10) (the ABI 1.0 size)")
         }
         // rawfx_plugin_entry has not grown since 1.0: every minor defines all of it.
         let entry = PluginStruct.read(pointer, zero: rawfx_plugin_entry(), structSize: UInt32(size),

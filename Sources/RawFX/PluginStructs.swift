@@ -22,7 +22,9 @@ enum PluginStruct {
         return value
     }
 
-    /// The 1.0 sizes (RAWFX_SIZE_1_0_*): the least a host accepts.
+    /// The 1.0 sizes (RAWFX_SIZE_1_0_*): the least a host accepts. `rawfx_plugin_entry` has
+    /// not grown since 1.0.
+    static let entry10 = MemoryLayout<rawfx_plugin_entry>.size
     static let filterDescriptor10 = MemoryLayout<rawfx_filter_descriptor>.offset(of: \.create_with_host)!
     static let filter10 = MemoryLayout<rawfx_filter>.offset(of: \.on_callback)!
     /// rawfx_param_descriptor has not grown since 1.0.

@@ -76,7 +76,7 @@ struct DemoCommand: ParsableCommand {
     }
 
     func run() throws {
-        let registry = makeRegistry(pluginPath)
+        let registry = try loadRegistry(pluginPath)
         let fm = FileManager.default
         do {
             try fm.createDirectory(atPath: outputDir, withIntermediateDirectories: true)

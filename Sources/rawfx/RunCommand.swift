@@ -98,7 +98,7 @@ struct RunCommand: ParsableCommand {
         RawFXThreadPool.threadCount = try threadCount()
         // Lines plugins logged reach stderr before rawfx exits, whatever the outcome.
         defer { RawFXLog.sync() }
-        let registry = makeRegistry(pluginPath)
+        let registry = try loadRegistry(pluginPath)
         let source = try MediaInput(path: input)
         let kind = try Container.of(input: source, path: input)
         let outputKind = try Container.of(output: output, input: kind)

@@ -82,25 +82,17 @@ extension RawfxCommand {
 /// filter id that two files provide. A `--plugin-path` that does not exist ends the command
 /// with `rawfx: error:` and status 1, here rather than by throwing because the commands call
 /// this outside `try`.
-func makeRegistry(_ explicit: [String]) -> PluginRegistry {
-    do {
-        let registry = try loadRegistry(explicit)
-        for clash in registry.clashes { printWarning(clash.description) }
-        return registry
-    } catch {
-        printError(error.description)
-        exit(1)
-    }
-}
-
 /// The registry of `--plugin-path` entries and the standard search path; a missing
-/// `--plugin-path` entry throws, naming the option.
+/// `--plugin-path` entry throws, naming the option. Each id clash is one warning line.
 func loadRegistry(_ explicit: [String]) throws(CLIError) -> PluginRegistry {
+    let registry: PluginRegistry
     do {
-        return try PluginRegistry(searchPath: explicit)
+        registry = try PluginRegistry(searchPath: explicit)
     } catch {
         throw CLIError("--plugin-path \(error.description)")
     }
+    for clash in registry.clashes { printWarning(clash.description) }
+    return registry
 }
 
 /// Turns an unknown-filter error into one that also mentions plugin files that failed.
