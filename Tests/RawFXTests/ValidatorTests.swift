@@ -70,11 +70,14 @@ final class ValidatorTests: XCTestCase {
         XCTAssertTrue(try XCTUnwrap(result(report, "probe", .createDestroy)).reason.contains("with create (no host object)"))
     }
 
-    func testTheDocumentedExamplePasses() throws {
-        let so = try compileCPlugin(invertSource, into: temporaryDirectory(), name: "invert.so")
-        let report = try PluginValidator.validate(path: so)
-        XCTAssertTrue(report.succeeded, report.text)
-        assertComplete(report, filters: ["invert"])
+    func testTheDocumentedExamplesPass() throws {
+        let volumeSource = repositoryRoot.appendingPathComponent("docs/examples/volume.c")
+        for (source, filter) in [(invertSource, "invert"), (volumeSource, "volume")] {
+            let so = try compileCPlugin(source, into: temporaryDirectory(), name: "\(filter).so")
+            let report = try PluginValidator.validate(path: so)
+            XCTAssertTrue(report.succeeded, report.text)
+            assertComplete(report, filters: [filter])
+        }
     }
 
     // MARK: - One broken build per check
