@@ -5,15 +5,15 @@
 /// field of a minor the plugin did not declare, into a zeroed struct of the host's size, so a
 /// field appended later reads as zero ("as before") for an older plugin, and an older host
 /// simply never sees a newer plugin's extra fields.
-enum PluginStruct {
+public enum PluginStruct {
     /// The bytes of `T` to read: `structSize` capped by what the plugin's minor defines
     /// (`sizeForMinor`) and by the host's `sizeof(T)`.
-    static func readableSize<T>(_ type: T.Type, structSize: UInt32, sizeForMinor: Int) -> Int {
+    public static func readableSize<T>(_ type: T.Type, structSize: UInt32, sizeForMinor: Int) -> Int {
         min(Int(structSize), sizeForMinor, MemoryLayout<T>.size)
     }
 
     /// A zeroed `T` (`zero`) overwritten with the first `readableSize` bytes at `pointer`.
-    static func read<T>(_ pointer: UnsafePointer<T>, zero: T, structSize: UInt32, sizeForMinor: Int) -> T {
+    public static func read<T>(_ pointer: UnsafePointer<T>, zero: T, structSize: UInt32, sizeForMinor: Int) -> T {
         var value = zero
         let count = readableSize(T.self, structSize: structSize, sizeForMinor: sizeForMinor)
         withUnsafeMutableBytes(of: &value) { destination in
@@ -22,21 +22,26 @@ enum PluginStruct {
         return value
     }
 
+    /// `read` with the `struct_size` the struct itself starts with.
+    public static func read<T>(_ pointer: UnsafePointer<T>, zero: T, sizeForMinor: Int) -> T {
+        read(pointer, zero: zero, structSize: UnsafeRawPointer(pointer).load(as: UInt32.self), sizeForMinor: sizeForMinor)
+    }
+
     /// The 1.0 sizes (RAWFX_SIZE_1_0_*): the least a host accepts. `rawfx_plugin_entry` has
     /// not grown since 1.0.
-    static let entry10 = MemoryLayout<rawfx_plugin_entry>.size
-    static let filterDescriptor10 = MemoryLayout<rawfx_filter_descriptor>.offset(of: \.create_with_host)!
-    static let filter10 = MemoryLayout<rawfx_filter>.offset(of: \.on_callback)!
+    public static let entry10 = MemoryLayout<rawfx_plugin_entry>.size
+    public static let filterDescriptor10 = MemoryLayout<rawfx_filter_descriptor>.offset(of: \.create_with_host)!
+    public static let filter10 = MemoryLayout<rawfx_filter>.offset(of: \.on_callback)!
     /// rawfx_param_descriptor has not grown since 1.0.
-    static let paramDescriptor10 = MemoryLayout<rawfx_param_descriptor>.size
+    public static let paramDescriptor10 = MemoryLayout<rawfx_param_descriptor>.size
 
     /// How much of a filter descriptor a plugin of ABI `minor` defines.
-    static func filterDescriptorSize(minor: UInt32) -> Int {
+    public static func filterDescriptorSize(minor: UInt32) -> Int {
         minor >= 1 ? MemoryLayout<rawfx_filter_descriptor>.size : filterDescriptor10
     }
 
     /// How much of a filter instance a plugin of ABI `minor` defines.
-    static func filterSize(minor: UInt32) -> Int {
+    public static func filterSize(minor: UInt32) -> Int {
         minor >= 1 ? MemoryLayout<rawfx_filter>.size : filter10
     }
 }

@@ -1,35 +1,8 @@
 import RawFX
 
-/// A struct a plugin wrote, read as rawfx.h's growth rule says: at most its `struct_size`
-/// bytes and the fields of the minor it declared (`sizeForMinor`), into a zeroed host struct,
-/// so that nothing past the plugin's struct is ever read.
-func readPluginStruct<T>(_ pointer: UnsafePointer<T>, zero: T, sizeForMinor: Int) -> T {
-    let structSize = UnsafeRawPointer(pointer).load(as: UInt32.self)
-    var value = zero
-    let count = min(Int(structSize), sizeForMinor, MemoryLayout<T>.size)
-    withUnsafeMutableBytes(of: &value) { $0.baseAddress!.copyMemory(from: UnsafeRawPointer(pointer), byteCount: count) }
-    return value
-}
-
 /// The end of a member: a struct is read only as far as its `struct_size` covers a member.
 func fieldEnd<T>(_ path: PartialKeyPath<T>, _ size: Int) -> Int {
     MemoryLayout<T>.offset(of: path)! + size
-}
-
-/// The 1.0 sizes of the plugin structs that grew in 1.1 (rawfx.h, RAWFX_SIZE_1_0_*; the
-/// C macros use offsetof, which Swift does not import).
-enum Size10 {
-    static let filterDescriptor = MemoryLayout<rawfx_filter_descriptor>.offset(of: \.create_with_host)!
-    static let filter = MemoryLayout<rawfx_filter>.offset(of: \.on_callback)!
-    /// Unchanged in 1.1.
-    static let paramDescriptor = MemoryLayout<rawfx_param_descriptor>.size
-    static let entry = MemoryLayout<rawfx_plugin_entry>.size
-
-    /// How much of a filter descriptor, or of an instance, a plugin of ABI `minor` defines.
-    static func filterDescriptor(minor: UInt32) -> Int {
-        minor >= 1 ? MemoryLayout<rawfx_filter_descriptor>.size : filterDescriptor
-    }
-    static func filter(minor: UInt32) -> Int { minor >= 1 ? MemoryLayout<rawfx_filter>.size : filter }
 }
 
 /// A value to hand to `set_param` (`rawfx_param_value`), with how to say it.
@@ -164,13 +137,13 @@ struct FilterDescription {
         self.index = index
         self.descriptor = descriptor
         self.pluginMinor = pluginMinor
-        let d = readPluginStruct(descriptor, zero: rawfx_filter_descriptor(),
-                                 sizeForMinor: Size10.filterDescriptor(minor: pluginMinor))
+        let d = PluginStruct.read(descriptor, zero: rawfx_filter_descriptor(),
+                                 sizeForMinor: PluginStruct.filterDescriptorSize(minor: pluginMinor))
         var problems: [String] = []
         var unusable: String?
         let size = Int(d.struct_size)
-        if size < Size10.filterDescriptor {
-            problems.append("struct_size \(size) is smaller than the 1.0 size \(Size10.filterDescriptor) (RAWFX_SIZE_1_0_FILTER_DESCRIPTOR)")
+        if size < PluginStruct.filterDescriptor10 {
+            problems.append("struct_size \(size) is smaller than the 1.0 size \(PluginStruct.filterDescriptor10) (RAWFX_SIZE_1_0_FILTER_DESCRIPTOR)")
         }
         let id = d.id.map { String(cString: $0) }
         self.id = id ?? "filter#\(index)"
@@ -208,14 +181,14 @@ struct FilterDescription {
         if d.param_count > 0 && d.params == nil {
             problems.append("param_count is \(d.param_count) but params is NULL")
             unusable = "its parameter array is missing"
-        } else if d.param_count > 0 && stride < Size10.paramDescriptor {
-            problems.append("the first parameter descriptor has struct_size \(stride), less than \(Size10.paramDescriptor)")
+        } else if d.param_count > 0 && stride < PluginStruct.paramDescriptor10 {
+            problems.append("the first parameter descriptor has struct_size \(stride), less than \(PluginStruct.paramDescriptor10)")
             unusable = "its parameter array cannot be walked"
         } else {
             var seen = Set<String>()
             for i in 0..<Int(d.param_count) {
                 let element = (UnsafeRawPointer(d.params!) + i * stride).assumingMemoryBound(to: rawfx_param_descriptor.self)
-                let p = readPluginStruct(element, zero: rawfx_param_descriptor(), sizeForMinor: Size10.paramDescriptor)
+                let p = PluginStruct.read(element, zero: rawfx_param_descriptor(), sizeForMinor: PluginStruct.paramDescriptor10)
                 let (info, found) = FilterDescription.readParameter(p, index: i)
                 problems += found
                 if !seen.insert(info.id).inserted { problems.append("parameter id '\(info.id)' appears twice") }
@@ -231,8 +204,8 @@ struct FilterDescription {
         var problems: [String] = []
         let id = p.id.map { String(cString: $0) } ?? "parameter#\(index)"
         func problem(_ text: String) { problems.append("parameter '\(id)': \(text)") }
-        if Int(p.struct_size) < Size10.paramDescriptor {
-            problem("struct_size \(p.struct_size) is smaller than \(Size10.paramDescriptor)")
+        if Int(p.struct_size) < PluginStruct.paramDescriptor10 {
+            problem("struct_size \(p.struct_size) is smaller than \(PluginStruct.paramDescriptor10)")
         }
         if p.id == nil {
             problem("no id")

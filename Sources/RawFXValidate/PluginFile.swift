@@ -53,7 +53,7 @@ final class PluginFile {
         guard let entry = getEntry() else {
             return .failure(.malformedDescriptor(path: path, reason: "\(RAWFX_ENTRY_SYMBOL) returned NULL"))
         }
-        let e = readPluginStruct(entry, zero: rawfx_plugin_entry(), sizeForMinor: Size10.entry)
+        let e = PluginStruct.read(entry, zero: rawfx_plugin_entry(), sizeForMinor: PluginStruct.entry10)
         guard Int(e.struct_size) >= fieldEnd(\rawfx_plugin_entry.abi, MemoryLayout<rawfx_abi_version>.size) else {
             return .failure(.malformedDescriptor(path: path, reason: "entry struct_size \(e.struct_size) does not even reach its ABI version"))
         }
@@ -61,8 +61,8 @@ final class PluginFile {
         guard abi.major == ABIVersion.host.major else {
             return .failure(.abiMajorMismatch(path: path, plugin: abi, host: .host))
         }
-        guard Int(e.struct_size) >= Size10.entry else {
-            return .failure(.malformedDescriptor(path: path, reason: "entry struct_size \(e.struct_size), expected at least \(Size10.entry)"))
+        guard Int(e.struct_size) >= PluginStruct.entry10 else {
+            return .failure(.malformedDescriptor(path: path, reason: "entry struct_size \(e.struct_size), expected at least \(PluginStruct.entry10)"))
         }
         guard let initialize = e.`init`, let count = e.filter_count, let describe = e.filter_descriptor else {
             return .failure(.malformedDescriptor(path: path, reason: "the entry lacks init, filter_count or filter_descriptor"))

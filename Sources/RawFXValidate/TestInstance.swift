@@ -78,10 +78,10 @@ final class TestInstance {
             let text = String(nulTerminated: message)
             return .failure(StepFailure(text.isEmpty ? "returned NULL without a message in its error buffer" : "returned NULL: \(text)"))
         }
-        let f = readPluginStruct(filter, zero: rawfx_filter(), sizeForMinor: Size10.filter(minor: description.pluginMinor))
+        let f = PluginStruct.read(filter, zero: rawfx_filter(), sizeForMinor: PluginStruct.filterSize(minor: description.pluginMinor))
         var missing: [String] = []
-        if Int(f.struct_size) < Size10.filter {
-            missing.append("struct_size \(f.struct_size) (less than the 1.0 size \(Size10.filter), RAWFX_SIZE_1_0_FILTER)")
+        if Int(f.struct_size) < PluginStruct.filter10 {
+            missing.append("struct_size \(f.struct_size) (less than the 1.0 size \(PluginStruct.filter10), RAWFX_SIZE_1_0_FILTER)")
         }
         if f.descriptor != description.descriptor { missing.append("a descriptor pointer other than its own") }
         if f.destroy == nil { missing.append("no destroy") }

@@ -8,14 +8,7 @@ import XCTest
 final class CLITests: XCTestCase {
     // MARK: - Running things
 
-    struct Outcome {
-        var status: Int32
-        var exitedNormally: Bool
-        var stdout: Data
-        var stderr: String
-        var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
-        var stderrLines: [Substring] { stderr.split(separator: "\n", omittingEmptySubsequences: true) }
-    }
+    typealias Outcome = ProgramOutcome
 
     /// `rawfx` next to the test executable (`swift build` and `swift test` build it).
     static let binary: URL = {
@@ -29,29 +22,9 @@ final class CLITests: XCTestCase {
         }
     }
 
-    /// Runs a program with stdin from a file (or /dev/null); stdout and stderr go to files, so
-    /// nothing blocks on a full pipe.
+    /// Runs a program as `runProgram` does, without RAWFX_PLUGIN_PATH from the environment.
     func execute(_ executable: URL, _ arguments: [String], stdin: String? = nil) throws -> Outcome {
-        let dir = temporaryDirectory()
-        let out = dir.appendingPathComponent("stdout"), err = dir.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment.removeValue(forKey: PluginRegistry.environmentVariable)
-        process.environment = environment
-        process.standardInput = try stdin.map { try FileHandle(forReadingFrom: URL(fileURLWithPath: $0)) } ?? FileHandle.nullDevice
-        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        try process.run()
-        process.waitUntilExit()
-        try outHandle.close()
-        try errHandle.close()
-        return Outcome(status: process.terminationStatus, exitedNormally: process.terminationReason == .exit,
-                       stdout: try Data(contentsOf: out), stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
+        try runProgram(executable, arguments, stdin: stdin, environment: [PluginRegistry.environmentVariable: nil])
     }
 
     func rawfx(_ arguments: String..., stdin: String? = nil) throws -> Outcome {

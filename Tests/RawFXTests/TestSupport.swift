@@ -92,3 +92,40 @@ func XCTAssertThrowsChainError<T>(_ expression: @autoclosure () throws -> T, _ c
         XCTFail("expected a ChainError, got \(error)", file: file, line: line)
     }
 }
+
+/// What a program run by `runProgram` did.
+struct ProgramOutcome {
+    var status: Int32
+    var exitedNormally: Bool
+    var stdout: Data
+    var stderr: String
+    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+    var stderrLines: [Substring] { stderr.split(separator: "\n", omittingEmptySubsequences: true) }
+}
+
+/// Runs a program with stdin from a file (or /dev/null); stdout and stderr go to files, so
+/// nothing blocks on a full pipe. `environment` sets (or, with nil, removes) variables.
+func runProgram(_ executable: URL, _ arguments: [String], stdin: String? = nil, directory: URL? = nil,
+                environment changes: [String: String?] = [:]) throws -> ProgramOutcome {
+    let dir = temporaryDirectory()
+    let out = dir.appendingPathComponent("stdout"), err = dir.appendingPathComponent("stderr")
+    _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
+    var environment = ProcessInfo.processInfo.environment
+    for (key, value) in changes { environment[key] = value }
+    process.environment = environment
+    process.standardInput = try stdin.map { try FileHandle(forReadingFrom: URL(fileURLWithPath: $0)) } ?? FileHandle.nullDevice
+    let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
+    process.standardOutput = outHandle
+    process.standardError = errHandle
+    try process.run()
+    process.waitUntilExit()
+    try outHandle.close()
+    try errHandle.close()
+    return ProgramOutcome(status: process.terminationStatus, exitedNormally: process.terminationReason == .exit,
+                          stdout: try Data(contentsOf: out), stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
+}

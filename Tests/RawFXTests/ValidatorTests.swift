@@ -183,26 +183,9 @@ final class ValidatorTests: XCTestCase {
     static var rawfx: URL { CLITests.binary }
 
     func validateCommand(_ arguments: [String]) throws -> (status: Int32, report: ValidationReport?, stderr: String) {
-        let dir = temporaryDirectory()
-        let out = dir.appendingPathComponent("stdout"), err = dir.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        let process = Process()
-        process.executableURL = Self.rawfx
-        process.arguments = ["validate"] + arguments
-        process.currentDirectoryURL = repositoryRoot
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        process.environment = environment
-        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        try process.run()
-        process.waitUntilExit()
-        try outHandle.close()
-        try errHandle.close()
-        let report = try? JSONDecoder().decode(ValidationReport.self, from: Data(contentsOf: out))
-        return (process.terminationStatus, report, String(decoding: try Data(contentsOf: err), as: UTF8.self))
+        let outcome = try runProgram(Self.rawfx, ["validate"] + arguments, directory: repositoryRoot,
+                                     environment: ["SWIFT_BACKTRACE": "enable=no"])
+        return (outcome.status, try? JSONDecoder().decode(ValidationReport.self, from: outcome.stdout), outcome.stderr)
     }
 
     func requireCommand() throws {
