@@ -23,25 +23,25 @@ import Synchronization
 /// filter's state and losing no sample.
 public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     final class Stage {
-        var instance: FilterInstance
-        var negotiation: Negotiation?
+        @exclusivity(unchecked) var instance: FilterInstance
+        @exclusivity(unchecked) var negotiation: Negotiation?
         let timing: TimingRecorder
         var input = AudioFormat(sampleRate: 0, channels: 0)
         var output = AudioFormat(sampleRate: 0, channels: 0)
-        var blockFrames = 0
+        @exclusivity(unchecked) var blockFrames = 0
         var maxOutputFrames = 0
         /// The filter's own delay, in microseconds (subtracted from output timestamps).
-        var latencyMicroseconds: Int64 = 0
+        @exclusivity(unchecked) var latencyMicroseconds: Int64 = 0
         /// Re-block FIFO (blockFrames > 0) or in-place scratch (blockFrames == 0).
-        var fifo: AudioStorage?
-        var fill = 0
-        var fifoTimestamp: Int64 = 0
+        @exclusivity(unchecked) var fifo: AudioStorage?
+        @exclusivity(unchecked) var fill = 0
+        @exclusivity(unchecked) var fifoTimestamp: Int64 = 0
         /// Out-of-place output.
-        var out: AudioStorage?
+        @exclusivity(unchecked) var out: AudioStorage?
         /// In-place filters with latency: the last `latency` input frames, fed every block so
         /// that a bypass passes the input delayed exactly as the filter delays it.
-        var delay: AudioDelayLine?
-        var bypassed = false
+        @exclusivity(unchecked) var delay: AudioDelayLine?
+        @exclusivity(unchecked) var bypassed = false
         /// The C frames handed to the plugin: [0] input, [1] output (the same for in place).
         let slots = UnsafeMutablePointer<rawfx_audio_frame>.allocate(capacity: 2)
         init(_ instance: FilterInstance, timing: TimingRecorder = TimingRecorder()) {
@@ -132,6 +132,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         if edits.hasPending { applyPendingEdits() }
         if inputFormat != block.format || anyFilterNeedsConfigure { try negotiate(block.format) }
         framesIn += block.frameCount
+        defer { HostContext.leaveProcess() }
         try feed(stage: 0, block) { out in
             framesOut += out.frameCount
             emit(out)
@@ -169,6 +170,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
             silence = AudioStorage(capacityFrames: chunk, channels: input.channels)
         }
         // Enough silence to push out every filter's delay and every FIFO, with a margin.
+        defer { HostContext.leaveProcess() }
         var budget = (bufferingLatency + chunk) * input.sampleRate / max(output.sampleRate, 1) + 4 * chunk + 64
         var timestamp = Int64(framesIn) * 1_000_000 / Int64(input.sampleRate)
         while framesOut < target, budget > 0 {

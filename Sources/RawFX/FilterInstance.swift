@@ -141,7 +141,7 @@ public final class FilterInstance: @unchecked Sendable {
     func resetOnProcessThread() {
         hostContext.enterProcess()
         fields.reset(filter)
-        hostContext.leaveProcess()
+        HostContext.leaveProcess()
     }
 
     /// [process] `set_param` of a value the control side validated and turned into C
@@ -150,26 +150,23 @@ public final class FilterInstance: @unchecked Sendable {
     func setOnProcessThread(index: Int, _ value: UnsafePointer<rawfx_param_value>) -> rawfx_status {
         hostContext.enterProcess()
         let status = fields.set_param(filter, UInt32(index), value)
-        hostContext.leaveProcess()
+        HostContext.leaveProcess()
         return status
     }
 
     /// Runs one video frame (`process_video`). Returns the plugin's status.
     @inline(__always)
     func processVideo(_ input: UnsafePointer<rawfx_video_frame>, _ output: UnsafeMutablePointer<rawfx_video_frame>) -> rawfx_status {
+        // The chain leaves once after the frame (`HostContext.leaveProcess`).
         hostContext.enterProcess()
-        let status = fields.process_video(filter, input, output)
-        hostContext.leaveProcess()
-        return status
+        return fields.process_video(filter, input, output)
     }
 
     /// Runs one audio block (`process_audio`). Returns the plugin's status.
     @inline(__always)
     func processAudio(_ input: UnsafePointer<rawfx_audio_frame>, _ output: UnsafeMutablePointer<rawfx_audio_frame>) -> rawfx_status {
         hostContext.enterProcess()
-        let status = fields.process_audio(filter, input, output)
-        hostContext.leaveProcess()
-        return status
+        return fields.process_audio(filter, input, output)
     }
 
     /// An extension the instance offers by string id (`get_extension`), or nil.

@@ -41,9 +41,11 @@ public final class HostContext: @unchecked Sendable {
         return try body()
     }
 
-    /// [process] Marks the calling thread as this instance's process thread until `leave`.
+    /// [process] Marks the calling thread as this instance's process thread, until another
+    /// instance's `enterProcess` or `leaveProcess` (one TLS store, inlined).
     @inline(__always) func enterProcess() { rfx_host_context_enter_process(context) }
-    @inline(__always) func leaveProcess() { rfx_host_context_leave_process(context) }
+    /// [process] The calling thread processes no instance (after a frame).
+    @inline(__always) static func leaveProcess() { rfx_host_context_leave_process() }
 }
 
 /// Severity of an engine or plugin log line (`rawfx_log_severity`).

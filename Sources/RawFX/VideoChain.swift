@@ -12,13 +12,15 @@ import Synchronization
 /// between two frames, keeping every filter's state.
 public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// One position in the chain. Its instance and buffer change when a RECONFIGURE
-    /// parameter swaps in a new instance; its timing survives that.
+    /// parameter swaps in a new instance; its timing survives that. Only the processing
+    /// thread touches a live stage, so the per-access exclusivity checks Swift would make on
+    /// every frame are turned off for the fields the frame path reads.
     final class Stage {
-        var instance: FilterInstance
-        var negotiation: Negotiation?
+        @exclusivity(unchecked) var instance: FilterInstance
+        @exclusivity(unchecked) var negotiation: Negotiation?
         let timing: TimingRecorder
-        var output: VideoBuffer?
-        var bypassed = false
+        @exclusivity(unchecked) var output: VideoBuffer?
+        @exclusivity(unchecked) var bypassed = false
         init(_ instance: FilterInstance, timing: TimingRecorder = TimingRecorder()) {
             self.instance = instance
             self.timing = timing
@@ -35,7 +37,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     private let frames: UnsafeMutablePointer<rawfx_video_frame>
     /// The timestamps of the last `latency` input frames: an output frame carries the
     /// timestamp of the input it came from.
-    private var timestamps = TimestampDelay()
+    @exclusivity(unchecked) private var timestamps = TimestampDelay()
 
     let control: Mutex<ChainControlState>
     let edits = Mailbox<ChainEditBatch>()
@@ -99,6 +101,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     public func process(_ frame: VideoFrame) throws(ChainError) -> VideoFrame {
         if edits.hasPending { applyPendingEdits() }
         if inputFormat != frame.format || anyFilterNeedsConfigure { try negotiate(frame.format) }
+        defer { HostContext.leaveProcess() }
         // frames[i] is stage i's input, frames[i + 1] its output: C structs in memory the chain
         // owns, so the plugins get stable pointers without closures or copies to the heap.
         frames[0] = frame.raw

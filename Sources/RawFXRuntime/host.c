@@ -32,10 +32,10 @@ struct rfx_host_context {
     rfx_host_context *next, *previous; /* the registry */
 };
 
-/* The thread that is processing, per thread: set by enter_process and by the
- * thread pool's workers while they run a job of that context. Initial-exec TLS
- * (the runtime is linked into the executable): reading it never allocates. */
-static __thread rfx_host_context *current_context __attribute__((tls_model("initial-exec")));
+/* The context the calling thread is processing (rawfx_runtime.h): set by
+ * enter_process and by the thread pool's workers while they run a job of it. */
+__thread rfx_host_context *rfx_process_context_of_thread __attribute__((tls_model("initial-exec")));
+#define current_context rfx_process_context_of_thread
 
 /* ------------------------------------------------------------- log ring -- */
 
@@ -319,5 +319,3 @@ void rfx_host_context_set_owner(rfx_host_context *c, void *owner, rfx_reconfigur
 void rfx_host_context_lock_control(rfx_host_context *c) { pthread_mutex_lock(&c->control); }
 void rfx_host_context_unlock_control(rfx_host_context *c) { pthread_mutex_unlock(&c->control); }
 
-void rfx_host_context_enter_process(rfx_host_context *c) { current_context = c; }
-void rfx_host_context_leave_process(rfx_host_context *c) { (void)c; current_context = NULL; }

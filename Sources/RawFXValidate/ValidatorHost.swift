@@ -204,7 +204,7 @@ final class ValidatorHost: @unchecked Sendable {
     }
 
     func leaveProcess() {
-        if let runtime { rfx_host_context_leave_process(runtime) }
+        if runtime != nil { rfx_host_context_leave_process() }
         end()
     }
 

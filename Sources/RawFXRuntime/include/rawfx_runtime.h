@@ -61,10 +61,17 @@ void rfx_host_context_unlock_control(rfx_host_context *context);
 typedef void (*rfx_reconfigure_sink)(void *owner, rfx_host_context *context);
 void rfx_host_context_set_owner(rfx_host_context *context, void *owner, rfx_reconfigure_sink sink);
 
+/* The context the calling thread is processing, or NULL. Initial-exec TLS (the
+ * runtime is linked into the executable): one store, no call, no allocation. */
+extern __thread rfx_host_context *rfx_process_context_of_thread __attribute__((tls_model("initial-exec")));
+
 /* [process] Marks the calling thread as processing this context's instance
- * (is_process_thread answers 1, the thread pool runs), until leave. */
-void rfx_host_context_enter_process(rfx_host_context *context);
-void rfx_host_context_leave_process(rfx_host_context *context);
+ * (is_process_thread answers 1, the thread pool runs), until another enter or
+ * leave. Inline: the engine calls it before every stage of every frame. */
+static inline void rfx_host_context_enter_process(rfx_host_context *context) {
+    rfx_process_context_of_thread = context;
+}
+static inline void rfx_host_context_leave_process(void) { rfx_process_context_of_thread = 0; }
 
 /* Log lines reach the sink on the service thread, in order. The default sink
  * (NULL) writes warnings and errors to stderr as "rawfx: <source>: <message>". */
