@@ -79,7 +79,9 @@ public struct ParameterDescriptor: Hashable, Sendable {
 
     /// Parses the text form used in chains (`opacity=0.8`). `filter` names the filter in errors.
     public func parse(_ text: String, filter: String) throws(ChainError) -> ParameterValue {
-        let invalid = ChainError.invalidValue(filter: filter, parameter: id, value: text, expected: allowed)
+        // Built only on a refusal: `allowed` formats the range (a run-time change parses on
+        // every call, and most values are fine).
+        var invalid: ChainError { .invalidValue(filter: filter, parameter: id, value: text, expected: allowed) }
         switch type {
         case .int:
             guard let v = Int64(text) ?? Double(text).flatMap({ $0.rounded() == $0 ? Int64(exactly: $0) : nil })
