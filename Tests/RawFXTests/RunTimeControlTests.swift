@@ -199,6 +199,7 @@ final class RunTimeControlTests: XCTestCase {
         let out = try chain.process(buffer.frame)
         let luma = planeBytes(out, 0)
         XCTAssertEqual(out.plane(0)[2], 1, "is_process_thread inside process")
+        XCTAssertEqual(out.plane(0)[4], 1, "an in-place filter gets out == in (the same pointer)")
         XCTAssertEqual(out.plane(0)[3], 8, "every slice job ran as the process thread")
         XCTAssertEqual(Array(luma[64...]), before[64...].map { $0 &+ 1 }, "each row from 1 on was touched exactly once")
         XCTAssertEqual(Set(paddingBytes(out, 0)), [0xEE])

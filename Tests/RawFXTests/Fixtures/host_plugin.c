@@ -3,7 +3,7 @@
  *
  * hostprobe (video, in place): each frame, Y[0][0] = mark, Y[0][1] = generation (a
  *   RECONFIGURE parameter), Y[0][2] = is_process_thread(), Y[0][3] = how many slice jobs
- *   saw is_process_thread() == 1 (rows are split over the host's thread pool: each job adds
+ *   saw is_process_thread() == 1, Y[0][4] = 1 when the host passed out == in (rows are split over the host's thread pool: each job adds
  *   1 to every luma sample of its rows from row 1 on). On frame `reconfigure_at` (1-based)
  *   it calls request_reconfigure; on frame `log_at` it logs "frame N".
  * vdelay (video, out of place): outputs the frame it got `frames` calls earlier (the first
@@ -78,7 +78,6 @@ static void probe_slice(void *context, uint32_t index) {
 
 static rawfx_status probe_process(const rawfx_filter *f, const rawfx_video_frame *in, rawfx_video_frame *out) {
     probe *p = of(f);
-    (void)out;
     p->frame++;
     p->current = in;
     atomic_store(&p->jobs_on_process_thread, 0);
@@ -91,6 +90,7 @@ static rawfx_status probe_process(const rawfx_filter *f, const rawfx_video_frame
     in->planes[0][1] = (uint8_t)p->generation;
     in->planes[0][2] = (uint8_t)p->host->is_process_thread(p->host);
     in->planes[0][3] = (uint8_t)atomic_load(&p->jobs_on_process_thread);
+    in->planes[0][4] = (uint8_t)(out == in);
     if (p->frame == p->reconfigure_at) p->host->request_reconfigure(p->host);
     if (p->frame == p->log_at) {
         char line[64];
