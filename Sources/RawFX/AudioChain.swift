@@ -36,6 +36,9 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         @exclusivity(unchecked) var fifo: AudioStorage?
         @exclusivity(unchecked) var fill = 0
         @exclusivity(unchecked) var fifoTimestamp: Int64 = 0
+        /// Where the samples waiting in the FIFO came from, for `flush`.
+        var fifoSource = rawfx_audio_source(RAWFX_AUDIO_SOURCE_FILE)
+        var fifoUserID: UInt64 = 0
         /// Out-of-place output.
         @exclusivity(unchecked) var out: AudioStorage?
         /// In-place filters with latency: the last `latency` input frames, fed every block so
@@ -149,6 +152,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
             (fifo.samples + stage.fill * channels).initialize(repeating: 0, count: (stage.blockFrames - stage.fill) * channels)
             stage.fill = stage.blockFrames
             var template = AudioBlock(samples: fifo.samples, frameCount: 0, format: stage.input,
+                                      source: stage.fifoSource, userID: stage.fifoUserID,
                                       timestampMicroseconds: stage.fifoTimestamp)
             template.raw.frame_count = 0
             try runFullFIFO(stage: index, template: template, emit: emit)
@@ -391,6 +395,8 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
             let take = min(block.frameCount - offset, stage.blockFrames - stage.fill)
             if stage.fill == 0 {
                 stage.fifoTimestamp = block.timestampMicroseconds + Int64(offset) * 1_000_000 / rate
+                stage.fifoSource = block.raw.source
+                stage.fifoUserID = block.raw.user_id
             }
             (stage.fifo!.samples + stage.fill * channels).update(from: block.samples + offset * channels, count: take * channels)
             stage.fill += take

@@ -138,6 +138,21 @@ final class RunTimeControlTests: XCTestCase {
         XCTAssertEqual(stamps, [990_000, 1_000_000, 1_010_000])
     }
 
+    func testFlushKeepsTheStreamsSourceAndUser() throws {
+        guard (try? builtPlugins.filterType("denoise")) != nil else { throw XCTSkip("libRawFXSpeex.so not built") }
+        let chain = try AudioChain("denoise", registry: builtPlugins)
+        var samples = [Int16](repeating: 100, count: 100)
+        try samples.withUnsafeMutableBufferPointer { buffer in
+            try chain.process(AudioBlock(samples: buffer.baseAddress!, frameCount: 100, format: AudioFormat(sampleRate: 48000, channels: 1),
+                                         source: rawfx_audio_source(RAWFX_AUDIO_SOURCE_ONE_WAY), userID: 42)) { _ in XCTFail("no whole block yet") }
+        }
+        var flushed: [AudioBlock] = []
+        try chain.flush { flushed.append($0) }
+        XCTAssertEqual(flushed.count, 1)
+        XCTAssertEqual(flushed.first?.raw.source, rawfx_audio_source(RAWFX_AUDIO_SOURCE_ONE_WAY))
+        XCTAssertEqual(flushed.first?.raw.user_id, 42)
+    }
+
     func testParameterErrorsNameWhatIsWrong() throws {
         let chain = try VideoChain("hostprobe,hostprobe", registry: registry)
         XCTAssertThrowsChainError(try chain.setParameter("hostprobe.mark", "1")) {
