@@ -146,7 +146,17 @@ final class OutputSafetyTests: XCTestCase, RawfxCommandTesting {
         process.executableURL = rawfxBinary
         process.arguments = ["run", "--vf", "copy", fifo, out.path]
         try process.run()
-        let feed = try XCTUnwrap(FileHandle(forWritingAtPath: fifo))  // opens when rawfx opens its end
+        // Non-blocking until rawfx has opened its end (ENXIO before), so a rawfx that fails
+        // early cannot hang the test; then blocking writes.
+        var fd: Int32 = -1
+        for _ in 0..<500 where fd < 0 {
+            fd = open(fifo, O_WRONLY | O_NONBLOCK)
+            if fd < 0 { usleep(20_000) }
+        }
+        XCTAssertGreaterThanOrEqual(fd, 0, "rawfx opened the FIFO")
+        guard fd >= 0 else { process.terminate(); return }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        let feed = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         try feed.write(contentsOf: bytes.prefix(bytes.count - frameBytes))  // header and 2 frames
         var temporary: [String] = []
         for _ in 0..<200 where temporary.isEmpty {
@@ -238,12 +248,15 @@ final class OutputSafetyTests: XCTestCase, RawfxCommandTesting {
         let outFIFO = dir.appendingPathComponent("sink").path
         for fifo in [videoFIFO, audioFIFO, outFIFO] { XCTAssertEqual(mkfifo(fifo, 0o600), 0) }
         let out = dir.appendingPathComponent("out.y4m").path
-        let video = try shell("cat '\(input)' > '\(videoFIFO)' & \"$RAWFX\" run --vf copy '\(videoFIFO)' '\(out)'; s=$?; wait; exit $s")
+        // Whatever rawfx does, the helpers blocked on a FIFO are let go (an O_RDWR open
+        // completes theirs), so a failure cannot hang the test.
+        func release(_ fifos: String...) -> String { fifos.map { "( exec 3<>'\($0)' )" }.joined(separator: "; ") }
+        let video = try shell("cat '\(input)' > '\(videoFIFO)' & timeout 20 \"$RAWFX\" run --vf copy '\(videoFIFO)' '\(out)'; s=$?; \(release(videoFIFO)); wait; exit $s")
         XCTAssertEqual(video.status, 0, video.stderr)
         XCTAssertEqual(try frames(of: out), try frames(of: input))
         // A WAV on a FIFO with no extension (sniffed), to a FIFO with no extension (the input's format).
         let piped = dir.appendingPathComponent("piped.wav").path
-        let audio = try shell("cat '\(wav)' > '\(audioFIFO)' & cat '\(outFIFO)' > '\(piped)' & \"$RAWFX\" run --af gain '\(audioFIFO)' '\(outFIFO)'; s=$?; wait; exit $s")
+        let audio = try shell("cat '\(wav)' > '\(audioFIFO)' & cat '\(outFIFO)' > '\(piped)' & timeout 20 \"$RAWFX\" run --af gain '\(audioFIFO)' '\(outFIFO)'; s=$?; \(release(audioFIFO, outFIFO)); wait; exit $s")
         XCTAssertEqual(audio.status, 0, audio.stderr)
         XCTAssertEqual(try WAVReader(path: piped).readAll(), samples)
         XCTAssertEqual(try leftovers(dir), [])
