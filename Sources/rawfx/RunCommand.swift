@@ -29,9 +29,12 @@ struct RunCommand: ParsableCommand {
         sample (or frame for frame). Filters log warnings and errors to stderr as \
         'rawfx: <filter>: <message>'.
 
-        A progress line (frames, fps, ETA) appears when stderr is a terminal. A truncated input \
-        still leaves a valid output of every complete frame; rawfx then exits with status 1 \
-        saying how many frames it wrote.
+        A progress line (frames, fps, ETA) appears when stderr is a terminal. A file output is \
+        written beside its target (.NAME.rawfx-XXXXXX) and renamed over it when complete. A \
+        truncated input or a failed write still leaves a valid output of every complete frame; \
+        rawfx then exits with status 1 saying how many frames it wrote; with none, an existing \
+        output is left as it was. A reader that closes the pipe (| head) ends rawfx quietly by \
+        SIGPIPE (status 141), as Unix filters end. INPUT may be a FIFO, read as a stream.
 
         Examples:
           rawfx run --vf scale=width=1280:height=720 in.y4m out.y4m
