@@ -241,6 +241,7 @@ public final class MediaOutput {
             let fd = open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             if fd >= 0 {
                 if let mode { _ = fchmod(fd, mode) }
+                TemporaryFiles.add(candidate)
                 return (fd, candidate)
             }
             if errno != EEXIST { throw .cannotOpen(name: name, reason: String(cString: strerror(errno))) }
@@ -349,6 +350,7 @@ public final class MediaOutput {
             closeWhenDone = false
             if posixClose(fileDescriptor) != 0 { throw failure() }
             if rename(temporary, target) != 0 { throw failure() }
+            TemporaryFiles.remove(temporary)
             temporaryPath = nil
         } catch {
             discard()
@@ -367,6 +369,7 @@ public final class MediaOutput {
             _ = posixClose(fileDescriptor)
         }
         _ = unlink(temporary)
+        TemporaryFiles.remove(temporary)
     }
 
     /// Cuts a seekable output back to its first `count` bytes (from where it started), after
@@ -398,5 +401,56 @@ public final class MediaOutput {
             return .writeFailed(name: name, reason: "broken pipe (the reading side closed it)")
         }
         return .writeFailed(name: name, reason: String(cString: strerror(code)))
+    }
+}
+
+/// The temporary files being written (`MediaOutput.createTemporary`), kept as C strings in a
+/// fixed table a signal handler can read without allocating: a process killed by SIGINT,
+/// SIGTERM or SIGHUP removes them, so its targets stay as they were and nothing is left beside.
+public enum TemporaryFiles {
+    private static let capacity = 32
+    nonisolated(unsafe) private static let table: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> = {
+        let t = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: capacity)
+        t.initialize(repeating: nil, count: capacity)
+        return t
+    }()
+
+    static func add(_ path: String) {
+        for i in 0..<capacity where table[i] == nil {
+            table[i] = strdup(path)
+            return
+        }
+    }
+
+    /// Takes `path` out of the table (renamed into place, or already removed) as `rename` and
+    /// `unlink` name it (a path string equal to the one added).
+    public static func remove(_ path: String) {
+        for i in 0..<capacity {
+            if let p = table[i], String(cString: p) == path {
+                table[i] = nil
+                free(p)
+            }
+        }
+    }
+
+    /// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the files in the table,
+    /// then end the process by the same signal (its status says it was killed).
+    public static func removeOnTerminatingSignals() {
+        _ = table  // initialized here, never in the handler
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            // A signal ignored by whoever started rawfx (nohup, a background job) stays ignored.
+            let previous = signal(sig, SIG_IGN)
+            if let previous, unsafeBitCast(previous, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self) { continue }
+            signal(sig) { sig in
+                // Only async-signal-safe calls: unlink, signal, raise.
+                var i = 0
+                while i < TemporaryFiles.capacity {
+                    if let p = TemporaryFiles.table[i] { unlink(p) }
+                    i += 1
+                }
+                signal(sig, SIG_DFL)
+                raise(sig)
+            }
+        }
     }
 }

@@ -216,6 +216,7 @@ func writeReplacing(_ path: String, _ body: (String) throws -> Void) throws {
     }
     let (fd, temporary) = try MediaOutput.createTemporary(beside: target, name: path, mode: mode)
     close(fd)
+    defer { TemporaryFiles.remove(temporary) }
     do {
         try body(temporary)
     } catch {

@@ -11,7 +11,10 @@ import Glibc
 import Darwin
 #endif
 import ArgumentParser
+import RawFXMedia
 
 signal(SIGPIPE, SIG_IGN)
 signal(SIGXFSZ, SIG_IGN)
+// Killed (Ctrl-C, SIGTERM, SIGHUP): outputs being written are removed, their targets untouched.
+TemporaryFiles.removeOnTerminatingSignals()
 exit(RawfxCommand.runReportingErrors(CommandLine.arguments.dropFirst().map { $0 }))

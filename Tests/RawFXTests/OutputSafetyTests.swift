@@ -131,20 +131,14 @@ final class OutputSafetyTests: XCTestCase, RawfxCommandTesting {
         XCTAssertEqual((try FileManager.default.attributesOfItem(atPath: out.path)[.posixPermissions] as? NSNumber)?.intValue, 0o600)
     }
 
-    func testTheTargetKeepsItsContentUntilTheNewFileIsComplete() throws {
-        // The input is a FIFO fed by this test, so the run can be watched half way.
-        let dir = temporaryDirectory()
-        let source = try makeY4M(dir, frames: 3)
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: source))
-        let frameBytes = 6 + 64 * 48 * 3 / 2
+    /// Starts `rawfx run --vf copy FIFO out` on a new FIFO in `dir` and returns it with the
+    /// FIFO's writing end; nil (after a test failure) if rawfx never opened the FIFO.
+    func startOnFIFO(_ dir: URL, output: URL) throws -> (Process, FileHandle)? {
         let fifo = dir.appendingPathComponent("live.y4m").path
         XCTAssertEqual(mkfifo(fifo, 0o600), 0)
-        let out = dir.appendingPathComponent("out.y4m")
-        let precious = Data("old content\n".utf8)
-        try precious.write(to: out)
         let process = Process()
         process.executableURL = rawfxBinary
-        process.arguments = ["run", "--vf", "copy", fifo, out.path]
+        process.arguments = ["run", "--vf", "copy", fifo, output.path]
         try process.run()
         // Non-blocking until rawfx has opened its end (ENXIO before), so a rawfx that fails
         // early cannot hang the test; then blocking writes.
@@ -154,15 +148,32 @@ final class OutputSafetyTests: XCTestCase, RawfxCommandTesting {
             if fd < 0 { usleep(20_000) }
         }
         XCTAssertGreaterThanOrEqual(fd, 0, "rawfx opened the FIFO")
-        guard fd >= 0 else { process.terminate(); return }
+        guard fd >= 0 else { process.terminate(); return nil }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        let feed = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        try feed.write(contentsOf: bytes.prefix(bytes.count - frameBytes))  // header and 2 frames
+        return (process, FileHandle(fileDescriptor: fd, closeOnDealloc: true))
+    }
+
+    /// Waits (up to 4 s) for rawfx's temporary file to appear in `dir`.
+    func awaitTemporary(_ dir: URL) throws -> [String] {
         var temporary: [String] = []
         for _ in 0..<200 where temporary.isEmpty {
             usleep(20_000)
             temporary = try leftovers(dir)
         }
+        return temporary
+    }
+
+    func testTheTargetKeepsItsContentUntilTheNewFileIsComplete() throws {
+        // The input is a FIFO fed by this test, so the run can be watched half way.
+        let dir = temporaryDirectory()
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: try makeY4M(dir, frames: 3)))
+        let frameBytes = 6 + 64 * 48 * 3 / 2
+        let out = dir.appendingPathComponent("out.y4m")
+        let precious = Data("old content\n".utf8)
+        try precious.write(to: out)
+        guard let (process, feed) = try startOnFIFO(dir, output: out) else { return }
+        try feed.write(contentsOf: bytes.prefix(bytes.count - frameBytes))  // header and 2 frames
+        let temporary = try awaitTemporary(dir)
         XCTAssertEqual(temporary.count, 1, "rawfx writes beside the target")
         XCTAssertTrue(temporary.first?.hasPrefix(".out.y4m.rawfx-") == true, "\(temporary)")
         XCTAssertEqual(try Data(contentsOf: out), precious, "the target is untouched while the run goes on")
@@ -172,6 +183,27 @@ final class OutputSafetyTests: XCTestCase, RawfxCommandTesting {
         XCTAssertEqual(process.terminationStatus, 0)
         XCTAssertEqual(try Data(contentsOf: out), bytes, "renamed over the target at the end")
         XCTAssertEqual(try leftovers(dir), [])
+    }
+
+    func testAKilledRunLeavesTheTargetAsItWasAndNothingBeside() throws {
+        let dir = temporaryDirectory()
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: try makeY4M(dir, frames: 3)))
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            let out = dir.appendingPathComponent("out.y4m")
+            let precious = Data("old content\n".utf8)
+            try precious.write(to: out)
+            guard let (process, feed) = try startOnFIFO(dir, output: out) else { return }
+            try feed.write(contentsOf: bytes.prefix(bytes.count / 2))
+            XCTAssertEqual(try awaitTemporary(dir).count, 1)
+            kill(process.processIdentifier, sig)
+            process.waitUntilExit()
+            try feed.close()
+            XCTAssertEqual(process.terminationReason, .uncaughtSignal, "ended by signal \(sig), as it was sent")
+            XCTAssertEqual(process.terminationStatus, sig)
+            XCTAssertEqual(try Data(contentsOf: out), precious, "signal \(sig): the target is as it was")
+            XCTAssertEqual(try leftovers(dir), [], "signal \(sig): the temporary file is removed")
+            try FileManager.default.removeItem(atPath: dir.appendingPathComponent("live.y4m").path)
+        }
     }
 
     func testAWriteErrorLeavesAValidFileOfWholeFramesWithItsSizesPatched() throws {
