@@ -207,14 +207,9 @@ struct RunCommand: ParsableCommand {
         } catch {
             progress.finish(index)
             // A refusal of the first frame's format is the chain's error, nothing else to say.
-            if writer == nil, error is ChainError { throw explain(error as! ChainError, registry: registry) }
+            if writer == nil, let refusal = error as? ChainError { throw explain(refusal, registry: registry) }
             let kept = writer?.closeKeepingWholeFrames() ?? 0
-            let ending = closedPipeOr(error, writer?.output)
-            if ending is ReaderClosedPipe { throw ending }
-            if kept == 0 && output != "-" {
-                throw CLIError("\(error); no complete frame to write, so \(output) was not written (an existing file is left as it was)")
-            }
-            throw CLIError("\(error); wrote \(kept) complete frame\(kept == 1 ? "" : "s") to \(writer?.output.name ?? output)")
+            throw ending(error, kept: kept, output: writer?.output, wrote: "\(kept) complete frame\(kept == 1 ? "" : "s")")
         }
         progress.finish(index)
         if nextSnapshot < pending.count {
@@ -293,13 +288,20 @@ struct RunCommand: ParsableCommand {
         progress.finish(blocks)
         guard let failure else { return }
         let kept = writer.closeKeepingWholeFrames()
-        let ending = closedPipeOr(failure, writer.output)
-        if ending is ReaderClosedPipe { throw ending }
-        if kept == 0 && output != "-" {
-            throw CLIError("\(failure); no complete frame to write, so \(output) was not written (an existing file is left as it was)")
-        }
         let seconds = Double(kept) / Double(outFormat.sampleRate)
-        throw CLIError("\(failure); wrote \(kept) frames (\(String(format: "%.3f", seconds)) s) to \(writer.output.name)")
+        throw ending(failure, kept: kept, output: writer.output, wrote: "\(kept) frames (\(String(format: "%.3f", seconds)) s)")
+    }
+
+    /// How a run an error ended is reported, once its output kept `kept` whole frames
+    /// (`wrote` says so): quietly for a closed pipe; with none kept in a file, that the
+    /// target was not written.
+    private func ending(_ error: Error, kept: Int, output out: MediaOutput?, wrote: String) -> Error {
+        let ending = closedPipeOr(error, out)
+        if ending is ReaderClosedPipe { return ending }
+        if kept == 0 && output != "-" && out?.isSeekable != false {
+            return CLIError("\(error); no complete frame to write, so \(output) was not written (an existing file is left as it was)")
+        }
+        return CLIError("\(error); wrote \(wrote) to \(out?.name ?? output)")
     }
 
     // MARK: - Files
