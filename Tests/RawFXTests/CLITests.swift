@@ -138,7 +138,7 @@ final class CLITests: XCTestCase, RawfxCommandTesting {
         }
         let run = try rawfx("help", "run")
         XCTAssertEqual(run.status, 0)
-        for text in ["--vf", "--af", "--snapshot", "--plugin-path", "C420paldv", "XCOLORRANGE", "ffmpeg -i in.mp4"] {
+        for text in ["--vf", "--af", "--snapshot", "--plugin-path", "--max-frame-size", "SIGPIPE", "C420paldv", "XCOLORRANGE", "ffmpeg -i in.mp4"] {
             XCTAssertTrue(run.stdoutText.contains(text), "rawfx help run lacks \(text)")
         }
         XCTAssertTrue(try rawfx("demo", "--help").stdoutText.contains("--output-dir"))

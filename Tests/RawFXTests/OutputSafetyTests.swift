@@ -49,42 +49,44 @@ final class OutputSafetyTests: XCTestCase, RawfxCommandTesting {
 
     // MARK: - Memory bounded by data
 
+    /// `rawfx run [options] --vf copy,copy,copy` (three out-of-place stages) over a Y4M file of
+    /// `text`, measured, into `dir`/out.y4m.
+    func measuredRun(_ text: String, _ options: [String] = [], in dir: URL) throws -> (status: Int32, maxRSSKiB: Int, stderr: String) {
+        let input = try write(text, to: dir, "in.y4m")
+        return try measured(["run"] + options + ["--vf", "copy,copy,copy", input, dir.appendingPathComponent("out.y4m").path])
+    }
+
     func testAHugeHeaderIsRefusedWithTheLimitAndTheOptionAndCostsNoMemory() throws {
         let dir = temporaryDirectory()
         // The 24-byte header of the fuzzing report: 32768x32768, no frame.
-        let input = try write("YUV4MPEG2 W32768 H32768\n", to: dir, "huge.y4m")
-        let out = dir.appendingPathComponent("out.y4m").path
-        let run = try measured(["run", "--vf", "copy,copy,copy", input, out])
+        let run = try measuredRun("YUV4MPEG2 W32768 H32768\n", in: dir)
         XCTAssertEqual(run.status, 1, run.stderr)
         XCTAssertEqual(run.stderr.split(separator: "\n").count, 1, run.stderr)
-        for fragment in ["rawfx: error: ", "huge.y4m", "32768x32768", "67108864 pixels (8192x8192)", "--max-frame-size"] {
+        for fragment in ["rawfx: error: ", "in.y4m", "32768x32768", "67108864 pixels (8192x8192)", "--max-frame-size"] {
             XCTAssertTrue(run.stderr.contains(fragment), "'\(fragment)' not in: \(run.stderr)")
         }
         XCTAssertLessThan(run.maxRSSKiB, 100_000, "peak RSS in KiB (a 32768x32768 buffer is 1.5 GiB)")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: out))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("out.y4m").path))
         XCTAssertEqual(try leftovers(dir), [])
     }
 
     func testAHeaderWithoutFramesAllocatesNoFrame() throws {
         let dir = temporaryDirectory()
-        // 8K is within the default limit: one frame is 47 MiB, one per out-of-place stage.
-        let empty = try write("YUV4MPEG2 W7680 H4320 F25:1\n", to: dir, "empty.y4m")
         let out = dir.appendingPathComponent("out.y4m").path
-        let run = try measured(["run", "--vf", "copy,copy,copy", empty, out])
+        // 8K is within the default limit: one frame is 47 MiB, one per out-of-place stage.
+        let run = try measuredRun("YUV4MPEG2 W7680 H4320 F25:1\n", in: dir)
         XCTAssertEqual(run.status, 0, run.stderr)
         XCTAssertLessThan(run.maxRSSKiB, 80_000, "peak RSS in KiB")
         XCTAssertEqual(try String(contentsOfFile: out, encoding: .utf8), "YUV4MPEG2 W7680 H4320 F25:1\n", "a valid empty stream")
 
         // A FRAME line and nothing after it: still no frame of memory, and a truncation error.
-        let frameLine = try write("YUV4MPEG2 W7680 H4320 F25:1\nFRAME\n", to: dir, "frameline.y4m")
-        let cut = try measured(["run", "--vf", "copy,copy,copy", frameLine, out])
+        let cut = try measuredRun("YUV4MPEG2 W7680 H4320 F25:1\nFRAME\n", in: dir)
         XCTAssertEqual(cut.status, 1)
         XCTAssertTrue(cut.stderr.contains("frame 1 is missing 49766400 of its 49766400 bytes"), cut.stderr)
         XCTAssertLessThan(cut.maxRSSKiB, 80_000, "peak RSS in KiB")
 
         // Raising the limit lets the 32768x32768 header through, still at no cost.
-        let huge = try write("YUV4MPEG2 W32768 H32768\n", to: dir, "huge.y4m")
-        let raised = try measured(["run", "--max-frame-size", "32768x32768", "--vf", "copy,copy,copy", huge, out])
+        let raised = try measuredRun("YUV4MPEG2 W32768 H32768\n", ["--max-frame-size", "32768x32768"], in: dir)
         XCTAssertEqual(raised.status, 0, raised.stderr)
         XCTAssertLessThan(raised.maxRSSKiB, 80_000, "peak RSS in KiB")
     }
