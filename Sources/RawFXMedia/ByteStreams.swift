@@ -220,6 +220,8 @@ public final class MediaOutput {
         guard stat(path, &st) == 0 else { return (path, nil) }
         switch st.st_mode & S_IFMT {
         case S_IFREG:
+            // Renaming would get round a file's own write protection: refuse as `open` would.
+            guard access(path, W_OK) == 0 else { throw .cannotOpen(name: path, reason: String(cString: strerror(errno))) }
             let resolved = realpath(path, nil).map { p in defer { free(p) }; return String(cString: p) } ?? path
             return (resolved, st.st_mode & 0o7777)
         case S_IFDIR: throw .cannotOpen(name: path, reason: "it is a directory")
