@@ -66,8 +66,12 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
 
     /// Negotiates every filter in order and allocates the out-of-place buffers. Returns the
     /// chain's output format. On refusal the chain stays unnegotiated.
+    ///
+    /// With `allocatingBuffers: false` it only learns the output format (for a stream that
+    /// declares a size but has no frame): no buffer is allocated and the chain stays
+    /// unnegotiated, so a first frame negotiates again, with buffers.
     @discardableResult
-    public func negotiate(_ input: VideoFormat) throws(ChainError) -> VideoFormat {
+    public func negotiate(_ input: VideoFormat, allocatingBuffers: Bool = true) throws(ChainError) -> VideoFormat {
         inputFormat = nil
         applyPendingEdits()
         var format = input
@@ -75,7 +79,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         var outputs: [StreamFormat?] = []
         var latencies: [Int] = []
         for stage in stages {
-            let plan = try VideoChain.plan(stage.instance, input: format, reusing: stage.output)
+            let plan = try VideoChain.plan(stage.instance, input: format, reusing: stage.output, allocating: allocatingBuffers)
             stage.negotiation = plan.negotiation
             stage.output = plan.buffer
             inputs.append(.video(format))
@@ -90,7 +94,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         }
         updateLatency()
         outputFormat = format
-        inputFormat = input
+        if allocatingBuffers { inputFormat = input }
         return format
     }
 
@@ -255,11 +259,12 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
 
     /// Configures `instance` for `input` and sizes its output buffer (reusing `existing` when
     /// it fits). Runs on whichever thread negotiates: control for a prepared replacement.
-    static func plan(_ instance: FilterInstance, input: VideoFormat, reusing existing: VideoBuffer?) throws(ChainError)
+    static func plan(_ instance: FilterInstance, input: VideoFormat, reusing existing: VideoBuffer?,
+                     allocating: Bool = true) throws(ChainError)
         -> (negotiation: Negotiation, output: VideoFormat, buffer: VideoBuffer?) {
         let n = try instance.configure(input: .video(input))
         guard case .video(let out) = n.output else { preconditionFailure("configure checks the kind") }
-        guard instance.type.processing == .outOfPlace else { return (n, out, nil) }
+        guard instance.type.processing == .outOfPlace, allocating else { return (n, out, nil) }
         return (n, out, existing?.format == out ? existing : VideoBuffer(format: out))
     }
 }

@@ -242,15 +242,45 @@ public final class WAVWriter {
         if let failure { throw failure }
     }
 
-    /// Patches the sizes (seekable outputs), flushes and closes a file the output opened.
+    /// Patches the sizes (seekable outputs), flushes and closes a file the output opened
+    /// (`MediaOutput(replacing:)` renames it over its target).
     public func close() throws(MediaError) {
         guard !closed else { return }
-        closed = true
-        if seekable {
-            let dataBytes = Int64(framesWritten * format.channels * 2)
-            try output.write(at: startOffset, WAVWriter.header(format: format, dataBytes: dataBytes, extensible: format.channels > 2))
-        }
+        if seekable { try patchHeader() }
         try output.close()
+        closed = true
+    }
+
+    private func patchHeader() throws(MediaError) {
+        let dataBytes = Int64(framesWritten * format.channels * 2)
+        try output.write(at: startOffset, WAVWriter.header(format: format, dataBytes: dataBytes, extensible: format.channels > 2))
+    }
+
+    /// Ends an output an error interrupted (a read, a filter or a write failed) and returns how
+    /// many frames it keeps. A file keeps the whole sample frames the descriptor accepted, with
+    /// its sizes patched to them, and is kept (renamed over its target) only if it holds at
+    /// least one; with none, an existing target stays as it was. A stream keeps what its reader got.
+    public func closeKeepingWholeFrames() -> Int {
+        guard !closed else { return framesWritten }
+        closed = true
+        guard seekable else {
+            try? output.close()
+            return framesWritten
+        }
+        try? output.flush()  // after a read error everything is still writable; after a write error, not
+        let frameBytes = Int64(2 * format.channels)
+        let durable = max(0, (output.writtenBytes - startOffset - Int64(headerSize)) / frameBytes)
+        guard durable > 0 || output.temporaryPath == nil else { output.discard(); return 0 }
+        framesWritten = Int(durable)
+        do throws(MediaError) {
+            try output.truncate(to: startOffset + Int64(headerSize) + durable * frameBytes)
+            try patchHeader()
+            try output.close()
+        } catch {
+            output.discard()
+            return 0
+        }
+        return framesWritten
     }
 }
 

@@ -236,7 +236,15 @@ public final class Y4MReader {
             frameParameters = ""
         }
 
-        if buffer == nil { buffer = VideoBuffer(format: header.format) }
+        if buffer == nil {
+            // Allocated when the first frame's picture starts to arrive, not for what the header
+            // claims: a header and a FRAME line with nothing after them cost no frame of memory.
+            if try input.peek(1).isEmpty {
+                throw .truncatedFrame(name: input.name, frame: framesRead + 1, completeFrames: framesRead,
+                                      missingBytes: header.frameByteCount, expectedBytes: header.frameByteCount)
+            }
+            buffer = VideoBuffer(format: header.format)
+        }
         var frame = buffer!.frame
         var missing = 0
         for p in 0..<3 {
@@ -282,12 +290,19 @@ public final class Y4MReader {
 }
 
 /// Writes a Y4M stream: the header once (at creation), then `FRAME` + the tightly packed
-/// picture for each frame, whatever its strides. One packing buffer, allocated once.
+/// picture for each frame, whatever its strides. One packing buffer, allocated at the first frame.
+///
+/// Each frame is flushed as it is written, so the output always ends on a whole frame as far
+/// as the descriptor accepted it, and a reader down a pipe gets every frame without delay.
 public final class Y4MWriter {
     public let output: MediaOutput
     public let header: Y4MHeader
+    /// Frames handed to the output.
     public private(set) var framesWritten = 0
-    private let packed: UnsafeMutableRawPointer
+    /// Frames, and bytes (header included), that the descriptor accepted whole.
+    public private(set) var framesFlushed = 0
+    private var flushedBytes: Int64 = 0
+    private var packed: UnsafeMutableRawPointer?
     private let frameLine: UnsafeMutablePointer<UInt8> = {
         let p = UnsafeMutablePointer<UInt8>.allocate(capacity: 6)
         p.initialize(from: Array("FRAME\n".utf8), count: 6)
@@ -302,17 +317,13 @@ public final class Y4MWriter {
     public init(_ output: MediaOutput, header: Y4MHeader) throws(MediaError) {
         self.output = output
         self.header = header
-        packed = .allocate(byteCount: header.frameByteCount, alignment: 64)
-        do {
-            try output.write(header.line)
-        } catch {
-            packed.deallocate()
-            throw error
-        }
+        try output.write(header.line)
+        try output.flush()
+        flushedBytes = output.writtenBytes
     }
 
     deinit {
-        packed.deallocate()
+        packed?.deallocate()
         frameLine.deallocate()
     }
 
@@ -327,11 +338,36 @@ public final class Y4MWriter {
         } else {
             try output.write("FRAME " + parameters + "\n")
         }
-        frame.pack(into: packed)
-        try output.write(packed, count: header.frameByteCount)
+        if packed == nil { packed = .allocate(byteCount: header.frameByteCount, alignment: 64) }
+        frame.pack(into: packed!)
+        try output.write(packed!, count: header.frameByteCount)
         framesWritten += 1
+        try output.flush()
+        framesFlushed = framesWritten
+        flushedBytes = output.writtenBytes
     }
 
-    /// Flushes (and closes a file this writer's output opened).
+    /// Flushes (and closes a file this writer's output opened; `MediaOutput(replacing:)`
+    /// renames it over its target).
     public func close() throws(MediaError) { try output.close() }
+
+    /// Ends an output an error interrupted and returns how many whole frames it keeps. A file
+    /// is cut back to its last whole frame and kept (renamed over its target) only if it
+    /// holds at least one; with none, an existing target stays as it was. A stream keeps
+    /// what its reader got.
+    public func closeKeepingWholeFrames() -> Int {
+        if output.isSeekable {
+            guard framesFlushed > 0 else { output.discard(); return 0 }
+            do throws(MediaError) {
+                try output.truncate(to: flushedBytes)
+                try output.close()
+            } catch {
+                output.discard()
+                return 0
+            }
+        } else {
+            try? output.close()
+        }
+        return framesFlushed
+    }
 }

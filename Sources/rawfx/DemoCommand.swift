@@ -138,7 +138,7 @@ struct DemoCommand: ParsableCommand {
         let pattern = TestPattern(format: format)
         let buffer = VideoBuffer(format: format)
         let outFormat = try chain.negotiate(format)
-        let writer = try Y4MWriter(MediaOutput(path: file("out.y4m")),
+        let writer = try Y4MWriter(MediaOutput(replacing: file("out.y4m")),
                                    header: Y4MHeader(format: outFormat, frameRate: Y4MRatio(fps, 1)))
         let middle = frames / 2
         let progress = ProgressLine(total: frames, unit: "frames")
@@ -148,11 +148,11 @@ struct DemoCommand: ParsableCommand {
             var frame = buffer.frame
             pattern.render(frame: index, into: frame)
             frame.timestampMicroseconds = Int64(index) * 1_000_000 / Int64(fps)
-            if index == middle { try PNGWriter.write(frame, to: file("before.png")) }
+            if index == middle { try writeReplacing(file("before.png")) { try PNGWriter.write(frame, to: $0) } }
             let t0 = monotonicNanoseconds()
             let out = try chain.process(frame)
             chainNanoseconds += monotonicNanoseconds() - t0
-            if index == middle { try PNGWriter.write(out, to: file("after.png")) }
+            if index == middle { try writeReplacing(file("after.png")) { try PNGWriter.write(out, to: $0) } }
             try writer.write(out)
             progress.update(index + 1)
         }
@@ -188,13 +188,13 @@ struct DemoCommand: ParsableCommand {
         let expected = Int((Double(noisy.count) * Double(outFormat.sampleRate) / Double(sampleRate)).rounded(.up)) * outFormat.channels
         if processed.count > expected { processed.removeLast(processed.count - expected) }
 
-        let cleanWriter = try WAVWriter(path: file("clean.wav"), format: format)
+        let cleanWriter = try WAVWriter(MediaOutput(replacing: file("clean.wav")), format: format)
         try cleanWriter.write(clean)
         try cleanWriter.close()
-        let noisyWriter = try WAVWriter(path: file("noisy.wav"), format: format)
+        let noisyWriter = try WAVWriter(MediaOutput(replacing: file("noisy.wav")), format: format)
         try noisyWriter.write(noisy)
         try noisyWriter.close()
-        let outWriter = try WAVWriter(path: file("out.wav"), format: outFormat)
+        let outWriter = try WAVWriter(MediaOutput(replacing: file("out.wav")), format: outFormat)
         try outWriter.write(processed)
         try outWriter.close()
 

@@ -29,9 +29,12 @@ struct RunCommand: ParsableCommand {
         sample (or frame for frame). Filters log warnings and errors to stderr as \
         'rawfx: <filter>: <message>'.
 
-        A progress line (frames, fps, ETA) appears when stderr is a terminal. A truncated input \
-        still leaves a valid output of every complete frame; rawfx then exits with status 1 \
-        saying how many frames it wrote.
+        A progress line (frames, fps, ETA) appears when stderr is a terminal. A file output is \
+        written beside its target (.NAME.rawfx-XXXXXX) and renamed over it when complete. A \
+        truncated input or a failed write still leaves a valid output of every complete frame; \
+        rawfx then exits with status 1 saying how many frames it wrote; with none, an existing \
+        output is left as it was. A reader that closes the pipe (| head) ends rawfx quietly by \
+        SIGPIPE (status 141), as Unix filters end. INPUT may be a FIFO, read as a stream.
 
         Examples:
           rawfx run --vf scale=width=1280:height=720 in.y4m out.y4m
@@ -61,14 +64,37 @@ struct RunCommand: ParsableCommand {
                                valueName: "n"))
     var threads: Int?
 
-    @Argument(help: ArgumentHelp("A .y4m or .wav file, or - for standard input.", valueName: "input"))
+    @Option(name: .customLong("max-frame-size"),
+            help: ArgumentHelp("The largest video frame rawfx accepts, as WxH or a pixel count; default 8192x8192 (64 Mi pixels, every 8K format). A bigger size in a Y4M header is an error before anything is allocated.",
+                               valueName: "WxH|pixels"))
+    var maxFrameSize: String?
+
+    @Argument(help: ArgumentHelp("A .y4m or .wav file (or a FIFO), or - for standard input.", valueName: "input"))
     var input: String
 
     @Argument(help: ArgumentHelp("A .y4m or .wav file (the input's format), or - for standard output.", valueName: "output"))
     var output: String
 
+    /// 8192×8192: 8K UHD (7680×4320) and DCI 8K (8192×4320) in either orientation, about
+    /// 96 MiB per frame buffer.
+    static let defaultMaxFramePixels = 8192 * 8192
+
+    /// `--max-frame-size` in pixels: `WxH` or a count.
+    func maxFramePixels() throws -> Int {
+        guard let text = maxFrameSize else { return Self.defaultMaxFramePixels }
+        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        let numbers = parts.map { part in part.allSatisfy(\.isASCII) ? Int(part) : nil }
+        guard (1...2).contains(numbers.count), numbers.allSatisfy({ ($0 ?? 0) > 0 }) else {
+            throw ValidationError("--max-frame-size '\(text)' is neither WxH (e.g. 16384x16384) nor a pixel count (e.g. 268435456)")
+        }
+        let (pixels, overflow) = numbers.count == 2 ? numbers[0]!.multipliedReportingOverflow(by: numbers[1]!) : (numbers[0]!, false)
+        guard !overflow else { throw ValidationError("--max-frame-size '\(text)' is too large a number") }
+        return pixels
+    }
+
     func validate() throws {
         _ = try parsedSnapshots()
+        _ = try maxFramePixels()
         if let threads, threads < 1 || threads > 64 {
             throw ValidationError("--threads \(threads) is out of range: give 1 to 64")
         }
@@ -105,11 +131,7 @@ struct RunCommand: ParsableCommand {
         guard outputKind == kind else {
             throw CLIError("the input is \(kind) and the output '\(output)' is \(outputKind); rawfx runs Y4M to Y4M and WAV to WAV")
         }
-        var inputStat = stat(), outputStat = stat()
-        if output != "-", fstat(source.fileDescriptor, &inputStat) == 0, stat(output, &outputStat) == 0,
-           inputStat.st_dev == outputStat.st_dev, inputStat.st_ino == outputStat.st_ino {
-            throw CLIError("the output '\(output)' is the input file; writing it would destroy the input")
-        }
+        try checkDistinctFiles(source)
         switch kind {
         case .y4m:
             if audioChain != nil {
@@ -132,47 +154,64 @@ struct RunCommand: ParsableCommand {
         do { chain = try VideoChain(videoChain ?? "", registry: registry) } catch { throw explain(error, registry: registry) }
         let reader = try Y4MReader(source)
         let inFormat = reader.header.format
-        let outFormat = try chain.negotiate(inFormat)
-        let header = outputHeader(reader.header, input: inFormat, output: outFormat)
-        let writer = try Y4MWriter(MediaOutput(path: output), header: header)
+        let limit = try maxFramePixels()
+        guard inFormat.width * inFormat.height <= limit else {
+            throw CLIError("\(source.name): the header declares \(inFormat.width)x\(inFormat.height) (\(inFormat.width * inFormat.height) pixels), more than the limit of \(limit) pixels\(limit == Self.defaultMaxFramePixels ? " (8192x8192)" : ""); raise it with --max-frame-size WxH or a pixel count")
+        }
         let pending = try parsedSnapshots()
         var nextSnapshot = 0
         let progress = ProgressLine(total: reader.estimatedFrameCount, unit: "frames")
         var index = 0
+        // Memory follows the data, not the header: the chain negotiates (and allocates its
+        // buffers) on the first whole frame, and the output is opened then, under a temporary
+        // name that replaces the target only once something valid is in it.
+        var writer: Y4MWriter?
+        func open(_ outFormat: VideoFormat) throws -> Y4MWriter {
+            try Y4MWriter(MediaOutput(replacing: output), header: outputHeader(reader.header, input: inFormat, output: outFormat))
+        }
         // A delaying chain's first `latency` outputs come before any input frame: drop them,
         // and at the end push the last `latency` frames out by repeating the last input.
-        var toSkip = chain.latency
+        var toSkip = 0
         var last: VideoFrame?
         func write(_ out: VideoFrame) throws {
             if toSkip > 0 {
                 toSkip -= 1
                 return
             }
-            try writer.write(out, parameters: reader.frameParameters)
-            let written = writer.framesWritten - 1
+            try writer!.write(out, parameters: reader.frameParameters)
+            let written = writer!.framesWritten - 1
             while nextSnapshot < pending.count && pending[nextSnapshot].frame == written {
-                try PNGWriter.write(out, to: pending[nextSnapshot].path)
+                try writeReplacing(pending[nextSnapshot].path) { try PNGWriter.write(out, to: $0) }
                 nextSnapshot += 1
             }
         }
         do {
             while let frame = try reader.readFrame() {
-                try write(try chain.process(frame))
+                let out = try chain.process(frame)
+                if writer == nil {
+                    writer = try open(chain.outputFormat!)
+                    toSkip = chain.latency
+                }
+                try write(out)
                 last = frame
                 index += 1
                 progress.update(index)
             }
+            if writer == nil {
+                // No frame at all: a valid empty stream, its header sized as the chain would
+                // size the frames, with no frame buffer allocated.
+                writer = try open(try chain.negotiate(inFormat, allocatingBuffers: false))
+            }
             if let last { try chain.drain(repeating: last, emit: write) }
+            try writer!.close()
         } catch {
-            // Everything written so far is whole frames: leave a valid file and say so.
             progress.finish(index)
-            try? writer.close()
-            let message = "\(error)"
-            if case .writeFailed? = error as? MediaError { throw error }  // the output is the problem
-            throw CLIError("\(message); wrote \(writer.framesWritten) complete frame\(writer.framesWritten == 1 ? "" : "s") to \(writer.output.name)")
+            // A refusal of the first frame's format is the chain's error, nothing else to say.
+            if writer == nil, let refusal = error as? ChainError { throw explain(refusal, registry: registry) }
+            let kept = writer?.closeKeepingWholeFrames() ?? 0
+            throw ending(error, kept: kept, output: writer?.output, wrote: "\(kept) complete frame\(kept == 1 ? "" : "s")")
         }
         progress.finish(index)
-        try writer.close()
         if nextSnapshot < pending.count {
             let missed = pending[nextSnapshot...].map { "\($0.frame)" }.joined(separator: ", ")
             throw CLIError("--snapshot: the input has \(index) frame\(index == 1 ? "" : "s") (0 to \(index - 1)); no frame \(missed)")
@@ -201,7 +240,7 @@ struct RunCommand: ParsableCommand {
         let reader = try WAVReader(source)
         let inFormat = reader.format
         let outFormat = try chain.negotiate(inFormat)
-        let writer = try WAVWriter(MediaOutput(path: output), format: outFormat)
+        let writer = try WAVWriter(MediaOutput(replacing: output), format: outFormat)
         let chunk = max(1, inFormat.framesPer10ms) * 10  // 100 ms per read
         let samples = UnsafeMutablePointer<Int16>.allocate(capacity: chunk * inFormat.channels)
         defer { samples.deallocate() }
@@ -225,25 +264,68 @@ struct RunCommand: ParsableCommand {
             }
             do { try writer.write(b) } catch { writeError = error }
         }
-        var readError: Error?
-        while true {
-            let n: Int
-            do { n = try reader.read(into: samples, maxFrames: chunk) } catch { readError = error; break }
-            if n == 0 { break }
-            let timestamp = Int64(framesIn) * 1_000_000 / Int64(inFormat.sampleRate)
-            framesIn += n
-            try chain.process(AudioBlock(samples: samples, frameCount: n, format: inFormat, timestampMicroseconds: timestamp), emit: emit)
+        // A read error still drains the chain, so the output has every frame read; any
+        // error then ends the file on its last whole frame with its sizes patched.
+        var failure: Error?
+        do {
+            while true {
+                let n: Int
+                do { n = try reader.read(into: samples, maxFrames: chunk) } catch { failure = error; break }
+                if n == 0 { break }
+                let timestamp = Int64(framesIn) * 1_000_000 / Int64(inFormat.sampleRate)
+                framesIn += n
+                try chain.process(AudioBlock(samples: samples, frameCount: n, format: inFormat, timestampMicroseconds: timestamp), emit: emit)
+                if let writeError { throw writeError }
+                blocks += 1
+                progress.update(blocks)
+            }
+            try chain.drain(emit: emit)
             if let writeError { throw writeError }
-            blocks += 1
-            progress.update(blocks)
+            if failure == nil { try writer.close() }
+        } catch {
+            failure = error
         }
-        try chain.drain(emit: emit)
         progress.finish(blocks)
-        if let writeError { throw writeError }
-        try writer.close()
-        if let readError {
-            let seconds = Double(writer.framesWritten) / Double(outFormat.sampleRate)
-            throw CLIError("\(readError); wrote \(writer.framesWritten) frames (\(String(format: "%.3f", seconds)) s) to \(writer.output.name)")
+        guard let failure else { return }
+        let kept = writer.closeKeepingWholeFrames()
+        let seconds = Double(kept) / Double(outFormat.sampleRate)
+        throw ending(failure, kept: kept, output: writer.output, wrote: "\(kept) frames (\(String(format: "%.3f", seconds)) s)")
+    }
+
+    /// How a run an error ended is reported, once its output kept `kept` whole frames
+    /// (`wrote` says so): quietly for a closed pipe; with none kept in a file, that the
+    /// target was not written.
+    private func ending(_ error: Error, kept: Int, output out: MediaOutput?, wrote: String) -> Error {
+        let ending = closedPipeOr(error, out)
+        if ending is ReaderClosedPipe { return ending }
+        if kept == 0 && output != "-" && out?.isSeekable != false {
+            return CLIError("\(error); no complete frame to write, so \(output) was not written (an existing file is left as it was)")
+        }
+        return CLIError("\(error); wrote \(wrote) to \(out?.name ?? output)")
+    }
+
+    // MARK: - Files
+
+    /// Refuses an output or a snapshot that is the input file (however named: a link, a `>>`
+    /// redirection of standard output), or a snapshot that is the output: writing it would
+    /// destroy what rawfx reads or writes.
+    private func checkDistinctFiles(_ source: MediaInput) throws {
+        let inputFile = FileIdentity(regularFile: source.fileDescriptor)
+        let outputFile = output == "-" ? FileIdentity(regularFile: STDOUT_FILENO) : FileIdentity(path: output)
+        if let inputFile, outputFile == inputFile {
+            if output == "-" {
+                throw CLIError("standard output is the input file \(source.name) (redirected with > or >>); writing it would destroy the input, or grow it without end")
+            }
+            throw CLIError("the output '\(output)' is the input file; writing it would destroy the input")
+        }
+        for (frame, path) in try parsedSnapshots() where path != "-" {
+            let snapshot = FileIdentity(path: path)
+            if snapshot == inputFile {
+                throw CLIError("--snapshot \(frame):\(path) is the input file; writing it would destroy the input")
+            }
+            if snapshot == outputFile {
+                throw CLIError("--snapshot \(frame):\(path) is the output file \(output); give the PNG another name")
+            }
         }
     }
 }
@@ -270,8 +352,13 @@ enum Container: CustomStringConvertible {
         return .y4m
     }
 
+    /// By extension; `-` and an existing FIFO or device (`/dev/null`) get the input's format.
     static func of(output path: String, input: Container) throws -> Container {
         if path == "-" { return input }
+        var st = stat()
+        if byExtension(path) == nil, stat(path, &st) == 0, (st.st_mode & S_IFMT) != S_IFREG, (st.st_mode & S_IFMT) != S_IFDIR {
+            return input
+        }
         guard let kind = byExtension(path) else {
             throw CLIError("cannot tell the output format of '\(path)': name it .y4m or .wav, or use - (rawfx writes Y4M and WAV; pipe to ffmpeg to encode)")
         }

@@ -48,6 +48,8 @@ extension RawfxCommand {
             var command = try parseAsRoot(arguments)
             try command.run()
             return 0
+        } catch is ReaderClosedPipe {
+            endByClosedPipe()
         } catch let error as CLIError {
             printError(error.message)
             return error.exitCode
@@ -156,3 +158,76 @@ final class ProgressLine {
 
 /// Milliseconds with three decimals.
 func milliseconds(_ nanoseconds: UInt64) -> String { String(format: "%.3f", Double(nanoseconds) / 1e6) }
+
+/// The reader of the output pipe went away (`… | head`): rawfx ends as Unix filters do,
+/// quietly and by SIGPIPE (status 141 in a shell), once its files are closed.
+struct ReaderClosedPipe: Error {}
+
+/// `error` as it should end the command: `ReaderClosedPipe` when it is a write to a pipe
+/// whose reader left.
+func closedPipeOr(_ error: Error, _ output: MediaOutput?) -> Error {
+    if case .writeFailed? = error as? MediaError, output?.readerClosed == true { return ReaderClosedPipe() }
+    return error
+}
+
+/// Ends the process by SIGPIPE, with the default action restored (rawfx ignores it so
+/// that writes fail with EPIPE instead of killing it mid-frame).
+func endByClosedPipe() -> Never {
+    signal(SIGPIPE, SIG_DFL)
+    raise(SIGPIPE)
+    exit(141)  // not reached: the signal ends the process
+}
+
+/// What a path names, to tell two spellings of one file apart (`a/../x`, a link, a `>>`
+/// redirection): device and inode when it exists, else the canonical path it would get.
+enum FileIdentity: Equatable {
+    case inode(dev_t, ino_t)
+    case path(String)
+
+    init(path: String) {
+        var st = stat()
+        if stat(path, &st) == 0 {
+            self = .inode(st.st_dev, st.st_ino)
+            return
+        }
+        // Not there yet: the canonical directory plus the name.
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent().path
+        let canonical = realpath(directory, nil).map { p in defer { free(p) }; return String(cString: p) } ?? directory
+        self = .path(canonical + "/" + url.lastPathComponent)
+    }
+
+    /// The file open on `descriptor`, if it is a regular file (a pipe or terminal cannot
+    /// be another name's file).
+    init?(regularFile descriptor: Int32) {
+        var st = stat()
+        guard fstat(descriptor, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+        self = .inode(st.st_dev, st.st_ino)
+    }
+}
+
+/// Writes `path` the way `MediaOutput(replacing:)` does, for writers that take a path
+/// (libpng): `body` writes a new temporary file beside it, which is renamed over `path` only
+/// when `body` succeeds. `-` and an existing non-regular file (a FIFO) are written directly.
+func writeReplacing(_ path: String, _ body: (String) throws -> Void) throws {
+    guard let (target, mode) = try MediaOutput.replacementTarget(for: path) else {
+        try body(path)
+        return
+    }
+    let (fd, temporary) = try MediaOutput.createTemporary(beside: target, name: path, mode: mode)
+    close(fd)
+    defer { TemporaryFiles.remove(temporary) }
+    do {
+        try body(temporary)
+    } catch {
+        unlink(temporary)
+        // Errors name the file the user gave, not the temporary one.
+        if case .pngFailed(_, let message)? = error as? MediaError { throw MediaError.pngFailed(name: path, message: message) }
+        throw error
+    }
+    guard rename(temporary, target) == 0 else {
+        let reason = String(cString: strerror(errno))
+        unlink(temporary)
+        throw MediaError.writeFailed(name: path, reason: reason)
+    }
+}
