@@ -28,8 +28,21 @@ public struct FilterSpec: Hashable, Sendable, CustomStringConvertible {
         return name + "=" + arguments.map { ($0.key.map { $0 + "=" } ?? "") + FilterSpec.quote($0.value) }.joined(separator: ":")
     }
 
+    /// The value as the parser reads it back: quoted when it holds a separator, a quote or a
+    /// backslash, or starts or ends with a blank (the parser trims unquoted blanks). Both found
+    /// by fuzzing: `a=x'y'\n` was printed `a=xy\n` (read back `xy`), a `\\` lost its escape.
     static func quote(_ value: String) -> String {
-        value.contains(where: { ":,'\\=".contains($0) }) ? "'" + value.replacingAll("'", with: "\\'") + "'" : value
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" }
+        let needsQuotes = value.contains(where: { ":,'\\=".contains($0) })
+            || value.first.map(blank) == true || value.last.map(blank) == true
+        guard needsQuotes else { return value }
+        // Inside quotes `\` still escapes the next character: both it and `'` need one.
+        var out = "'"
+        for c in value {
+            if c == "'" || c == "\\" { out.append("\\") }
+            out.append(c)
+        }
+        return out + "'"
     }
 
     /// Parses a whole chain: `a=x=1:y=2,b,c=3`. An empty or blank text is an empty chain.
@@ -41,14 +54,6 @@ public struct FilterSpec: Hashable, Sendable, CustomStringConvertible {
     /// The chain text of a list of specs (inverse of `parseChain`).
     public static func chainText(_ specs: [FilterSpec]) -> String {
         specs.map(\.description).joined(separator: ",")
-    }
-}
-
-extension String {
-    func replacingAll(_ target: Character, with replacement: String) -> String {
-        var out = ""
-        for c in self { if c == target { out += replacement } else { out.append(c) } }
-        return out
     }
 }
 
@@ -114,6 +119,10 @@ private struct ChainParser {
                         i += 1
                         let (value, _) = try token(stops: [":", ","])
                         if i < chars.count, chars[i] == "=" { throw error("'=' inside a value; quote it") }
+                        // The last one would win silently: a typo in a long chain would go unseen.
+                        if spec.arguments.contains(where: { $0.key == first }) {
+                            throw error("parameter '\(first)' is given twice in filter '\(name)'")
+                        }
                         spec.arguments.append(.init(key: first, value: value))
                     } else {
                         guard !first.isEmpty || firstQuoted else { throw error("an empty argument") }
