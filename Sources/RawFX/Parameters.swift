@@ -82,9 +82,11 @@ public struct ParameterDescriptor: Hashable, Sendable {
         // Built only on a refusal: `allowed` formats the range (a run-time change parses on
         // every call, and most values are fine).
         var invalid: ChainError { .invalidValue(filter: filter, parameter: id, value: text, expected: allowed) }
-        // Numbers are plain decimals (`DecimalNumber`): a refusal of the spelling says so.
+        // Numbers are plain decimals (`DecimalNumber`): the refusal of a number in another
+        // spelling (`0x10`, `1e3`, `inf`) says which one is accepted; `abc` needs no lesson.
         var badSpelling: ChainError {
-            .invalidValue(filter: filter, parameter: id, value: text, expected: allowed + " " + DecimalNumber.rule(integer: type == .int))
+            guard DecimalNumber.looksLikeANumber(text) else { return invalid }
+            return .invalidValue(filter: filter, parameter: id, value: text, expected: allowed + " " + DecimalNumber.rule(integer: type == .int))
         }
         switch type {
         case .int:
@@ -126,6 +128,11 @@ enum DecimalNumber {
         if rest.isEmpty { return true }
         guard !integer, rest.first == UInt8(ascii: "."), rest.count > 1 else { return false }
         return rest.dropFirst().allSatisfy(isDigit)
+    }
+
+    /// Holds an ASCII digit, or is a number to Swift (`inf`, `nan`).
+    static func looksLikeANumber(_ text: String) -> Bool {
+        text.utf8.contains { $0 >= 0x30 && $0 <= 0x39 } || Double(text) != nil
     }
 
     static func rule(integer: Bool) -> String {

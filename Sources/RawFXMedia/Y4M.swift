@@ -197,8 +197,12 @@ public final class Y4MReader {
             }
         }
         headerByteCount = bytes.count + 1
-        do {
-            header = try Y4MHeader.parse(String(decoding: bytes, as: UTF8.self), name: input.name)
+        do throws(MediaError) {
+            // Decoding would turn invalid bytes into U+FFFD: refuse them, shown as they are.
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw MediaError.badY4MHeader(name: input.name, reason: "the header line is not valid UTF-8: '\(MediaError.escaped(bytes.prefix(120)))'")
+            }
+            header = try Y4MHeader.parse(text, name: input.name)
         } catch {
             line.deallocate()
             throw error

@@ -8,7 +8,7 @@ func descriptor(_ id: String, _ type: ParameterType, range: ClosedRange<Double>?
                         isPath: false, isRequired: false, needsReconfigure: false)
 }
 
-nonisolated(unsafe) let descriptors = [
+let descriptors = [
     descriptor("width", .int, range: 2...16384),
     descriptor("any", .int),
     descriptor("opacity", .float, range: 0...1),

@@ -9,16 +9,17 @@ import RawFXMedia
 /// which libFuzzer's malloc limit would report as a crash before any byte of data is read.
 public let fuzzMaxFrameBytes = 16 << 20
 
-/// One scratch file per process (libFuzzer runs inputs one after another), rewritten each time.
+/// One scratch file per process (libFuzzer runs inputs one after another), rewritten each
+/// time and removed at exit.
+nonisolated(unsafe) private var scratchCPath: UnsafeMutablePointer<CChar>?
 private let scratchPath: String = {
-    var template = Array("/tmp/rawfx-fuzz-XXXXXX".utf8CString)
-    let fd = mkstemp(&template)
+    let template = strdup("/tmp/rawfx-fuzz-XXXXXX")!
+    let fd = mkstemp(template)
     precondition(fd >= 0, "mkstemp failed")
     close(fd)
-    let path = String(cString: template)
-    atexit { unlink(String(cString: getenv("RAWFX_FUZZ_SCRATCH")!)) }
-    setenv("RAWFX_FUZZ_SCRATCH", path, 1)
-    return path
+    scratchCPath = template
+    atexit { if let path = scratchCPath { unlink(path) } }
+    return String(validatingCString: template)!
 }()
 
 private func writeAll(_ fd: Int32, _ data: UnsafePointer<UInt8>, _ size: Int) {
