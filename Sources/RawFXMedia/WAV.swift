@@ -163,7 +163,12 @@ public final class WAVReader {
     /// Every remaining frame, interleaved.
     public func readAll() throws(MediaError) -> [Int16] {
         var all: [Int16] = []
-        if let n = frameCount { all.reserveCapacity((n - framesRead) * format.channels) }
+        // Reserve what the header declares only up to what the file holds: a 60-byte file may
+        // declare 4 GB.
+        if let n = frameCount, let size = input.fileSize {
+            let present = Int(max(0, size - input.offset)) / (2 * format.channels)
+            all.reserveCapacity(min(n - framesRead, present) * format.channels)
+        }
         let chunk = 4096
         let buffer = UnsafeMutablePointer<Int16>.allocate(capacity: chunk * format.channels)
         defer { buffer.deallocate() }
