@@ -270,3 +270,22 @@ extension FuzzRegressionTests {
         }
     }
 }
+
+extension FuzzRegressionTests {
+    /// FuzzChain: a combining mark right after `=` or `,` made one Character of both, so the
+    /// separator vanished from a Character-based scan, and only in some spellings of the same
+    /// chain (Fuzz/Corpus/chain/roundtrip-combining.txt).
+    func testSeparatorsFollowedByCombiningMarksStillSeparate() throws {
+        XCTAssertEqual(try FilterSpec.parseChain("rot=\u{35C}720"), [FilterSpec("rot", [])].map {
+            FilterSpec(name: $0.name, arguments: [.init(key: nil, value: "\u{35C}720")])
+        })
+        XCTAssertEqual(try FilterSpec.parseChain("a=k=\u{301},b").count, 2)
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a=x,\u{301}")) {
+            XCTAssertTrue("\($0)".contains("is not a filter name"), "the ',' before a combining mark: \($0)")
+        }
+        for text in ["rot=a=:rot=\u{35C}\t720", "a=' \u{301}'", "a=x\u{301}:b=\u{301}"] {
+            let specs = try FilterSpec.parseChain(text)
+            XCTAssertEqual(try FilterSpec.parseChain(FilterSpec.chainText(specs)), specs, text.debugDescription)
+        }
+    }
+}
