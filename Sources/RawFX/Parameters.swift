@@ -82,13 +82,20 @@ public struct ParameterDescriptor: Hashable, Sendable {
         // Built only on a refusal: `allowed` formats the range (a run-time change parses on
         // every call, and most values are fine).
         var invalid: ChainError { .invalidValue(filter: filter, parameter: id, value: text, expected: allowed) }
+        // Numbers are plain decimals (`DecimalNumber`): the refusal of a number in another
+        // spelling (`0x10`, `1e3`, `inf`) says which one is accepted; `abc` needs no lesson.
+        var badSpelling: ChainError {
+            guard DecimalNumber.looksLikeANumber(text) else { return invalid }
+            return .invalidValue(filter: filter, parameter: id, value: text, expected: allowed + " " + DecimalNumber.rule(integer: type == .int))
+        }
         switch type {
         case .int:
-            guard let v = Int64(text) ?? Double(text).flatMap({ $0.rounded() == $0 ? Int64(exactly: $0) : nil })
-            else { throw invalid }
+            guard DecimalNumber.isValid(text, integer: true) else { throw badSpelling }
+            guard let v = Int64(text) else { throw invalid }
             if let r = range, !r.contains(Double(v)) { throw invalid }
             return .int(v)
         case .float:
+            guard DecimalNumber.isValid(text, integer: false) else { throw badSpelling }
             guard let v = Double(text), v.isFinite else { throw invalid }
             if let r = range, !r.contains(v) { throw invalid }
             return .float(v)
@@ -104,6 +111,33 @@ public struct ParameterDescriptor: Hashable, Sendable {
         case .string:
             return .string(text)
         }
+    }
+}
+
+/// The one spelling of numbers in chains: an optional `-`, digits, and for a float an optional
+/// `.` followed by digits (`12`, `-30`, `0.5`). Refused: `+5`, `.5`, `5.`, `1e3`, `0x10`, `inf`,
+/// `nan`, `1_000` and blanks, which Swift's and C's parsers would each read their own way.
+enum DecimalNumber {
+    static func isValid(_ text: String, integer: Bool) -> Bool {
+        var bytes = Substring(text).utf8[...]
+        if bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+        func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        let whole = bytes.prefix(while: isDigit)
+        guard !whole.isEmpty else { return false }
+        let rest = bytes.dropFirst(whole.count)
+        if rest.isEmpty { return true }
+        guard !integer, rest.first == UInt8(ascii: "."), rest.count > 1 else { return false }
+        return rest.dropFirst().allSatisfy(isDigit)
+    }
+
+    /// Holds an ASCII digit, or is a number to Swift (`inf`, `nan`).
+    static func looksLikeANumber(_ text: String) -> Bool {
+        text.utf8.contains { $0 >= 0x30 && $0 <= 0x39 } || Double(text) != nil
+    }
+
+    static func rule(integer: Bool) -> String {
+        integer ? "written in decimal digits with an optional leading '-' (such as 12 or -3; no '+', spaces, exponent or 0x)"
+                : "written in decimal with an optional leading '-' and a '.' between digits (such as 12, -3 or 0.5; no '+', spaces, exponent, 0x, inf or nan)"
     }
 }
 

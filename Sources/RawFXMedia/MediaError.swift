@@ -67,16 +67,49 @@ public enum MediaError: Error, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Printable form of the first bytes of a stream, for `found` fields.
+    /// Printable form of the first bytes of a stream, for `found` fields: quoted and escaped.
     static func show(_ bytes: some Sequence<UInt8>) -> String {
         let array = Array(bytes.prefix(16))
         if array.isEmpty { return "an empty input" }
-        var text = ""
-        for b in array {
-            if b >= 0x20 && b < 0x7F { text.append(Character(Unicode.Scalar(b))) } else { text += "\\x" + String(b, radix: 16, uppercase: false).leftPadded(2) }
-        }
-        return "'\(text)'"
+        return "'" + escaped(array) + "'"
     }
+
+    /// `bytes` from an input, safe to print on a terminal: printable ASCII and valid UTF-8 as
+    /// they are, `\` doubled, control and format characters as `\xNN` / `\u{NNNN}` (so an
+    /// escape sequence or a bidi override in a header cannot act), invalid UTF-8 as `\xNN`.
+    /// Every text from an input goes through here before it enters a `MediaError`.
+    public static func escaped(_ bytes: some Sequence<UInt8>) -> String {
+        let b = Array(bytes)
+        var out = ""
+        var i = 0
+        func hex(_ v: UInt8) -> String { "\\x" + String(v, radix: 16).leftPadded(2) }
+        while i < b.count {
+            let lead = b[i]
+            if lead < 0x80 {
+                out += lead == 0x5C ? "\\\\" : (lead >= 0x20 && lead < 0x7F ? String(Character(Unicode.Scalar(lead))) : hex(lead))
+                i += 1
+                continue
+            }
+            let length = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0
+            if length > 0, i + length <= b.count, let s = String(validating: b[i..<(i + length)], as: UTF8.self),
+               let scalar = s.unicodeScalars.first {
+                switch scalar.properties.generalCategory {
+                case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .unassigned:
+                    out += "\\u{" + String(scalar.value, radix: 16) + "}"
+                default:
+                    out += s
+                }
+                i += length
+            } else {
+                out += hex(lead)
+                i += 1
+            }
+        }
+        return out
+    }
+
+    /// `text` from an input (a token of a header), escaped as `escaped(_:)` does.
+    public static func escaped(_ text: some StringProtocol) -> String { escaped(text.utf8) }
 }
 
 extension String {

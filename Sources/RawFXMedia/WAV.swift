@@ -8,15 +8,22 @@ import RawFX
 /// Reads a 16-bit PCM WAV (file or pipe): any rate, any channel count, `WAVE_FORMAT_PCM` or
 /// `WAVE_FORMAT_EXTENSIBLE` with the PCM subformat. Chunks other than `fmt ` and `data`
 /// (`LIST`, `fact`, `bext`…) are skipped. A `data` size of 0xFFFFFFFF (a stream written to a
-/// pipe), or of 0 on a pipe, means “until the end of the input”.
+/// pipe) means “until the end of the input”. On an input that is not a regular file (a pipe, a
+/// FIFO) the declared size is only an upper bound, as ffmpeg and sox read it: writers put a
+/// placeholder there (0, 0xFFFFFFFF, sox's 0x7FFFF000…), so the audio ends where the stream
+/// ends, without an error; 0 and sizes from 0x7FFFF000 up mean no bound at all. On a regular
+/// file the size is checked: a shorter file is reported as truncated.
 ///
 ///     let reader = try WAVReader(path: "in.wav")
 ///     let n = try reader.read(into: samples, maxFrames: 480)   // 0 at the end
 public final class WAVReader {
     public let input: MediaInput
     public let format: AudioFormat
-    /// Bytes in the `data` chunk; nil when unknown (a streamed WAV read to the end).
+    /// Bytes in the `data` chunk; nil when unknown (a streamed WAV read to the end). On a pipe,
+    /// at most this many (the stream may end before).
     public let dataByteCount: Int64?
+    /// The input is a regular file: a `data` chunk shorter than declared is an error.
+    private let strict: Bool
     /// Byte offset of the first sample.
     public let dataStart: Int64
     /// Frames (samples per channel) in the file; nil when unknown.
@@ -68,8 +75,9 @@ public final class WAVReader {
                 }
                 self.format = f
                 dataStart = input.offset
-                let streaming = size == 0xFFFF_FFFF || (size == 0 && input.fileSize == nil)
-                dataByteCount = streaming ? nil : size
+                strict = input.fileSize != nil
+                let placeholder = size == 0xFFFF_FFFF || (!strict && (size == 0 || size >= 0x7FFF_F000))
+                dataByteCount = placeholder ? nil : size
                 return
             } else {
                 // LIST, fact, bext, junk…: skip (padded to an even size).
@@ -123,8 +131,8 @@ public final class WAVReader {
     }
 
     /// Reads up to `maxFrames` interleaved frames; returns the number read, 0 at the end.
-    /// A `data` chunk shorter than declared returns what it has, then throws
-    /// `MediaError.truncatedWAVData` on the next call.
+    /// A `data` chunk shorter than declared in a regular file returns what it has, then throws
+    /// `MediaError.truncatedWAVData` on the next call (on a pipe it is the end of the audio).
     public func read(into samples: UnsafeMutablePointer<Int16>, maxFrames: Int) throws(MediaError) -> Int {
         if let e = pendingError { throw e }
         let frameBytes = 2 * format.channels
@@ -139,10 +147,11 @@ public final class WAVReader {
         #endif
         framesRead += frames
         if n < want * frameBytes {
-            if let declared = dataByteCount {
+            if let declared = dataByteCount, strict {
                 pendingError = .truncatedWAVData(name: input.name, declaredBytes: declared, dataStart: dataStart,
                                                  endsAt: dataStart + Int64(framesRead * frameBytes) + Int64(n % frameBytes))
-            } else if n % frameBytes != 0 {
+            }
+            if pendingError == nil, n % frameBytes != 0 {
                 pendingError = .badWAV(name: input.name, reason: "the stream ends inside a sample frame (\(n % frameBytes) of \(frameBytes) bytes)",
                                        byteOffset: input.offset)
             }
@@ -154,7 +163,12 @@ public final class WAVReader {
     /// Every remaining frame, interleaved.
     public func readAll() throws(MediaError) -> [Int16] {
         var all: [Int16] = []
-        if let n = frameCount { all.reserveCapacity((n - framesRead) * format.channels) }
+        // Reserve what the header declares only up to what the file holds: a 60-byte file may
+        // declare 4 GB.
+        if let n = frameCount, let size = input.fileSize {
+            let present = Int(max(0, size - input.offset)) / (2 * format.channels)
+            all.reserveCapacity(min(n - framesRead, present) * format.channels)
+        }
         let chunk = 4096
         let buffer = UnsafeMutablePointer<Int16>.allocate(capacity: chunk * format.channels)
         defer { buffer.deallocate() }

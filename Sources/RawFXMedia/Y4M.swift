@@ -83,10 +83,17 @@ public struct Y4MHeader: Hashable, Sendable {
         var width: Int?
         var height: Int?
         var header = Y4MHeader(width: 0, height: 0, interlace: nil, pixelAspect: nil, chroma: nil)
+        // Digits only, below 2^31 (what ffmpeg's and mjpegtools' readers take): `Int` would also
+        // accept `+5`, and a ratio near 2^63 would overflow the timestamps.
+        func decimal(_ text: Substring) -> Int? {
+            guard !text.isEmpty, text.count <= 10, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let v = Int(text), v <= Int(Int32.max) else { return nil }
+            return v
+        }
         func ratio(_ text: Substring, _ what: String) throws(MediaError) -> Y4MRatio {
             let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count == 2, let n = Int(parts[0]), let d = Int(parts[1]), n >= 0, d >= 0 else {
-                throw .badY4MHeader(name: name, reason: "\(what) '\(text)' is not of the form N:D")
+            guard parts.count == 2, let n = decimal(parts[0]), let d = decimal(parts[1]) else {
+                throw .badY4MHeader(name: name, reason: "\(what) '\(MediaError.escaped(text))' is not of the form N:D (whole numbers below 2^31)")
             }
             return Y4MRatio(n, d)
         }
@@ -94,30 +101,30 @@ public struct Y4MHeader: Hashable, Sendable {
             let value = token.dropFirst()
             switch token.first! {
             case "W":
-                guard let w = Int(value), w > 0, w <= 32768 else {
-                    throw .badY4MHeader(name: name, reason: "width 'W\(value)' is not a number from 1 to 32768")
+                guard let w = decimal(value), w > 0, w <= 32768 else {
+                    throw .badY4MHeader(name: name, reason: "width 'W\(MediaError.escaped(value))' is not a number from 1 to 32768")
                 }
                 width = w
             case "H":
-                guard let h = Int(value), h > 0, h <= 32768 else {
-                    throw .badY4MHeader(name: name, reason: "height 'H\(value)' is not a number from 1 to 32768")
+                guard let h = decimal(value), h > 0, h <= 32768 else {
+                    throw .badY4MHeader(name: name, reason: "height 'H\(MediaError.escaped(value))' is not a number from 1 to 32768")
                 }
                 height = h
             case "F":
                 header.frameRate = try ratio(value, "frame rate F")
                 guard header.frameRate.numerator > 0, header.frameRate.denominator > 0 else {
-                    throw .badY4MHeader(name: name, reason: "frame rate F\(value) is not positive")
+                    throw .badY4MHeader(name: name, reason: "frame rate F\(MediaError.escaped(value)) is not positive")
                 }
             case "I":
                 guard value.count == 1, "ptbm?".contains(value.first!) else {
-                    throw .badY4MHeader(name: name, reason: "interlace 'I\(value)' is not one of Ip, It, Ib, Im, I?")
+                    throw .badY4MHeader(name: name, reason: "interlace 'I\(MediaError.escaped(value))' is not one of Ip, It, Ib, Im, I?")
                 }
                 header.interlace = value.first!
             case "A":
                 header.pixelAspect = try ratio(value, "pixel aspect A")
             case "C":
                 guard supportedChroma.contains(String(value)) else {
-                    throw .unsupportedChroma(name: name, tag: String(token))
+                    throw .unsupportedChroma(name: name, tag: MediaError.escaped(token))
                 }
                 header.chroma = String(value)
             case "X":
@@ -125,7 +132,7 @@ public struct Y4MHeader: Hashable, Sendable {
                     switch value.dropFirst("COLORRANGE=".count).uppercased() {
                     case "FULL": header.colorRange = .full
                     case "LIMITED": header.colorRange = .limited
-                    default: throw .badY4MHeader(name: name, reason: "'\(token)' is neither XCOLORRANGE=FULL nor XCOLORRANGE=LIMITED")
+                    default: throw .badY4MHeader(name: name, reason: "'\(MediaError.escaped(token))' is neither XCOLORRANGE=FULL nor XCOLORRANGE=LIMITED")
                     }
                 } else {
                     header.extensions.append(String(token))
@@ -190,8 +197,12 @@ public final class Y4MReader {
             }
         }
         headerByteCount = bytes.count + 1
-        do {
-            header = try Y4MHeader.parse(String(decoding: bytes, as: UTF8.self), name: input.name)
+        do throws(MediaError) {
+            // Decoding would turn invalid bytes into U+FFFD: refuse them, shown as they are.
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw MediaError.badY4MHeader(name: input.name, reason: "the header line is not valid UTF-8: '\(MediaError.escaped(bytes.prefix(120)))'")
+            }
+            header = try Y4MHeader.parse(text, name: input.name)
         } catch {
             line.deallocate()
             throw error
@@ -266,10 +277,24 @@ public final class Y4MReader {
             throw .truncatedFrame(name: input.name, frame: framesRead + 1, completeFrames: framesRead,
                                   missingBytes: missing, expectedBytes: header.frameByteCount)
         }
-        frame.timestampMicroseconds = Int64(framesRead) * 1_000_000 * Int64(header.frameRate.denominator)
-            / Int64(max(header.frameRate.numerator, 1))
+        guard let timestamp = Y4MReader.timestamp(frame: framesRead, rate: header.frameRate) else {
+            throw .badY4MHeader(name: input.name, reason: "frame rate F\(header.frameRate) puts frame \(framesRead + 1) beyond the largest timestamp (2^63 microseconds)")
+        }
+        frame.timestampMicroseconds = timestamp
         framesRead += 1
         return frame
+    }
+
+    /// Frame `frame`'s time in microseconds, `frame · 10^6 · den / num` in 128 bits; nil when
+    /// the result does not fit an Int64 or the rate is not positive.
+    static func timestamp(frame: Int, rate: Y4MRatio) -> Int64? {
+        guard frame >= 0, rate.numerator > 0, rate.denominator >= 0 else { return nil }
+        let (perFrame, overflow) = UInt64(rate.denominator).multipliedReportingOverflow(by: 1_000_000)
+        guard !overflow else { return nil }
+        let product = UInt64(frame).multipliedFullWidth(by: perFrame)
+        let divisor = UInt64(rate.numerator)
+        guard product.high < divisor else { return nil }  // dividingFullWidth would trap
+        return Int64(exactly: divisor.dividingFullWidth(product).quotient)
     }
 
     /// Byte `i` of "FRAME", without touching an array (no allocation in debug builds).

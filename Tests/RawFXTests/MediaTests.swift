@@ -357,6 +357,52 @@ final class MediaTests: XCTestCase {
         }
     }
 
+    /// A hand-built 16-bit mono WAV whose data chunk declares `declared` bytes and holds `pcm`.
+    private func wavDeclaring(_ declared: Int, _ pcm: [UInt8]) -> Data {
+        var data = wav([("fmt ", fmt(channels: 1, rate: 8000)), ("data", pcm)])
+        data.replaceSubrange(40..<44, with: u32(declared))
+        return data
+    }
+
+    /// sox writes 0x7FFFF000 on a pipe, others 0 or 0xFFFFFFFF, or a size larger than what the
+    /// pipe delivers: the audio ends with the stream, without an error (rawfx wrote all the
+    /// audio and then exited 1 with "truncated data chunk").
+    func testPipeWAVWithAnyDeclaredSizeReadsToTheEndWithoutAnError() throws {
+        let pcm = (0..<600).map { UInt8($0 % 251) }
+        let samples = stride(from: 0, to: 600, by: 2).map { Int16(bitPattern: UInt16(pcm[$0]) | UInt16(pcm[$0 + 1]) << 8) }
+        for declared in [0, 0xFFFF_FFFF, 0x7FFF_F000, 0x7FFF_FFFF, 601 * 2, 100_000] {
+            let reader = try WAVReader(MediaInput(fileHandle: try pipeWith(wavDeclaring(declared, pcm)).fileHandleForReading, name: "pipe"))
+            XCTAssertEqual(try reader.readAll(), samples, "declared \(declared)")
+        }
+        // A smaller size is still where the audio stops (a chunk may follow it).
+        let reader = try WAVReader(MediaInput(fileHandle: try pipeWith(wavDeclaring(100, pcm)).fileHandleForReading, name: "pipe"))
+        XCTAssertEqual(try reader.readAll(), Array(samples.prefix(50)))
+    }
+
+    /// The same through a FIFO named like a file, as `rawfx run in.fifo …` reads it.
+    func testFIFOWAVWithSoxPlaceholderReadsToTheEnd() throws {
+        let fifo = temporaryDirectory().appendingPathComponent("in.wav").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let data = wavDeclaring(0x7FFF_F000, [1, 0, 2, 0, 3, 0])
+        let writer = Thread {
+            if let handle = FileHandle(forWritingAtPath: fifo) { handle.write(data); try? handle.close() }
+        }
+        writer.start()
+        let reader = try WAVReader(path: fifo)
+        XCTAssertNil(reader.frameCount)
+        XCTAssertEqual(try reader.readAll(), [1, 2, 3])
+    }
+
+    /// Files stay strict: the same placeholder in a regular file is a truncated file.
+    func testFileWAVWithSoxPlaceholderIsStillTruncated() throws {
+        let path = temporaryDirectory().appendingPathComponent("t.wav").path
+        _ = FileManager.default.createFile(atPath: path, contents: wavDeclaring(0x7FFF_F000, [1, 0, 2, 0]))
+        let reader = try WAVReader(path: path)
+        XCTAssertThrowsError(try reader.readAll()) { error in
+            XCTAssertEqual(error as? MediaError, .truncatedWAVData(name: path, declaredBytes: 0x7FFF_F000, dataStart: 44, endsAt: 48))
+        }
+    }
+
     // MARK: - PNG
 
     /// Reads a PNG back as RGBA with libpng's simplified API.

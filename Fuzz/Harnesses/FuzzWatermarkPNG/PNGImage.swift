@@ -1,0 +1,1 @@
+../../../Plugins/Watermark/PNGImage.swift
