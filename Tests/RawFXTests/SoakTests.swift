@@ -239,6 +239,7 @@ final class SoakTests: XCTestCase {
         var rss: [(seconds: Double, bytes: Int)] = []
         var swaps = 0
         var parameterChanges = 0
+        var metricsReads = 0
         while true {
             let now = monotonicNanoseconds()
             if now >= nextSample {
@@ -268,6 +269,8 @@ final class SoakTests: XCTestCase {
                     try directAudio.setParameter("0.db", String(tick % 13 - 6))
                     try directAudio.setBypass("1", tick % 2 == 1)
                     parameterChanges += 5
+                    // An app's status display reads every hook's figures while frames flow.
+                    metricsReads += processor.metrics.count
                 } catch {
                     fail("control tick \(tick): \(error)")
                 }
@@ -277,6 +280,7 @@ final class SoakTests: XCTestCase {
         stop.store(true, ordering: .relaxed)
         for thread in [videoThread, publishThread, audioThread, speakerThread] { thread.join() }
         let elapsed = Double(monotonicNanoseconds() - start) / 1e9
+        XCTAssertGreaterThan(metricsReads, 0)
 
         // The worker sends what is queued before the session stops.
         let deadline = monotonicNanoseconds() + 10_000_000_000
