@@ -43,6 +43,33 @@ final class SoakTests: XCTestCase {
         }
     }
 
+    /// The soak's memory check relies on senders that keep no bytes: with them, the emulator's
+    /// records stay a few dozen bytes per frame or chunk whatever the run length.
+    func testSendersWithoutKeepBytesKeepNoPictureOrPCM() {
+        let ledger = ContractLedger()
+        let clock = EmulatorClock(manualStart: 0)
+        let mic = FakeAudioSender(ledger: ledger, clock: clock)
+        let studio = FakePSSender(capability: PSVideoSourceCapability(width: 64, height: 36), ledger: ledger, clock: clock)
+        let video = FakeVideoSender(ledger: ledger, clock: clock)
+        video.acceptedSizes = [[64, 36]]
+        for sender in [mic, studio, video] as [FakeSenderBase] {
+            sender.keepBytes = false
+            sender.isAccepting = true
+        }
+        var buffer = [CChar](repeating: 1, count: 3456)
+        buffer.withUnsafeMutableBufferPointer { b in
+            XCTAssertEqual(mic.send(b.baseAddress!, dataLength: 960, sampleRate: 48000, channel: .mono), .success)
+            XCTAssertEqual(studio.sendAudio(b.baseAddress!, dataLength: 960, sampleRate: 48000, channel: .mono), .success)
+            XCTAssertEqual(studio.sendVideoFrame(b.baseAddress!, width: 64, height: 36, frameLength: 3456, format: .i420Full), .success)
+            _ = video.sendVideoFrame(b.baseAddress!, width: 64, height: 36, dataLength: 3456, rotation: 0, format: .i420Limited)
+        }
+        XCTAssertEqual(ledger.violations.map(\.description), [])
+        XCTAssertEqual(mic.sent.map(\.samples.count), [0], "the mic sender kept the PCM")
+        XCTAssertEqual(studio.sentAudio.map(\.samples.count), [0], "the production studio sender kept the PCM")
+        XCTAssertEqual(studio.sentVideo.map(\.bytes.count), [0])
+        XCTAssertEqual(video.sent.map(\.bytes.count), [0])
+    }
+
     /// Growth allowed between the warm-up's plateau and the run's last quarter: glibc's arenas
     /// and the emulators' ledgers (a few dozen bytes per frame sent) move a little; a leaked
     /// 720p frame per swap or per second would not fit.
