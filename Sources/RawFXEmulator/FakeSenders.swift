@@ -32,6 +32,7 @@ public struct SentVideoFrame: Sendable {
 
 /// Audio a fake sender accepted.
 public struct SentAudio: Sendable {
+    /// The PCM sent (empty when the sender does not keep bytes).
     public var samples: [Int16]
     public var dataLength: Int
     public var sampleRate: Int
@@ -77,7 +78,7 @@ public final class EmulatorClock: @unchecked Sendable {
 public class FakeSenderBase: @unchecked Sendable {
     public let ledger: ContractLedger
     public let clock: EmulatorClock
-    /// Keep the bytes of sent frames (for comparisons); off for long runs.
+    /// Keep the bytes of sent frames and audio (for comparisons); off for long runs.
     public var keepBytes = true
     let accepting = Atomic<Bool>(false)
     let lock = EmulatorLock()
@@ -250,7 +251,7 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
             reject("send", VideoSDKError.rawdataSendTooFrequently.rawValue, "audio is sent faster than real time")
             return .rawdataSendTooFrequently
         }
-        let samples = Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: Int16.self), count: dataLength / 2))
+        let samples = keepBytes ? Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: Int16.self), count: dataLength / 2)) : []
         let chunk = SentAudio(samples: samples, dataLength: dataLength, sampleRate: sampleRate, channel: channel, time: now)
         lock.withLock {
             chunks.append(chunk)
@@ -307,7 +308,7 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
             reject("PS sendAudio", MeetingSDKError.invalidParameter.rawValue, "\(dataLength) bytes at \(sampleRate) Hz \(channel)")
             return .invalidParameter
         }
-        let samples = Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: Int16.self), count: dataLength / 2))
+        let samples = keepBytes ? Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: Int16.self), count: dataLength / 2)) : []
         let chunk = SentAudio(samples: samples, dataLength: dataLength, sampleRate: sampleRate, channel: channel, time: clock.microseconds)
         lock.withLock { audio.append(chunk) }
         return .success

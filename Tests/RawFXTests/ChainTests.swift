@@ -130,8 +130,11 @@ final class ChainTests: XCTestCase {
 
     func testFormatChangeRenegotiates() throws {
         let chain = try VideoChain("copy", registry: registry)
-        _ = try chain.process(patternBuffer(width: 64, height: 48).frame)
-        let out = try chain.process(patternBuffer(width: 32, height: 16).frame)
+        // A VideoFrame does not own its planes: keep each buffer alive while the chain reads it.
+        let large = patternBuffer(width: 64, height: 48)
+        let small = patternBuffer(width: 32, height: 16)
+        _ = try withExtendedLifetime(large) { try chain.process(large.frame) }
+        let out = try withExtendedLifetime(small) { try chain.process(small.frame) }
         XCTAssertEqual(out.format, VideoFormat(width: 32, height: 16))
         XCTAssertEqual(chain.inputFormat, VideoFormat(width: 32, height: 16))
     }
