@@ -30,6 +30,16 @@ struct RGBAImage {
     /// 145-byte file whose tEXt declares 2 GB costs 2 GB, fifty 48 KB zTXt bombs 400 MB.
     static let decodedChunks: Set<String> = ["IHDR", "PLTE", "IDAT", "IEND", "tRNS", "gAMA", "cHRM", "sRGB", "iCCP", "sBIT"]
 
+    /// The largest chunk (or decompressed chunk data, an ICC profile) libpng may allocate.
+    static let maxChunkBytes = 2 << 20
+
+    /// Width and height from the IHDR chunk, which `decodedChunks` put first.
+    private static func headerSize(_ png: [UInt8]) -> (width: Int, height: Int)? {
+        guard png.count >= 24 else { return nil }
+        func word(_ at: Int) -> Int { png[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
+        return (word(16), word(20))
+    }
+
     /// Decodes `path`. Every failure names the file and the reason:
     /// `watermark: /x/logo.png: not a PNG file (bad signature)`.
     static func load(path: String) throws(FilterFailure) -> RGBAImage {
@@ -84,6 +94,16 @@ struct RGBAImage {
             throw fail(Int(RAWFX_ERR_INVALID_ARGUMENT), "not a PNG file (bad signature)")
         }
         let png = try decodedChunks(of: bytes, fail)
+        // libpng's own limits on what it reads (rawfx_png_check_limits in CLibPNG's shim):
+        // the same maximum side, at most 100 ancillary chunks, none above 2 MiB.
+        var message = [CChar](repeating: 0, count: 256)
+        guard rawfx_png_check_limits(png, png.count, UInt32(maxSide), 100, maxChunkBytes, &message) != 0 else {
+            let reason = message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            if let side = headerSize(png), side.width > maxSide || side.height > maxSide {
+                throw fail(Int(RAWFX_ERR_INVALID_ARGUMENT), "image is \(side.width)x\(side.height), larger than the \(maxSide)x\(maxSide) limit")
+            }
+            throw fail(Int(RAWFX_ERR_INVALID_ARGUMENT), "refused by libpng's limits (\(maxChunkBytes >> 20) MiB per chunk, \(maxSide)x\(maxSide)): \(reason)")
+        }
 
         var image = png_image()
         image.version = UInt32(PNG_IMAGE_VERSION)

@@ -246,6 +246,19 @@ final class FuzzRegressionTests: XCTestCase {
         XCTAssertEqual(message, "no error")
     }
 
+    /// libpng's own user limits are set (rawfx_png_check_limits): a 3 MiB ICC profile chunk,
+    /// under libpng's built-in 8 MB default, is refused by the 2 MiB limit before decoding.
+    func testLibpngUserLimitsRefuseAnOversizedChunk() throws {
+        let idat = try XCTUnwrap(deflated([0, 10, 20, 30, 255]))
+        let profile = Array("icc\0".utf8) + [0] + [UInt8](repeating: 0x55, count: 3 << 20)
+        let bytes = pngSignatureAndHeader + pngChunk("iCCP", profile) + pngChunk("IDAT", idat) + pngChunk("IEND", [])
+        let path = temporaryDirectory().appendingPathComponent("icc3m.png").path
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        let text = try XCTUnwrap(try watermarkRefusal(path))
+        XCTAssertTrue(text.contains("refused by libpng's limits (2 MiB per chunk, 4096x4096)"), text)
+        XCTAssertTrue(text.contains("chunk data is too large"), text)
+    }
+
     /// zlib's `compress2`, found in the process (libpng links zlib): Foundation has no zlib on Linux.
     private func deflated(_ bytes: [UInt8]) throws -> [UInt8]? {
         typealias Compress2 = @convention(c) (UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt>,
