@@ -248,52 +248,47 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         return ChainEdit(replace: start, with: stages.isEmpty ? [Stage(first)] : stages, preparedFor: preparedInput)
     }
 
-    /// [process] Applies the edits waiting, in order, and hands the batch back.
-    private func applyPendingEdits() {
-        guard let batch = edits.take() else { return }
-        var index = 0
-        while index < batch.edits.count {
-            let edit = batch.edits[index]
-            index += 1
-            switch edit.kind {
-            case .setParameter:
-                applyParameter(edit, to: stages[edit.stage].instance, timing: stages[edit.stage].timing)
-            case .bypass:
-                stages[edit.stage].bypassed = edit.bypass
-            case .replace:
-                let current = stages[edit.stage]
-                let stale = edit.preparedInput == nil || edit.preparedInput != (inputFormat == nil ? nil : .audio(current.input))
-                var k = 0
-                while k < edit.replacements.count {
-                    let stage = stages[edit.stage + k]
-                    let fresh = edit.replacements[k] as! Stage
-                    // Samples waiting in the FIFO stay when the new stage takes the same input.
-                    if !stale, stage.fill > 0, let old = stage.fifo, let new = fresh.fifo,
-                       new.channels == old.channels, fresh.blockFrames >= stage.fill {
-                        new.samples.update(from: old.samples, count: stage.fill * old.channels)
-                        fresh.fill = stage.fill
-                        fresh.fifoTimestamp = stage.fifoTimestamp
-                    }
-                    swap(&stage.instance, &fresh.instance)
-                    swap(&stage.negotiation, &fresh.negotiation)
-                    swap(&stage.input, &fresh.input)
-                    swap(&stage.output, &fresh.output)
-                    swap(&stage.blockFrames, &fresh.blockFrames)
-                    swap(&stage.maxOutputFrames, &fresh.maxOutputFrames)
-                    swap(&stage.latencyMicroseconds, &fresh.latencyMicroseconds)
-                    swap(&stage.fifo, &fresh.fifo)
-                    swap(&stage.fill, &fresh.fill)
-                    swap(&stage.fifoTimestamp, &fresh.fifoTimestamp)
-                    swap(&stage.out, &fresh.out)
-                    swap(&stage.delay, &fresh.delay)
-                    k += 1
-                }
-                if stale { inputFormat = nil }
-                updateLatency()
-                outputFormat = stages.last?.output ?? outputFormat
+    func stageParts(_ index: Int) -> (instance: FilterInstance, timing: TimingRecorder) {
+        (stages[index].instance, stages[index].timing)
+    }
+
+    func setStageBypassed(_ index: Int, _ bypassed: Bool) { stages[index].bypassed = bypassed }
+
+    func swapIn(_ edit: ChainEdit) {
+        let current = stages[edit.stage]
+        let stale = edit.preparedInput == nil || edit.preparedInput != (inputFormat == nil ? nil : .audio(current.input))
+        var k = 0
+        while k < edit.replacements.count {
+            let stage = stages[edit.stage + k]
+            let fresh = edit.replacements[k] as! Stage
+            // Samples waiting in the FIFO stay when the new stage takes the same input.
+            if !stale, stage.fill > 0, let old = stage.fifo, let new = fresh.fifo,
+               new.channels == old.channels, fresh.blockFrames >= stage.fill {
+                new.samples.update(from: old.samples, count: stage.fill * old.channels)
+                fresh.fill = stage.fill
+                fresh.fifoTimestamp = stage.fifoTimestamp
+                fresh.fifoSource = stage.fifoSource
+                fresh.fifoUserID = stage.fifoUserID
             }
+            swap(&stage.instance, &fresh.instance)
+            swap(&stage.negotiation, &fresh.negotiation)
+            swap(&stage.input, &fresh.input)
+            swap(&stage.output, &fresh.output)
+            swap(&stage.blockFrames, &fresh.blockFrames)
+            swap(&stage.maxOutputFrames, &fresh.maxOutputFrames)
+            swap(&stage.latencyMicroseconds, &fresh.latencyMicroseconds)
+            swap(&stage.fifo, &fresh.fifo)
+            swap(&stage.fill, &fresh.fill)
+            swap(&stage.fifoTimestamp, &fresh.fifoTimestamp)
+            swap(&stage.fifoSource, &fresh.fifoSource)
+            swap(&stage.fifoUserID, &fresh.fifoUserID)
+            swap(&stage.out, &fresh.out)
+            swap(&stage.delay, &fresh.delay)
+            k += 1
         }
-        edits.retire(batch)
+        if stale { inputFormat = nil }
+        updateLatency()
+        outputFormat = stages.last?.output ?? outputFormat
     }
 
     private func updateLatency() {

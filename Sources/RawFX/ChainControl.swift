@@ -232,6 +232,12 @@ protocol RunTimeControllable: AnyObject, Sendable {
     /// [control] New stages for `start...`, negotiated for the recorded formats, with
     /// `first` as the instance of stage `start`. Updates the recorded formats.
     func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit
+    /// [process] Stage `index`'s instance and timing.
+    func stageParts(_ index: Int) -> (instance: FilterInstance, timing: TimingRecorder)
+    /// [process] Bypasses stage `index` or re-enables it.
+    func setStageBypassed(_ index: Int, _ bypassed: Bool)
+    /// [process] Swaps the prepared stages of a `.replace` edit in (the old ones go into the edit).
+    func swapIn(_ edit: ChainEdit)
 }
 
 extension RunTimeControllable {
@@ -304,6 +310,27 @@ extension RunTimeControllable {
             instance = try state.makeInstance(stage: index)
         }
         return replacements
+    }
+
+    /// [process] Applies the edits waiting, in order, and hands the batch back to the control
+    /// side. Called at the start of a frame when `edits.hasPending`.
+    func applyPendingEdits() {
+        guard let batch = edits.take() else { return }
+        var index = 0
+        while index < batch.edits.count {
+            let edit = batch.edits[index]
+            index += 1
+            switch edit.kind {
+            case .setParameter:
+                let stage = stageParts(edit.stage)
+                applyParameter(edit, to: stage.instance, timing: stage.timing)
+            case .bypass:
+                setStageBypassed(edit.stage, edit.bypass)
+            case .replace:
+                swapIn(edit)
+            }
+        }
+        edits.retire(batch)
     }
 
     /// Rebuilds the stage when its plugin calls `request_reconfigure`.

@@ -208,39 +208,30 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         return ChainEdit(replace: start, with: stages.isEmpty ? [Stage(first)] : stages, preparedFor: preparedInput)
     }
 
-    /// [process] Applies the edits waiting, in order, and hands the batch back.
-    private func applyPendingEdits() {
-        guard let batch = edits.take() else { return }
-        var index = 0
-        while index < batch.edits.count {
-            let edit = batch.edits[index]
-            index += 1
-            switch edit.kind {
-            case .setParameter:
-                applyParameter(edit, to: stages[edit.stage].instance, timing: stages[edit.stage].timing)
-            case .bypass:
-                stages[edit.stage].bypassed = edit.bypass
-            case .replace:
-                // Prepared for another format than the stream has now (or before any): the
-                // swapped-in stages negotiate on this frame.
-                let stale = edit.preparedInput == nil || edit.preparedInput != inputFormatOf(stage: edit.stage)
-                var k = 0
-                while k < edit.replacements.count {
-                    let stage = stages[edit.stage + k]
-                    let fresh = edit.replacements[k] as! Stage
-                    swap(&stage.instance, &fresh.instance)
-                    swap(&stage.output, &fresh.output)
-                    swap(&stage.negotiation, &fresh.negotiation)
-                    k += 1
-                }
-                if stale { inputFormat = nil }
-                updateLatency()
-                outputFormat = stages.last?.negotiation.flatMap { n in
-                    if case .video(let v) = n.output { return v } else { return nil }
-                } ?? outputFormat
-            }
+    func stageParts(_ index: Int) -> (instance: FilterInstance, timing: TimingRecorder) {
+        (stages[index].instance, stages[index].timing)
+    }
+
+    func setStageBypassed(_ index: Int, _ bypassed: Bool) { stages[index].bypassed = bypassed }
+
+    func swapIn(_ edit: ChainEdit) {
+        // Prepared for another format than the stream has now (or before any): the
+        // swapped-in stages negotiate on this frame.
+        let stale = edit.preparedInput == nil || edit.preparedInput != inputFormatOf(stage: edit.stage)
+        var k = 0
+        while k < edit.replacements.count {
+            let stage = stages[edit.stage + k]
+            let fresh = edit.replacements[k] as! Stage
+            swap(&stage.instance, &fresh.instance)
+            swap(&stage.output, &fresh.output)
+            swap(&stage.negotiation, &fresh.negotiation)
+            k += 1
         }
-        edits.retire(batch)
+        if stale { inputFormat = nil }
+        updateLatency()
+        outputFormat = stages.last?.negotiation.flatMap { n in
+            if case .video(let v) = n.output { return v } else { return nil }
+        } ?? outputFormat
     }
 
     /// The input format of stage `index` as negotiated (the previous stage's output).
