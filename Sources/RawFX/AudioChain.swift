@@ -72,7 +72,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     /// Silence fed by `drain`, allocated on first use.
     private var silence: AudioStorage?
 
-    let control: Mutex<ChainControlState>
+    let control: Locked<ChainControlState>
     let edits = Mailbox<ChainEditBatch>()
     var mediaKind: MediaKind { .audio }
 
@@ -84,7 +84,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         self.specs = specs
         let instances = try makeInstances(specs, registry: registry, kind: .audio)
         stages = instances.map { Stage($0) }
-        control = Mutex(ChainControlState(instances: instances))
+        control = Locked(ChainControlState(instances: instances))
         for index in stages.indices { watchReconfigureRequests(stages[index].instance, stage: index) }
     }
 

@@ -17,7 +17,7 @@ final class Mailbox<Value: AnyObject>: @unchecked Sendable {
     private let pending = Atomic<UInt>(0)
     private let retired = Atomic<UInt>(0)
     /// Serializes producers: take-back-and-repost must be one step for them.
-    private let producers = Mutex<Void>(())
+    private let producers = Locked<Void>(())
 
     deinit {
         Mailbox.release(pending.exchange(0, ordering: .acquiring))
@@ -226,7 +226,7 @@ struct ChainControlState {
 /// `VideoChain` and `AudioChain`, which supply `prepareReplacement` (negotiate new stages on
 /// the control side) and apply the batch on their processing thread.
 protocol RunTimeControllable: AnyObject, Sendable {
-    var control: Mutex<ChainControlState> { get }
+    var control: Locked<ChainControlState> { get }
     var edits: Mailbox<ChainEditBatch> { get }
     var mediaKind: MediaKind { get }
     /// [control] New stages for `start...`, negotiated for the recorded formats, with

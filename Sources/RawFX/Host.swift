@@ -72,7 +72,7 @@ public enum RawFXLog {
         }
     }
 
-    private static let handler = Mutex<(@Sendable (Record) -> Void)?>(nil)
+    private static let handler = Locked<(@Sendable (Record) -> Void)?>(nil)
 
     /// Sets (or, with nil, removes) the handler (`rfx_runtime_set_log_sink`).
     public static func setHandler(_ newHandler: (@Sendable (Record) -> Void)?) {

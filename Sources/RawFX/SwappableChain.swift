@@ -15,11 +15,11 @@ public final class SwappableVideoChain: @unchecked Sendable {
     /// How many times the processing thread has switched chains.
     private let swaps = Atomic<Int>(0)
     /// The chain most recently handed over (control side): run-time changes go there.
-    private let latest: Mutex<VideoChain>
+    private let latest: Locked<VideoChain>
 
     public init(_ chain: VideoChain) {
         current = chain
-        latest = Mutex(chain)
+        latest = Locked(chain)
     }
 
     /// [control] Installs `chain` for the next frame. If `format` is given, the chain is

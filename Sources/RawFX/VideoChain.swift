@@ -39,7 +39,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// timestamp of the input it came from.
     @exclusivity(unchecked) private var timestamps = TimestampDelay()
 
-    let control: Mutex<ChainControlState>
+    let control: Locked<ChainControlState>
     let edits = Mailbox<ChainEditBatch>()
     var mediaKind: MediaKind { .video }
 
@@ -53,7 +53,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         self.specs = specs
         let instances = try makeInstances(specs, registry: registry, kind: .video)
         stages = instances.map { Stage($0) }
-        control = Mutex(ChainControlState(instances: instances))
+        control = Locked(ChainControlState(instances: instances))
         frames = .allocate(capacity: stages.count + 1)
         frames.initialize(repeating: rawfx_video_frame(), count: stages.count + 1)
         for index in stages.indices { watchReconfigureRequests(stages[index].instance, stage: index) }

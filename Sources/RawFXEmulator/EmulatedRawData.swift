@@ -26,7 +26,7 @@ public struct ContractViolation: Sendable, Hashable, CustomStringConvertible {
 
 /// Collects violations and reference counts from every emulated object of a session.
 public final class ContractLedger: @unchecked Sendable {
-    private let state = Mutex<(violations: [ContractViolation], addRefs: Int, releases: Int, live: Int)>(([], 0, 0, 0))
+    private let state = Locked<(violations: [ContractViolation], addRefs: Int, releases: Int, live: Int)>(([], 0, 0, 0))
 
     public init() {}
 
@@ -138,7 +138,7 @@ public final class EmulatedAudioRawData: AudioRawData, @unchecked Sendable {
     public let timeStamp: UInt64
     public let memoryMode: RawDataMemoryMode
     let ledger: ContractLedger
-    private let state = Mutex<(inCallback: Bool, references: Int, poisoned: Bool)>((true, 0, false))
+    private let state = Locked<(inCallback: Bool, references: Int, poisoned: Bool)>((true, 0, false))
 
     /// `samples` interleaved, `channels` per frame. `misalign` places the PCM at an odd
     /// address (some SDK builds hand out such buffers).

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import RawFX
+import RawFXAllocCounter
 import RawFXMedia
 import XCTest
 
@@ -218,6 +219,11 @@ final class OutputSafetyTests: XCTestCase, RawfxCommandTesting {
     }
 
     func testAWriteErrorLeavesAValidFileOfWholeFramesWithItsSizesPatched() throws {
+        if rawfx_built_with_sanitizer() != 0 {
+            // The sanitizer runtime in a rawfx built beside the tests writes files of its own;
+            // under `ulimit -f` it dies of SIGBUS before rawfx's code runs.
+            throw XCTSkip("ulimit -f kills the sanitizer runtime itself (SIGBUS under ThreadSanitizer)")
+        }
         let dir = temporaryDirectory()
         // `ulimit -f` (1 KiB blocks) makes writes past 100 KiB fail with EFBIG.
         let (wav, samples) = try makeWAV(dir, rate: 48000, channels: 2, seconds: 2)

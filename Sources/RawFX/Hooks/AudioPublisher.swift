@@ -89,8 +89,8 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     private let workerLock = HookLock()
     private let reanchorCount = Atomic<UInt64>(0)
     private let sentChunks = Atomic<UInt64>(0)
-    private let lastOutcome = Mutex<String?>(nil)
-    private let metricsChains = Mutex<(AudioChain?, AudioChain?)>((nil, nil))
+    private let lastOutcome = Locked<String?>(nil)
+    private let metricsChains = Locked<(AudioChain?, AudioChain?)>((nil, nil))
 
     /// How late a chunk may be before the pacer re-anchors instead of bursting to catch up.
     let maxLatenessMicroseconds: Int64 = 100_000

@@ -25,7 +25,7 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
     private var validatedFormat: VideoFormat?
     private var refusedFormat: VideoFormat?
     /// Control state: the newest chain (for metrics), the last error, the last frame format.
-    private let control = Mutex<Control>(Control())
+    private let control = Locked<Control>(Control())
 
     struct Control {
         var chain: VideoChain?

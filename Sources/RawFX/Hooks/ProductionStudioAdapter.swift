@@ -46,7 +46,7 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, @unchecked
     public let registry: PluginRegistry
     let video: VideoPublisher<any SDKPSSender>
     let audio: AudioPublisher<any SDKPSSender>
-    private let state = Mutex<(accepted: Bool?, publishing: Set<UInt32>)>((nil, []))
+    private let state = Locked<(accepted: Bool?, publishing: Set<UInt32>)>((nil, []))
 
     public init(capability: PSVideoSourceCapability, videoChain: String = "", audioChain: String = "",
                 registry: PluginRegistry, audioRate: Int = 48000, mode: ProcessingMode = .sync,

@@ -27,7 +27,7 @@ public final class RawFXProcessor: @unchecked Sendable {
         var shareSource: ShareSourceAdapter?
         var productionStudio: ProductionStudioAdapter?
     }
-    private let hooks = Mutex<Hooks>(Hooks())
+    private let hooks = Locked<Hooks>(Hooks())
 
     public init(registry: PluginRegistry) { self.registry = registry }
 

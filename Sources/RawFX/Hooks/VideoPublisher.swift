@@ -47,7 +47,7 @@ enum PublishTarget: Equatable, Sendable {
 
 /// Chain, fit-to-size and packing for the publish paths. Owned by the one thread that
 /// processes frames (the pushing thread in sync mode, the worker in async mode); the control
-/// side hands over a new chain or target through `Mutex`-guarded slots taken between frames.
+/// side hands over a new chain or target through `Locked`-guarded slots taken between frames.
 final class VideoPublishPipeline: @unchecked Sendable {
     let registry: PluginRegistry
 
@@ -69,7 +69,7 @@ final class VideoPublishPipeline: @unchecked Sendable {
         var chainForMetrics: VideoChain?
         var fitForMetrics: VideoChain?
     }
-    private let pending = Mutex<Pending>(Pending())
+    private let pending = Locked<Pending>(Pending())
     private let hasPending = Atomic<Bool>(false)
     private let generation = Atomic<UInt64>(0)
 
@@ -301,7 +301,7 @@ final class VideoPublisher<Sender>: @unchecked Sendable {
     private var worker: HookThread?
     private let workerLock = HookLock()
     private let syncLock = HookLock()
-    private let lastStatusStore = Mutex<PublishStatus?>(nil)
+    private let lastStatusStore = Locked<PublishStatus?>(nil)
     /// Called with the outcome of every frame processed by the async worker.
     var onAsyncResult: (@Sendable (PublishStatus) -> Void)?
 

@@ -26,7 +26,7 @@ public final class VideoSourceAdapter: SDKVideoSource, @unchecked Sendable {
     let publisher: VideoPublisher<any SDKVideoSender>
     public let registry: PluginRegistry
     private let policy: CapabilityPolicy
-    private let state = Mutex<(capability: VideoSourceCapability?, supported: [VideoSourceCapability], chain: String)>((nil, [], ""))
+    private let state = Locked<(capability: VideoSourceCapability?, supported: [VideoSourceCapability], chain: String)>((nil, [], ""))
 
     public init(chain: String = "", registry: PluginRegistry, mode: ProcessingMode = .sync,
                 capabilityPolicy: CapabilityPolicy? = nil) throws(ChainError) {

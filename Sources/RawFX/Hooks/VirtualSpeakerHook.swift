@@ -56,7 +56,7 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
     private let specs: [FilterSpec]
     private let sink: Sink
     let stats = HookStats(name: "virtualSpeaker")
-    private let streams = Mutex<[AudioStreamID: SpeakerStream]>([:])
+    private let streams = Locked<[AudioStreamID: SpeakerStream]>([:])
     private let queue: AudioQueue?
     private var worker: HookThread?
     private let lifecycle = HookLock()
