@@ -5,7 +5,8 @@
 // Layout
 //   Sources/CRawFX          the plugin ABI: one C99 header, rawfx.h
 //   Sources/RawFXRuntime    the host object plugins call (log ring, callbacks, thread pool), in C
-//   Sources/RawFX           the engine: typed Swift over the ABI, loader, chains, SDK hooks
+//   Sources/RawFX           the engine: typed Swift over the ABI, loader, chains (no SDK code)
+//   Sources/RawFXSDK        the SDK layer: Zoom-style hook protocols and the adapters that run chains at them
 //   Sources/RawFXValidate   the conformance checker behind `rawfx validate`
 //   Sources/RawFXMedia      Y4M, WAV, PNG and test signals (files and pipes, the demo)
 //   Sources/RawFXEmulator   an SDK session that drives the hooks with the SDK's contracts
@@ -29,6 +30,10 @@ let package = Package(
         .executable(name: "rawfx", targets: ["rawfx"]),
         .executable(name: "bench", targets: ["bench"]),
         .library(name: "RawFX", targets: ["RawFX"]),
+        .library(name: "RawFXSDK", targets: ["RawFXSDK"]),
+        // A session emulator apps drive their own integration tests with (as swift-nio ships NIOEmbedded).
+        .library(name: "RawFXEmulator", targets: ["RawFXEmulator"]),
+        .library(name: "RawFXMedia", targets: ["RawFXMedia"]),
         .library(name: "RawFXPluginKit", targets: ["RawFXPluginKit"]),
         .library(name: "RawFXValidate", targets: ["RawFXValidate"]),
         plugin("RawFXWatermark", target: "WatermarkPlugin"),
@@ -38,6 +43,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
     ],
     targets: [
         // The ABI header (and compile-time checks of its layout).
@@ -54,14 +60,17 @@ let package = Package(
         // The engine: the C runtime behind rawfx_host, then the Swift engine.
         .target(name: "RawFXRuntime", dependencies: ["CRawFX"], path: "Sources/RawFXRuntime"),
         .target(name: "RawFX", dependencies: ["CRawFX", "RawFXRuntime"], path: "Sources/RawFX"),
+        .target(name: "RawFXSDK",
+                dependencies: ["RawFX", "CLibYUV", .product(name: "DequeModule", package: "swift-collections")],
+                path: "Sources/RawFXSDK"),
         .target(name: "RawFXValidate", dependencies: ["RawFX", "RawFXRuntime", "RawFXAllocCounter"],
                 path: "Sources/RawFXValidate"),
         .target(name: "RawFXMedia", dependencies: ["RawFX", "CLibPNG"], path: "Sources/RawFXMedia"),
-        .target(name: "RawFXEmulator", dependencies: ["RawFX", "RawFXMedia"], path: "Sources/RawFXEmulator"),
+        .target(name: "RawFXEmulator", dependencies: ["RawFX", "RawFXSDK", "RawFXMedia"], path: "Sources/RawFXEmulator"),
         .target(name: "RawFXPluginKit", dependencies: ["CRawFX"], path: "Sources/RawFXPluginKit"),
         .executableTarget(
             name: "rawfx",
-            dependencies: ["RawFX", "RawFXMedia", "RawFXEmulator", "RawFXValidate",
+            dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXValidate",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Sources/rawfx"),
 
@@ -80,12 +89,12 @@ let package = Package(
 
         .executableTarget(
             name: "bench",
-            dependencies: ["RawFX", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP"],
+            dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP"],
             path: "Benchmarks/bench"),
 
         .testTarget(
             name: "RawFXTests",
-            dependencies: ["RawFX", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter", "RawFXValidate",
+            dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter", "RawFXValidate",
                            "RawFXRuntime", "CLibYUV", "CSpeexDSP", "CLibPNG"],
             path: "Tests/RawFXTests",
             exclude: ["Fixtures"]),

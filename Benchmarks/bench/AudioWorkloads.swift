@@ -1,6 +1,7 @@
 // Audio paths: the engine's chain fed in chunks, and SpeexDSP called directly on 10 ms blocks.
 import CSpeexDSP
 import RawFX
+import RawFXSDK
 
 #if canImport(Glibc)
 import Glibc

@@ -14,6 +14,7 @@
 import CLibYUV
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXMedia
 
 /// The benchmark logo: RawFXMedia's built-in 400x100 RGBA logo, written to a temporary PNG for

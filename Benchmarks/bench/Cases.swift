@@ -2,6 +2,7 @@
 import CLibYUV
 import Foundation
 import RawFX
+import RawFXSDK
 
 /// Shared inputs: the plugin registry, frame pools by size (one size kept at a time), the logo.
 final class BenchContext {

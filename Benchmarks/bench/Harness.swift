@@ -1,6 +1,7 @@
 // The measuring loop: engine and direct paths in interleaved slices, one clock read per unit,
 // heap allocations counted around every slice.
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 
 #if canImport(Glibc)

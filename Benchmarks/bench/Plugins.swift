@@ -1,6 +1,7 @@
 // Which plugin file provides which filter, and a precise message when one is missing.
 import Foundation
 import RawFX
+import RawFXSDK
 
 enum PluginFiles {
     /// The .so each filter the cases use comes from (SwiftPM builds lib<product>.so).

@@ -1,5 +1,6 @@
 // Input pools: distinct I420 frames and PCM signals the cases cycle through.
 import RawFX
+import RawFXSDK
 import RawFXMedia
 
 #if canImport(Glibc)

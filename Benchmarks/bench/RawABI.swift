@@ -3,6 +3,7 @@
 // engine's own per-frame work exactly (reference rows; not the ratio, which compares with
 // the libraries).
 import RawFX
+import RawFXSDK
 
 #if canImport(Glibc)
 import Glibc

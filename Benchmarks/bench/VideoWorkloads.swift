@@ -1,6 +1,7 @@
 // Video paths: the engine's chain, and the same libyuv calls made directly.
 import CLibYUV
 import RawFX
+import RawFXSDK
 
 #if canImport(Glibc)
 import Glibc

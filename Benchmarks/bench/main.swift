@@ -5,6 +5,7 @@
 // See docs/benchmarks.md.
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import RawFXMedia
 

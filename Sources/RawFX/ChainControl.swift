@@ -13,11 +13,13 @@ import Synchronization
 /// (processing thread) empties the slot; `retire` (processing thread) hands a used value to
 /// the control side, which releases it at its next `post` or when the mailbox goes, so
 /// teardown never runs inside an SDK callback.
-final class Mailbox<Value: AnyObject>: @unchecked Sendable {
+package final class Mailbox<Value: AnyObject>: @unchecked Sendable {
     private let pending = Atomic<UInt>(0)
     private let retired = Atomic<UInt>(0)
     /// Serializes producers: take-back-and-repost must be one step for them.
     private let producers = Locked<Void>(())
+
+    package init() {}
 
     deinit {
         Mailbox.release(pending.exchange(0, ordering: .acquiring))
@@ -26,7 +28,7 @@ final class Mailbox<Value: AnyObject>: @unchecked Sendable {
 
     /// [control] `update` receives the value still waiting (nil if the processing thread took
     /// it) and returns the value to post. Also releases what the processing thread retired.
-    func post(_ update: (Value?) -> Value) {
+    package func post(_ update: (Value?) -> Value) {
         producers.withLock { _ in
             let waiting = pending.exchange(0, ordering: .acquiringAndReleasing)
             let previous = waiting == 0 ? nil : Unmanaged<Value>.fromOpaque(UnsafeRawPointer(bitPattern: waiting)!).takeRetainedValue()
@@ -37,14 +39,14 @@ final class Mailbox<Value: AnyObject>: @unchecked Sendable {
     }
 
     /// [control] Releases what the processing thread retired, without posting.
-    func collect() { Mailbox.release(retired.exchange(0, ordering: .acquiring)) }
+    package func collect() { Mailbox.release(retired.exchange(0, ordering: .acquiring)) }
 
     /// [process] True when a value waits (one relaxed load: the per-frame cost when idle).
-    @inline(__always) var hasPending: Bool { pending.load(ordering: .relaxed) != 0 }
+    @inline(__always) package var hasPending: Bool { pending.load(ordering: .relaxed) != 0 }
 
     /// [process] The waiting value, if any.
     @inline(__always)
-    func take() -> Value? {
+    package func take() -> Value? {
         let bits = pending.exchange(0, ordering: .acquiring)
         guard bits != 0 else { return nil }
         return Unmanaged<Value>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
@@ -53,7 +55,7 @@ final class Mailbox<Value: AnyObject>: @unchecked Sendable {
     /// [process] Gives a used value back for release on the control side. If the control side
     /// has not collected the previous one yet, that one is released here (rare: two batches
     /// applied with no control call in between).
-    func retire(_ value: Value) {
+    package func retire(_ value: Value) {
         let bits = UInt(bitPattern: Unmanaged.passRetained(value).toOpaque())
         Mailbox.release(retired.exchange(bits, ordering: .acquiringAndReleasing))
     }

@@ -4,14 +4,21 @@ import Glibc
 import Darwin
 #endif
 
-/// A borrowed I420 picture: three plane pointers and their strides (`rawfx_video_frame`).
+/// An I420 picture: three plane pointers and their strides (`rawfx_video_frame`).
 ///
-/// It owns nothing. Like the SDKs' `YUVProcessDataI420`, it is valid only as long as
-/// whoever lent the planes says so (inside a callback, or while a `VideoBuffer` lives).
+/// A frame of a `VideoBuffer` (and so every frame a chain returns) keeps that buffer alive in
+/// `storage`: the planes cannot be freed under it, whatever the caller keeps. A frame made over
+/// pointers (`init(format:y:…)`, an SDK's planes) has no `storage`: like the SDKs'
+/// `YUVProcessDataI420`, it is valid only as long as whoever lent the planes says so.
 public struct VideoFrame {
     public var raw: rawfx_video_frame
+    /// The owner of the planes, retained with the frame (nil when the planes are borrowed).
+    public var storage: AnyObject?
 
-    public init(_ raw: rawfx_video_frame) { self.raw = raw }
+    public init(_ raw: rawfx_video_frame, storage: AnyObject? = nil) {
+        self.raw = raw
+        self.storage = storage
+    }
 
     /// A frame over planes the caller owns. Strides are bytes between row starts and may
     /// exceed the row width.
@@ -117,8 +124,10 @@ public struct VideoFrame {
 /// Allocated once; a chain keeps one per out-of-place stage and reuses it every frame.
 public final class VideoBuffer: @unchecked Sendable {
     public let format: VideoFormat
-    /// The view of the planes; constant for the buffer's life.
-    public let frame: VideoFrame
+    /// The planes as a frame that keeps this buffer alive (`VideoFrame.storage`).
+    public var frame: VideoFrame { VideoFrame(planes.raw, storage: self) }
+    /// The planes without an owner (a frame holding `self` here would be a cycle).
+    private let planes: VideoFrame
     private let storage: UnsafeMutableRawPointer
     public let byteCount: Int
 
@@ -133,7 +142,7 @@ public final class VideoBuffer: @unchecked Sendable {
         storage.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
         let base = storage.assumingMemoryBound(to: UInt8.self)
         self.format = format
-        frame = VideoFrame(format: format,
+        planes = VideoFrame(format: format,
                            y: base, yStride: strides[0],
                            u: base + sizes[0], uStride: strides[1],
                            v: base + sizes[0] + sizes[1], vStride: strides[2])

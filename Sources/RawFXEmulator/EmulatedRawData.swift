@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import RawFX
+import RawFXSDK
 import Synchronization
 
 /// Something a hook did that the SDK's contract forbids, seen by the emulator.

@@ -1,4 +1,5 @@
 import RawFX
+import RawFXSDK
 import RawFXMedia
 
 /// Pictures for the emulator's camera or for an app's frame pump.

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import RawFX
+import RawFXSDK
 import RawFXMedia
 import Synchronization
 

@@ -1,4 +1,5 @@
 import RawFX
+import RawFXSDK
 import Synchronization
 
 /// An SDK session without the SDK: it calls the hooks in the order the SDK documents, lends

@@ -6,6 +6,7 @@ import Darwin
 import ArgumentParser
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXMedia
 
 struct DemoCommand: ParsableCommand {

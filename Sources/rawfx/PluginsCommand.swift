@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RawFX
+import RawFXSDK
 
 struct PluginsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import RawFX
+import RawFXSDK
 
 struct RawfxCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

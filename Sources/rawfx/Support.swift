@@ -6,6 +6,7 @@ import Darwin
 import ArgumentParser
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXMedia
 
 /// A failure of the command itself (wrong combination of arguments, truncated input…):

@@ -1,6 +1,7 @@
 import CSpeexDSP
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXMedia
 import XCTest
 

@@ -1,5 +1,6 @@
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import XCTest
 
@@ -226,4 +227,35 @@ final class ManagedAtomicFlag: @unchecked Sendable {
     private let lock = NSLock()
     func set() { lock.lock(); value = true; lock.unlock() }
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+}
+
+/// A frame handed out by a buffer keeps the buffer's planes alive (issue #10: a frame view
+/// must not outlive its storage).
+final class FrameStorageTests: XCTestCase {
+    func testBufferFrameKeepsItsStorageAlive() {
+        weak var weakBuffer: VideoBuffer?
+        var frame: VideoFrame? = {
+            let buffer = VideoBuffer(format: VideoFormat(width: 64, height: 48))
+            weakBuffer = buffer
+            return buffer.frame
+        }()
+        XCTAssertNotNil(weakBuffer, "the frame must retain its buffer")
+        frame!.plane(0)[64 * 48 - 1] = 7
+        frame!.plane(2)[32 * 24 - 1] = 9
+        XCTAssertEqual(frame!.plane(0)[64 * 48 - 1], 7)
+        frame = nil
+        XCTAssertNil(weakBuffer, "the buffer must go with its last frame")
+    }
+
+    func testChainOutputOutlivesTheChain() throws {
+        let registry = builtPlugins
+        var chain: VideoChain? = try VideoChain("scale=width=32:height=24", registry: registry)
+        let input = VideoBuffer(format: VideoFormat(width: 64, height: 48, colorRange: .full))
+        input.fill(y: 200)
+        _ = try chain!.negotiate(input.format)
+        let output = try chain!.process(input.frame)
+        chain = nil
+        XCTAssertEqual(output.width, 32)
+        XCTAssertEqual(output.plane(0)[0], 200, "a flat picture stays flat through the scaler")
+    }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXRuntime
 import Synchronization
 import XCTest

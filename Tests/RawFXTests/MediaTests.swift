@@ -1,6 +1,7 @@
 import CLibPNG
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import RawFXMedia
 import XCTest

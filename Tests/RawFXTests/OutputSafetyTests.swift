@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import RawFXMedia
 import XCTest

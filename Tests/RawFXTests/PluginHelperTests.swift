@@ -1,6 +1,7 @@
 import CRawFX
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import RawFXMedia
 import RawFXRuntime

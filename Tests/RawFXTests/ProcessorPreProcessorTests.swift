@@ -1,4 +1,5 @@
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import RawFXEmulator
 import XCTest

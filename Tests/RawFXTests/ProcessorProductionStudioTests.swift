@@ -1,5 +1,6 @@
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXEmulator
 import RawFXMedia
 import XCTest

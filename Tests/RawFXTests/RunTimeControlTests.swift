@@ -1,6 +1,7 @@
 import CSpeexDSP
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import RawFXMedia
 import XCTest

@@ -1,5 +1,6 @@
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import RawFXEmulator
 import RawFXMedia

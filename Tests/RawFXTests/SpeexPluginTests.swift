@@ -2,6 +2,7 @@ import CRawFX
 import CSpeexDSP
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import RawFXMedia
 import XCTest

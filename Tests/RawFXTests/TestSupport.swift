@@ -1,5 +1,6 @@
 import Foundation
 import RawFX
+import RawFXSDK
 import XCTest
 
 /// The repository root, from this file's path.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import RawFX
+import RawFXSDK
 import XCTest
 
 /// The loader's trust rule (`PluginTrust`): regular files that only root and the current user

@@ -2,6 +2,7 @@ import CLibPNG
 import CLibYUV
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import XCTest
 

@@ -1,6 +1,7 @@
 import CLibYUV
 import Foundation
 import RawFX
+import RawFXSDK
 import RawFXAllocCounter
 import XCTest
 

@@ -1,3 +1,4 @@
+import RawFX
 import Synchronization
 
 /// Why production studio refused a send, before it reached the SDK (or what the SDK said).

@@ -1,3 +1,4 @@
+import RawFX
 import Synchronization
 
 /// The video pre-processor (`onPreProcessRawData`): runs a video chain in place on the SDK's

@@ -1,3 +1,4 @@
+import RawFX
 import Synchronization
 
 /// The external video source (a virtual camera): install it as the SDK's video source

@@ -1,3 +1,4 @@
+import RawFX
 /// The virtual microphone (`IZoomVideoSDKVirtualAudioMic`): the app pushes PCM of any rate,
 /// channel count and chunk size; the adapter runs the audio chain, converts to 16-bit
 /// little-endian mono at `targetRate` (appending `resample=rate=R:channels=mono` when the

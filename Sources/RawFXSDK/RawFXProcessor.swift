@@ -1,3 +1,4 @@
+import RawFX
 import Synchronization
 
 /// The core processor: one object that builds the hook adapters from chain texts and a

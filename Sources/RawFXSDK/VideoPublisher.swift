@@ -1,3 +1,4 @@
+import RawFX
 import Synchronization
 
 /// What happened to one frame offered to a publishing source (video source, share, PS).

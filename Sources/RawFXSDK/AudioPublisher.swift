@@ -1,3 +1,4 @@
+import RawFX
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,3 +1,4 @@
+import RawFX
 /// A `YUVProcessDataI420` over plane pointers an adapter already has (a C shim, a wrapper
 /// around the SDK's C++ or Objective-C object). Reuse one instance per capture thread and
 /// `update` it for each frame: the hook never keeps it past the call.

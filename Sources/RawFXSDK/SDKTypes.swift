@@ -1,3 +1,4 @@
+import RawFX
 // Swift mirrors of the video SDKs' raw-data hooks (Zoom Video SDK / Meeting SDK style).
 //
 // The protocols keep the SDK's callback names, so an app, or a thin adapter over the real SDK,
