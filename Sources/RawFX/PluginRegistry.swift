@@ -58,6 +58,15 @@ public final class PluginRegistry: @unchecked Sendable {
                   environment: environment)
     }
 
+    /// Loads exactly `entries`, in order, and nothing from the standard search path (an
+    /// embedder, whose executable's directory is no plugin directory, builds its own path).
+    /// An entry that does not exist is recorded in `failures`. `environment` is read for
+    /// `RAWFX_ALLOW_UNTRUSTED_PLUGINS` only.
+    public static func scanning(_ entries: [String],
+                                environment: [String: String] = ProcessInfo.processInfo.environment) -> PluginRegistry {
+        PluginRegistry(scanning: entries, environment: environment)
+    }
+
     /// A registry that has loaded nothing; add files with `load(path:)` or `scan(_:)`.
     /// `environment` is read for `RAWFX_ALLOW_UNTRUSTED_PLUGINS` only.
     public static func empty(environment: [String: String] = ProcessInfo.processInfo.environment) -> PluginRegistry {
@@ -67,14 +76,18 @@ public final class PluginRegistry: @unchecked Sendable {
     /// Every registered filter type, sorted by id (skipped clashing filters are not listed).
     public var filterTypes: [FilterType] { byID.values.sorted { $0.id < $1.id } }
 
-    /// The search path: explicit entries, then RAWFX_PLUGIN_PATH, then the executable's directory.
+    /// The search path: explicit entries, then RAWFX_PLUGIN_PATH, then `defaults` (nil: the
+    /// executable's directory; an embedding library passes its own plugin directory).
     public static func searchPath(explicit: [String] = [],
-                                  environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+                                  environment: [String: String] = ProcessInfo.processInfo.environment,
+                                  defaults: [String]? = nil) -> [String] {
         var path = explicit
         if let value = environment[environmentVariable] {
             path += value.split(separator: ":").map(String.init).filter { !$0.isEmpty }
         }
-        if let executable = Bundle.main.executableURL?.resolvingSymlinksInPath() {
+        if let defaults {
+            path += defaults
+        } else if let executable = Bundle.main.executableURL?.resolvingSymlinksInPath() {
             path.append(executable.deletingLastPathComponent().path)
         }
         var seen = Set<String>()
