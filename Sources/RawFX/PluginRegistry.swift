@@ -94,7 +94,13 @@ public final class PluginRegistry: @unchecked Sendable {
         return path.filter { seen.insert($0).inserted }
     }
 
-    /// Loads every `*.so` in each directory (in name order) and each entry that is a file.
+    /// The embedding library (the engine behind a C API: built as libRawFXEmbed.so beside the
+    /// plugins, installed as librawfx.so): a directory scan passes over it, as it is the host,
+    /// never a plugin.
+    public static let hostLibraries: Set<String> = ["libRawFXEmbed.so", "librawfx.so"]
+
+    /// Loads every `*.so` in each directory (in name order, the embedding library excepted)
+    /// and each entry that is a file.
     /// Nothing is opened before it is known to be a regular file. Failures, missing entries
     /// included, are kept in `failures`.
     public func scan(_ entries: [String]) {
@@ -116,7 +122,7 @@ public final class PluginRegistry: @unchecked Sendable {
                 continue
             }
             let directory = entry.hasSuffix("/") ? entry : entry + "/"
-            for name in names.filter({ $0.hasSuffix(".so") }).sorted() {
+            for name in names.filter({ $0.hasSuffix(".so") && !PluginRegistry.hostLibraries.contains($0) }).sorted() {
                 loadRecordingFailure(directory + name)
             }
         }

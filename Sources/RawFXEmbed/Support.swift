@@ -114,7 +114,7 @@ func videoFormat(width: UInt32, height: UInt32, pixelFormat: UInt32, colorRange:
     guard let range = ColorRange(rawValue: colorRange) else {
         return .failure(RawFXCallError(invalid(function, "\(what).color_range is \(colorRange); expected RAWFX_RANGE_LIMITED (0) or RAWFX_RANGE_FULL (1)")))
     }
-    guard [0, 90, 180, 270].contains(rotation) else {
+    guard rotation == 0 || rotation == 90 || rotation == 180 || rotation == 270 else {
         return .failure(RawFXCallError(invalid(function, "\(what).rotation is \(rotation); expected 0, 90, 180 or 270")))
     }
     return .success(VideoFormat(width: Int(width), height: Int(height), colorRange: range, rotation: Int(rotation)))
@@ -137,18 +137,20 @@ func checkFrame(_ pointer: UnsafePointer<rawfx_video_frame>?, _ what: String, _ 
         return error.code
     }
     let chromaWidth = Int32((frame.width + 1) / 2)
-    let planes = [frame.planes.0, frame.planes.1, frame.planes.2]
-    let strides = [frame.strides.0, frame.strides.1, frame.strides.2]
+    // Plane by plane without arrays: this runs on every frame and must not allocate.
     for p in 0..<3 {
-        let name = ["Y", "U", "V"][p]
-        guard planes[p] != nil else { return invalid(function, "\(what).planes[\(p)] (\(name)) is NULL") }
+        let (plane, stride) = p == 0 ? (frame.planes.0, frame.strides.0)
+            : p == 1 ? (frame.planes.1, frame.strides.1) : (frame.planes.2, frame.strides.2)
+        guard plane != nil else { return invalid(function, "\(what).planes[\(p)] (\(planeName(p))) is NULL") }
         let width = p == 0 ? Int32(frame.width) : chromaWidth
-        guard strides[p] >= width else {
-            return invalid(function, "\(what).strides[\(p)] (\(name)) is \(strides[p]); expected at least the plane's width, \(width)")
+        guard stride >= width else {
+            return invalid(function, "\(what).strides[\(p)] (\(planeName(p))) is \(stride); expected at least the plane's width, \(width)")
         }
     }
     return nil
 }
+
+private func planeName(_ p: Int) -> String { p == 0 ? "Y" : p == 1 ? "U" : "V" }
 
 /// Checks a block of audio the caller lends.
 func checkAudio(_ pointer: UnsafePointer<rawfx_audio_frame>?, _ function: String) -> rawfx_result? {
