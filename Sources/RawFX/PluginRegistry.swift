@@ -77,7 +77,8 @@ public final class PluginRegistry: @unchecked Sendable {
     public var filterTypes: [FilterType] { byID.values.sorted { $0.id < $1.id } }
 
     /// The search path: explicit entries, then RAWFX_PLUGIN_PATH, then `defaults` (nil: the
-    /// executable's directory; an embedding library passes its own plugin directory).
+    /// executable's directory, and `../lib/rawfx/plugins` from it when that exists, where
+    /// scripts/install.sh puts the plugins; an embedding library passes its own directory).
     public static func searchPath(explicit: [String] = [],
                                   environment: [String: String] = ProcessInfo.processInfo.environment,
                                   defaults: [String]? = nil) -> [String] {
@@ -88,7 +89,14 @@ public final class PluginRegistry: @unchecked Sendable {
         if let defaults {
             path += defaults
         } else if let executable = Bundle.main.executableURL?.resolvingSymlinksInPath() {
-            path.append(executable.deletingLastPathComponent().path)
+            let directory = executable.deletingLastPathComponent()
+            path.append(directory.path)
+            // An installed command (PREFIX/bin/rawfx) finds the plugins installed with it.
+            let installed = directory.deletingLastPathComponent().appendingPathComponent("lib/rawfx/plugins").path
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: installed, isDirectory: &isDirectory), isDirectory.boolValue {
+                path.append(installed)
+            }
         }
         var seen = Set<String>()
         return path.filter { seen.insert($0).inserted }
