@@ -57,8 +57,10 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
         // A sanitized library needs the sanitizer runtime loaded first, which a plain C
         // program does not have; the normal run of the suite covers the example.
         guard rawfx_built_with_sanitizer() == 0 else { throw XCTSkip("the C example is not built against a sanitized librawfx") }
+        // `swift build` and `swift test` build every product: a missing library is a build fault.
         guard FileManager.default.fileExists(atPath: Self.library.path) else {
-            throw XCTSkip("\(Self.library.path) is not built; run `swift build`")
+            XCTFail("\(Self.library.path) is not built; run `swift build`")
+            throw CocoaError(.fileNoSuchFile)
         }
         let output = directory.appendingPathComponent("embed")
         let libraryDirectory = Self.library.deletingLastPathComponent().path
