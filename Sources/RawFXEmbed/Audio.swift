@@ -86,42 +86,22 @@ public func rawfxAudioChainDrain(_ pointer: OpaquePointer?, _ emit: rawfx_audio_
 @_cdecl("rawfx_audio_chain_set_parameter")
 public func rawfxAudioChainSetParameter(_ pointer: OpaquePointer?, _ address: UnsafePointer<CChar>?,
                                         _ value: UnsafePointer<CChar>?) -> rawfx_result {
-    let function = "rawfx_audio_chain_set_parameter"
-    guard let pointer else { return invalid(function, "chain is NULL") }
-    guard let address = string(address) else { return invalid(function, "address is NULL; expected \"filter.parameter\"") }
-    guard let value = string(value) else { return invalid(function, "value is NULL") }
-    do {
-        try audioChain(pointer).setParameter(address, value)
-        return rawfxOK
-    } catch {
-        return fail(error)
-    }
+    setParameter(AudioChain.self, "rawfx_audio_chain_set_parameter", pointer, address, value)
 }
 
 @_cdecl("rawfx_audio_chain_set_bypass")
 public func rawfxAudioChainSetBypass(_ pointer: OpaquePointer?, _ stage: UnsafePointer<CChar>?, _ bypassed: Int32) -> rawfx_result {
-    let function = "rawfx_audio_chain_set_bypass"
-    guard let pointer else { return invalid(function, "chain is NULL") }
-    guard let stage = string(stage) else { return invalid(function, "stage is NULL; expected a filter id or stage index") }
-    do {
-        try audioChain(pointer).setBypass(stage, bypassed != 0)
-        return rawfxOK
-    } catch {
-        return fail(error)
-    }
+    setBypass(AudioChain.self, "rawfx_audio_chain_set_bypass", pointer, stage, bypassed)
 }
 
 @_cdecl("rawfx_audio_chain_metrics")
 public func rawfxAudioChainMetrics(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<rawfx_stage_metrics>?,
                                    _ capacity: Int, _ count: UnsafeMutablePointer<Int>?) -> rawfx_result {
-    guard let pointer else { return invalid("rawfx_audio_chain_metrics", "chain is NULL") }
-    return writeMetrics(audioChain(pointer).metrics, out, capacity: capacity, count: count, "rawfx_audio_chain_metrics")
+    metrics(AudioChain.self, "rawfx_audio_chain_metrics", pointer, out, capacity, count)
 }
 
 @_cdecl("rawfx_audio_chain_metrics_json")
 public func rawfxAudioChainMetricsJSON(_ pointer: OpaquePointer?, _ buffer: UnsafeMutablePointer<CChar>?,
                                        _ capacity: Int, _ length: UnsafeMutablePointer<Int>?) -> rawfx_result {
-    guard let pointer else { return invalid("rawfx_audio_chain_metrics_json", "chain is NULL") }
-    return writeString(metricsJSON(audioChain(pointer).metrics), buffer, capacity: capacity, length: length,
-                       "rawfx_audio_chain_metrics_json")
+    metricsJSON(AudioChain.self, "rawfx_audio_chain_metrics_json", pointer, buffer, capacity, length)
 }

@@ -141,29 +141,12 @@ public func rawfxVideoChainDrain(_ pointer: OpaquePointer?, _ last: UnsafePointe
 @_cdecl("rawfx_video_chain_set_parameter")
 public func rawfxVideoChainSetParameter(_ pointer: OpaquePointer?, _ address: UnsafePointer<CChar>?,
                                         _ value: UnsafePointer<CChar>?) -> rawfx_result {
-    let function = "rawfx_video_chain_set_parameter"
-    guard let pointer else { return invalid(function, "chain is NULL") }
-    guard let address = string(address) else { return invalid(function, "address is NULL; expected \"filter.parameter\"") }
-    guard let value = string(value) else { return invalid(function, "value is NULL") }
-    do {
-        try videoChain(pointer).setParameter(address, value)
-        return rawfxOK
-    } catch {
-        return fail(error)
-    }
+    setParameter(SwappableVideoChain.self, "rawfx_video_chain_set_parameter", pointer, address, value)
 }
 
 @_cdecl("rawfx_video_chain_set_bypass")
 public func rawfxVideoChainSetBypass(_ pointer: OpaquePointer?, _ stage: UnsafePointer<CChar>?, _ bypassed: Int32) -> rawfx_result {
-    let function = "rawfx_video_chain_set_bypass"
-    guard let pointer else { return invalid(function, "chain is NULL") }
-    guard let stage = string(stage) else { return invalid(function, "stage is NULL; expected a filter id or stage index") }
-    do {
-        try videoChain(pointer).setBypass(stage, bypassed != 0)
-        return rawfxOK
-    } catch {
-        return fail(error)
-    }
+    setBypass(SwappableVideoChain.self, "rawfx_video_chain_set_bypass", pointer, stage, bypassed)
 }
 
 @_cdecl("rawfx_video_chain_replace")
@@ -196,14 +179,11 @@ public func rawfxVideoChainSwapCount(_ pointer: OpaquePointer?) -> UInt64 {
 @_cdecl("rawfx_video_chain_metrics")
 public func rawfxVideoChainMetrics(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<rawfx_stage_metrics>?,
                                    _ capacity: Int, _ count: UnsafeMutablePointer<Int>?) -> rawfx_result {
-    guard let pointer else { return invalid("rawfx_video_chain_metrics", "chain is NULL") }
-    return writeMetrics(videoChain(pointer).chain.metrics, out, capacity: capacity, count: count, "rawfx_video_chain_metrics")
+    metrics(SwappableVideoChain.self, "rawfx_video_chain_metrics", pointer, out, capacity, count)
 }
 
 @_cdecl("rawfx_video_chain_metrics_json")
 public func rawfxVideoChainMetricsJSON(_ pointer: OpaquePointer?, _ buffer: UnsafeMutablePointer<CChar>?,
                                        _ capacity: Int, _ length: UnsafeMutablePointer<Int>?) -> rawfx_result {
-    guard let pointer else { return invalid("rawfx_video_chain_metrics_json", "chain is NULL") }
-    return writeString(metricsJSON(videoChain(pointer).chain.metrics), buffer, capacity: capacity, length: length,
-                       "rawfx_video_chain_metrics_json")
+    metricsJSON(SwappableVideoChain.self, "rawfx_video_chain_metrics_json", pointer, buffer, capacity, length)
 }

@@ -156,30 +156,67 @@ def _planes_of(frame, copy=True):
     return tuple(out)
 
 
-class VideoChain:
-    """A video chain (rawfx_video_chain_*): I420 frames as three 2-D uint8 arrays."""
+class _Chain:
+    """What video and audio chains share: the handle, run-time control and metrics, through
+    the rawfx_<kind>_chain_* functions."""
 
     _handle = None  # set once the C object exists: close() is safe after a failed __init__
+    _kind = None    # "video" or "audio"
 
     def __init__(self, registry, text):
         handle = ctypes.c_void_p()
-        _check("rawfx_video_chain_create", _lib.rawfx_video_chain_create(registry._handle, _text(text), ctypes.byref(handle)))
+        self._call("create", registry._handle, _text(text), ctypes.byref(handle))
         self._handle = handle
-        self._last = None
+
+    def _function(self, name):
+        return getattr(_lib, "rawfx_%s_chain_%s" % (self._kind, name))
+
+    def _call(self, name, *arguments):
+        _check("rawfx_%s_chain_%s" % (self._kind, name), self._function(name)(*arguments))
 
     def close(self):
         if self._handle:
-            _lib.rawfx_video_chain_destroy(self._handle)
+            self._function("destroy")(self._handle)
             self._handle = None
 
     __del__ = close
+
+    @property
+    def latency(self):
+        """Delay from input to output (video: frames; audio: frames at the output rate). A
+        file's first `latency` outputs precede the input: drop them, and drain at the end."""
+        return self._function("latency")(self._handle)
+
+    def set_parameter(self, address, value):
+        """"scale.width" or "1.width" to a value (chain syntax; True/False for booleans), from
+        any thread; applied between two frames or chunks, keeping the filter's state."""
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        self._call("set_parameter", self._handle, _text(address), _text(text))
+
+    def set_bypass(self, stage, bypassed=True):
+        """Bypasses a stage ("mirror" or "0") or re-enables it, from any thread."""
+        self._call("set_bypass", self._handle, _text(stage), int(bool(bypassed)))
+
+    def metrics(self):
+        """One dict per stage: name, frames, errors, drops, bypassed, p50_ns, p99_ns."""
+        return _metrics(self._function("metrics"), self._handle)
+
+    def metrics_json(self):
+        return json.loads(_metrics_json(self._function("metrics_json"), self._handle))
+
+
+class VideoChain(_Chain):
+    """A video chain (rawfx_video_chain_*): I420 frames as three 2-D uint8 arrays."""
+
+    _kind = "video"
+    _last = None  # the last input, which drain repeats
 
     def negotiate(self, width, height, color_range="limited", rotation=0):
         """Negotiates for frames of this size; returns the output's (width, height)."""
         fmt = _c.VideoFormat(ctypes.sizeof(_c.VideoFormat), width, height, _c.PIXEL_I420,
                              {"limited": 0, "full": 1}[color_range], rotation)
         out = _c.VideoFormat()
-        _check("rawfx_video_chain_negotiate", _lib.rawfx_video_chain_negotiate(self._handle, ctypes.byref(fmt), ctypes.byref(out)))
+        self._call("negotiate", self._handle, ctypes.byref(fmt), ctypes.byref(out))
         return out.width, out.height
 
     def process(self, y, u, v, color_range="limited", rotation=0, timestamp_us=0, copy=True):
@@ -188,7 +225,7 @@ class VideoChain:
         next call on this chain."""
         frame = _frame(y, u, v, color_range, rotation, timestamp_us)
         out = _c.VideoFrame()
-        _check("rawfx_video_chain_process", _lib.rawfx_video_chain_process(self._handle, ctypes.byref(frame), ctypes.byref(out)))
+        self._call("process", self._handle, ctypes.byref(frame), ctypes.byref(out))
         self._last = (y, u, v, color_range, rotation)
         return _planes_of(out, copy)
 
@@ -196,13 +233,7 @@ class VideoChain:
         """Runs one frame and writes the result back into the same arrays (an SDK
         pre-processor's frame); the chain must keep the size."""
         frame = _frame(y, u, v, color_range, rotation, timestamp_us, writable=True)
-        _check("rawfx_video_chain_process_into",
-               _lib.rawfx_video_chain_process_into(self._handle, ctypes.byref(frame), ctypes.byref(frame)))
-
-    @property
-    def latency(self):
-        """Frames of delay: drop the first `latency` outputs of a file and call drain at its end."""
-        return _lib.rawfx_video_chain_latency(self._handle)
+        self._call("process_into", self._handle, ctypes.byref(frame), ctypes.byref(frame))
 
     def drain(self):
         """The frames a delaying filter still holds, pushed out by repeating the last input."""
@@ -212,59 +243,33 @@ class VideoChain:
         frame = _frame(y, u, v, color_range, rotation, 0)
         frames = []
         emit = _c.VIDEO_EMIT(lambda _, f: frames.append(_planes_of(f.contents)))
-        _check("rawfx_video_chain_drain", _lib.rawfx_video_chain_drain(self._handle, ctypes.byref(frame), emit, None))
+        self._call("drain", self._handle, ctypes.byref(frame), emit, None)
         return frames
-
-    def set_parameter(self, address, value):
-        """"scale.width" or "1.width" to a value in chain syntax; applied between two frames."""
-        _check("rawfx_video_chain_set_parameter",
-               _lib.rawfx_video_chain_set_parameter(self._handle, _text(address), _text(str(value).lower() if isinstance(value, bool) else str(value))))
-
-    def set_bypass(self, stage, bypassed=True):
-        _check("rawfx_video_chain_set_bypass", _lib.rawfx_video_chain_set_bypass(self._handle, _text(stage), int(bool(bypassed))))
 
     def replace(self, registry, text, negotiate_for=None):
         """Replaces the whole chain from the next frame; negotiate_for=(width, height) checks it now."""
         fmt = None
         if negotiate_for is not None:
-            fmt = ctypes.byref(_c.VideoFormat(ctypes.sizeof(_c.VideoFormat), negotiate_for[0], negotiate_for[1], _c.PIXEL_I420, 0, 0))
-        _check("rawfx_video_chain_replace", _lib.rawfx_video_chain_replace(self._handle, registry._handle, _text(text), fmt))
+            fmt = ctypes.byref(_c.VideoFormat(ctypes.sizeof(_c.VideoFormat), negotiate_for[0], negotiate_for[1],
+                                             _c.PIXEL_I420, 0, 0))
+        self._call("replace", self._handle, registry._handle, _text(text), fmt)
 
     @property
     def swap_count(self):
         return _lib.rawfx_video_chain_swap_count(self._handle)
 
-    def metrics(self):
-        """One dict per stage: name, frames, errors, drops, bypassed, p50_ns, p99_ns."""
-        return _metrics(_lib.rawfx_video_chain_metrics, self._handle)
 
-    def metrics_json(self):
-        return json.loads(_metrics_json(_lib.rawfx_video_chain_metrics_json, self._handle))
-
-
-class AudioChain:
+class AudioChain(_Chain):
     """An audio chain (rawfx_audio_chain_*) over interleaved int16 PCM."""
 
-    _handle = None  # set once the C object exists: close() is safe after a failed __init__
-
-    def __init__(self, registry, text):
-        handle = ctypes.c_void_p()
-        _check("rawfx_audio_chain_create", _lib.rawfx_audio_chain_create(registry._handle, _text(text), ctypes.byref(handle)))
-        self._handle = handle
-        self._channels = None
-
-    def close(self):
-        if self._handle:
-            _lib.rawfx_audio_chain_destroy(self._handle)
-            self._handle = None
-
-    __del__ = close
+    _kind = "audio"
+    _channels = None  # the negotiated input's
 
     def negotiate(self, sample_rate, channels):
         """Negotiates for this format; returns the output's (sample_rate, channels)."""
         fmt = _c.AudioFormat(ctypes.sizeof(_c.AudioFormat), sample_rate, channels)
         out = _c.AudioFormat()
-        _check("rawfx_audio_chain_negotiate", _lib.rawfx_audio_chain_negotiate(self._handle, ctypes.byref(fmt), ctypes.byref(out)))
+        self._call("negotiate", self._handle, ctypes.byref(fmt), ctypes.byref(out))
         self._rate, self._channels, self._out_channels = sample_rate, channels, out.channels
         return out.sample_rate, out.channels
 
@@ -299,30 +304,12 @@ class AudioChain:
         block = _c.AudioFrame(ctypes.sizeof(_c.AudioFrame), pcm.ctypes.data, pcm.shape[0], self._rate, self._channels,
                               _c.AUDIO_SOURCE_FILE, 0, 0, timestamp_us)
         blocks, emit = self._collector()
-        _check("rawfx_audio_chain_process", _lib.rawfx_audio_chain_process(self._handle, ctypes.byref(block), emit, None))
+        self._call("process", self._handle, ctypes.byref(block), emit, None)
         return self._joined(blocks)
-
-    @property
-    def latency(self):
-        """Output frames by which the output lags the input: drop that many from a file's start."""
-        return _lib.rawfx_audio_chain_latency(self._handle)
 
     def drain(self):
         """At the end of a stream: the rest, so that the output has the input's length once
         the first `latency` frames are dropped."""
         blocks, emit = self._collector()
-        _check("rawfx_audio_chain_drain", _lib.rawfx_audio_chain_drain(self._handle, emit, None))
+        self._call("drain", self._handle, emit, None)
         return self._joined(blocks)
-
-    def set_parameter(self, address, value):
-        _check("rawfx_audio_chain_set_parameter",
-               _lib.rawfx_audio_chain_set_parameter(self._handle, _text(address), _text(str(value).lower() if isinstance(value, bool) else str(value))))
-
-    def set_bypass(self, stage, bypassed=True):
-        _check("rawfx_audio_chain_set_bypass", _lib.rawfx_audio_chain_set_bypass(self._handle, _text(stage), int(bool(bypassed))))
-
-    def metrics(self):
-        return _metrics(_lib.rawfx_audio_chain_metrics, self._handle)
-
-    def metrics_json(self):
-        return json.loads(_metrics_json(_lib.rawfx_audio_chain_metrics_json, self._handle))
