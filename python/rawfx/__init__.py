@@ -65,7 +65,10 @@ class Registry:
             _lib.rawfx_registry_close(self._handle)
             self._handle = None
 
-    __del__ = close
+    def __del__(self):
+        # At interpreter exit the module's globals may already be gone; the process frees all.
+        if _lib is not None:
+            self.close()
 
     @property
     def filters(self):
@@ -179,7 +182,10 @@ class _Chain:
             self._function("destroy")(self._handle)
             self._handle = None
 
-    __del__ = close
+    def __del__(self):
+        # At interpreter exit the module's globals may already be gone; the process frees all.
+        if _lib is not None:
+            self.close()
 
     @property
     def latency(self):

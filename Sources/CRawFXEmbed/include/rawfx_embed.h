@@ -170,7 +170,7 @@ rawfx_result rawfx_video_chain_process_into(rawfx_video_chain *chain, const rawf
 typedef void (*rawfx_video_emit)(void *user_data, const rawfx_video_frame *frame);
 
 /* [process] Frames of delay from input to output (the sum of the filters' latencies),
- * known once negotiated. A file's first `latency` outputs precede any input: drop them, and
+ * known once negotiated (a pending replacement chain is installed first, as process does). A file's first `latency` outputs precede any input: drop them, and
  * call rawfx_video_chain_drain at the end. */
 uint32_t rawfx_video_chain_latency(const rawfx_video_chain *chain);
 
@@ -200,13 +200,14 @@ rawfx_result rawfx_video_chain_replace(rawfx_video_chain *chain, rawfx_registry 
 /* [any] How many times the processing thread has switched to a replacement chain. */
 uint64_t rawfx_video_chain_swap_count(const rawfx_video_chain *chain);
 
-/* [process] The figures of the chain in force, one per stage, into `metrics[0..capacity)`
+/* [process] (allocates: call it between frames, not for each) The figures of the chain in
+ * force, one per stage, into `metrics[0..capacity)`
  * (each with struct_size set by the caller, or 0 for this header's size); `*count` receives
  * the number of stages. RAWFX_E_BUFFER_TOO_SMALL (with *count set) when capacity is smaller. */
 rawfx_result rawfx_video_chain_metrics(const rawfx_video_chain *chain, rawfx_stage_metrics *metrics,
                                        size_t capacity, size_t *count);
 
-/* [process] The same figures as one JSON object, {"stages":[{"name":..,"frames":..,...}]},
+/* [process] (allocates, as above) The same figures as one JSON object, {"stages":[{"name":..,"frames":..,...}]},
  * NUL-terminated into `buffer` (capacity bytes). `*length` receives the length without the
  * NUL; RAWFX_E_BUFFER_TOO_SMALL when it does not fit (call again with length + 1). */
 rawfx_result rawfx_video_chain_metrics_json(const rawfx_video_chain *chain, char *buffer, size_t capacity,
@@ -255,7 +256,7 @@ rawfx_result rawfx_audio_chain_set_parameter(rawfx_audio_chain *chain, const cha
  * by its latency so the stream never shifts. A resampler cannot be bypassed. */
 rawfx_result rawfx_audio_chain_set_bypass(rawfx_audio_chain *chain, const char *stage, int32_t bypassed);
 
-/* [process] As rawfx_video_chain_metrics and rawfx_video_chain_metrics_json. */
+/* [process] (allocates) As rawfx_video_chain_metrics and rawfx_video_chain_metrics_json. */
 rawfx_result rawfx_audio_chain_metrics(const rawfx_audio_chain *chain, rawfx_stage_metrics *metrics,
                                        size_t capacity, size_t *count);
 rawfx_result rawfx_audio_chain_metrics_json(const rawfx_audio_chain *chain, char *buffer, size_t capacity,
