@@ -9,7 +9,9 @@
  * tiny readers and writers below keep the Y4M header's fields and write 16-bit PCM WAV, and
  * the chain's latency is handled as rawfx run does (first `latency` outputs dropped, the
  * tail drained). Optional: --plugin-path DIR (repeatable) before the chain.
- * Limits of this example: 8-bit 4:2:0 Y4M; PCM WAV with 1 or 2 channels.
+ * Limits of this example: 8-bit 4:2:0 Y4M whose header has every field rawfx writes in its
+ * order (F, I, A, C, X..., XCOLORRANGE last, as FFmpeg writes them; rawfx fills in a missing
+ * F as 25:1); PCM WAV with 1 or 2 channels.
  */
 #include "rawfx_embed.h"
 

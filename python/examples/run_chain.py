@@ -5,8 +5,9 @@
     python3 run_chain.py --af 'denoise=level=-30' [--chunk FRAMES] in.wav out.wav
 
 The output is byte for byte what `rawfx run` writes for the same chain and input (8-bit 4:2:0
-Y4M; 16-bit PCM WAV, mono or stereo): the header keeps the input's fields, the chain's latency
-is handled the same way (first `latency` outputs dropped, the tail drained).
+Y4M with the header fields FFmpeg writes, in its order; 16-bit PCM WAV, mono or stereo): the
+header keeps the input's fields, the chain's latency is handled the same way (first `latency`
+outputs dropped, the tail drained).
 """
 import argparse
 import struct
