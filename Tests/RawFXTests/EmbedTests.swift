@@ -165,6 +165,40 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
         XCTAssertEqual(String(cString: rawfx_last_error()), "\(path("missing")): no such plugin file or directory")
     }
 
+    /// The engine's trust rule through the options: a group-writable plugin is refused with
+    /// the rule it breaks, and loaded with allow_untrusted.
+    func testTrustRuleAndItsOverride() throws {
+        let plugin = path("basics.so")
+        try FileManager.default.copyItem(atPath: rawfxBinary.deletingLastPathComponent().appendingPathComponent("libRawFXBasics.so").path,
+                                         toPath: plugin)
+        XCTAssertEqual(chmod(directory.path, 0o755), 0)
+        XCTAssertEqual(chmod(plugin, 0o664), 0)
+        let entry = strdup(plugin)
+        defer { free(entry) }
+        var pointers: [UnsafePointer<CChar>?] = [UnsafePointer(entry)]
+        for allowUntrusted in [Int32(0), 1] {
+            var options = rawfx_registry_options()
+            options.struct_size = UInt32(MemoryLayout<rawfx_registry_options>.size)
+            options.search_path_count = 1
+            options.skip_default_directory = 1
+            options.allow_untrusted = allowUntrusted
+            var registry: OpaquePointer?
+            pointers.withUnsafeMutableBufferPointer { options.search_path = UnsafePointer($0.baseAddress) }
+            XCTAssertEqual(rawfx_registry_open(&options, &registry), rawfx_result(RAWFX_OK))
+            defer { rawfx_registry_close(registry) }
+            if allowUntrusted == 0 {
+                XCTAssertEqual(rawfx_registry_filter_count(registry), 0)
+                XCTAssertEqual(rawfx_registry_failure_count(registry), 1)
+                let failure = String(cString: rawfx_registry_failure(registry, 0))
+                XCTAssertTrue(failure.contains("not loaded: file \(plugin) is writable by its group"), failure)
+            } else {
+                XCTAssertEqual(rawfx_registry_failure_count(registry), 0)
+                let ids = (0..<rawfx_registry_filter_count(registry)).map { String(cString: rawfx_registry_filter_id(registry, $0)) }
+                XCTAssertEqual(ids, ["copy", "gain", "null"])
+            }
+        }
+    }
+
     func testBadArgumentsAreCodesWithMessagesNeverCrashes() throws {
         let registry = try openRegistry()
         defer { rawfx_registry_close(registry) }
