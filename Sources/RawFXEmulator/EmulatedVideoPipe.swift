@@ -14,7 +14,8 @@ final class RawDataLease: @unchecked Sendable {
     let memoryMode: RawDataMemoryMode
     let object: String
     private let poison: () -> Void
-    private let state = Locked<(inCallback: Bool, references: Int, poisoned: Bool)>((false, 0, false))
+    /// Usable until first delivered (the SDK filling it), as `EmulatedAudioRawData` starts.
+    private let state = Locked<(inCallback: Bool, references: Int, poisoned: Bool)>((true, 0, false))
 
     init(object: String, memoryMode: RawDataMemoryMode, ledger: ContractLedger, poison: @escaping () -> Void) {
         self.object = object
@@ -166,14 +167,16 @@ public final class EmulatedVideoRawData: VideoRawData, @unchecked Sendable {
         return UnsafeMutableRawPointer(planes.frame.plane(index)).assumingMemoryBound(to: CChar.self)
     }
 
-    static func fillPadding(_ f: VideoFrame) {
+    /// Fills the row padding of every plane of `f` with `paddingByte`.
+    public static func fillPadding(_ f: VideoFrame) {
         for p in 0..<3 {
             let (w, h) = f.planeSize(p)
             for y in 0..<h { memset(f.plane(p) + y * f.stride(p) + w, Int32(paddingByte), f.stride(p) - w) }
         }
     }
 
-    static func paddingIntact(_ f: VideoFrame) -> Bool {
+    /// True when the row padding of every plane of `f` holds `paddingByte`.
+    public static func paddingIntact(_ f: VideoFrame) -> Bool {
         for p in 0..<3 {
             let (w, h) = f.planeSize(p)
             for y in 0..<h {
@@ -308,7 +311,8 @@ public final class EmulatedVideoPipe: SDKRawDataPipe, @unchecked Sendable {
     public func deliver(_ rawData: EmulatedVideoRawData) -> Int {
         let delegates = takeDelegates()
         guard !delegates.isEmpty, rawData.lease.beginCallback() else { return 0 }
-        for delegate in delegates { delegate.onRawDataFrameReceived(rawData) }
+        // Index loops: a for-in over existentials is unspecialized in debug builds and allocates.
+        for index in 0..<delegates.count { delegates[index].onRawDataFrameReceived(rawData) }
         rawData.lease.endCallback()
         return delegates.count
     }
@@ -318,7 +322,7 @@ public final class EmulatedVideoPipe: SDKRawDataPipe, @unchecked Sendable {
     public func deliverNV12(_ pixels: EmulatedNV12PixelBuffer, rotation: SDKVideoRawDataRotation = .none) -> Int {
         let delegates = takeDelegates()
         guard !delegates.isEmpty, pixels.lease.beginCallback() else { return 0 }
-        for delegate in delegates { delegate.onPixelBuffer(pixels, rotation: rotation) }
+        for index in 0..<delegates.count { delegates[index].onPixelBuffer(pixels, rotation: rotation) }
         pixels.lease.endCallback()
         return delegates.count
     }
