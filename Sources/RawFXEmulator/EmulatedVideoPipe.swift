@@ -112,6 +112,7 @@ public final class EmulatedVideoRawData: VideoRawData, @unchecked Sendable {
     public let planes: VideoBuffer
     public let rotation: SDKVideoRawDataRotation
     public let isLimitedI420: Bool
+    /// Set by `capture` on the delivering thread before delivery; read by delegates after.
     public private(set) var timeStamp: UInt64
     public let sourceID: Int
     let lease: RawDataLease
@@ -197,6 +198,7 @@ public final class EmulatedNV12PixelBuffer: NV12PixelBuffer, @unchecked Sendable
     public let yStride: Int
     public let uvStride: Int
     public let isLimitedRange: Bool
+    /// Set by `capture` on the delivering thread before delivery; read by delegates after.
     public private(set) var timestampMicroseconds: Int64
     private let storage: UnsafeMutablePointer<UInt8>
     private let byteCount: Int

@@ -89,6 +89,9 @@ public final class ReceiveVideoHook: @unchecked Sendable {
         var specs: [FilterSpec]
         /// Changes since the last `setChain`, in order.
         var edits: [Edit] = []
+        /// Counts `setChain` and run-time changes, so a subscription that built its chain
+        /// while one happened builds it again.
+        var generation: UInt64 = 0
         var streams: [ReceiveStreamID: ReceiveStream] = [:]
         /// Counters of streams that were unsubscribed, so the hook's totals survive them.
         var departed: (frames: UInt64, errors: UInt64, drops: UInt64) = (0, 0, 0)
@@ -127,27 +130,31 @@ public final class ReceiveVideoHook: @unchecked Sendable {
     public func subscribe(_ pipe: any SDKRawDataPipe, user: SDKUser, kind: SDKRawDataPipeKind = .video,
                           resolution: SDKVideoResolution, format: VideoFormat? = nil) throws(ReceiveSubscribeError) {
         let id = ReceiveStreamID(user: user, pipe: kind)
-        // Build outside the lock the frame path never takes anyway; checked again below.
-        let (specs, edits, exists, closed) = state.withLock { ($0.specs, $0.edits, $0.streams[id] != nil, $0.closed) }
-        if closed { throw .closed }
-        if exists { throw .alreadySubscribed(id) }
         let expected = format ?? resolution.nominalSize.map { VideoFormat(width: $0.width, height: $0.height) }
-        let chain: VideoChain
-        do {
-            chain = try makeChain(specs: specs, edits: edits, negotiatingFor: expected)
-        } catch {
-            throw .chain(id, error)
-        }
-        let stream = ReceiveStream(id: id, pipe: pipe, chain: chain, expected: expected, mode: mode,
+        var stream: ReceiveStream
+        while true {
+            // The chain is built and negotiated outside the lock (it may take a while), then
+            // inserted only if no change to the chain happened meanwhile.
+            let (specs, edits, generation, exists, closed) = state.withLock {
+                ($0.specs, $0.edits, $0.generation, $0.streams[id] != nil, $0.closed)
+            }
+            if closed { throw .closed }
+            if exists { throw .alreadySubscribed(id) }
+            let chain: VideoChain
+            do {
+                chain = try makeChain(specs: specs, edits: edits, negotiatingFor: expected)
+            } catch {
+                throw .chain(id, error)
+            }
+            stream = ReceiveStream(id: id, pipe: pipe, chain: chain, expected: expected, mode: mode,
                                    hookName: name, sink: sink)
-        let inserted = state.withLock { s -> Bool in
-            guard !s.closed, s.streams[id] == nil else { return false }
-            s.streams[id] = stream
-            return true
-        }
-        guard inserted else {
+            let inserted = state.withLock { s -> Bool in
+                guard !s.closed, s.streams[id] == nil, s.generation == generation else { return false }
+                s.streams[id] = stream
+                return true
+            }
+            if inserted { break }
             stream.shutDown()
-            throw state.withLock { $0.closed } ? .closed : .alreadySubscribed(id)
         }
         let answer = pipe.subscribe(with: stream, resolution: resolution)
         if answer != .success {
@@ -221,6 +228,7 @@ public final class ReceiveVideoHook: @unchecked Sendable {
             for (stream, chain) in built { stream.processor.install(chain) }
             s.specs = specs
             s.edits = []
+            s.generation += 1
         }
     }
 
@@ -251,6 +259,7 @@ public final class ReceiveVideoHook: @unchecked Sendable {
             }
             for stream in streams { try stream.processor.apply(edit) }
             s.edits.append(edit)
+            s.generation += 1
         }
     }
 
@@ -272,7 +281,7 @@ public final class ReceiveVideoHook: @unchecked Sendable {
 
     /// [any thread] The hook's figures: frames, errors and drops summed over every stream
     /// (including unsubscribed ones); p50 and p99 are the largest of the current streams'
-    /// (the slowest user's). `filters`: the first stream's chain.
+    /// (the slowest user's). `filters`: one stream's chain (every stream runs the same one).
     public var metrics: HookMetrics {
         let (streams, departed) = state.withLock { (Array($0.streams.values), $0.departed) }
         let all = streams.map { $0.metrics }
