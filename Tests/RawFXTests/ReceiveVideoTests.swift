@@ -12,7 +12,8 @@ import Glibc
 
 /// A stateful test filter, `blend`: luma becomes an exponential average of the frames so far,
 /// out = (cur·(256−weight) + prev·weight + 128) >> 8 with prev the previous output (the first
-/// frame after configure or reset passes unchanged). It counts live instances and records the
+/// frame after configure or reset passes unchanged). With `delay=1` it also holds each luma
+/// result back one frame (latency 1), for drain tests. It counts live instances and records the
 /// thread that destroyed the last one, so tests see where a chain is released.
 let blendSource = #"""
 #include "rawfx/plugin_helpers.h"
@@ -22,10 +23,13 @@ let blendSource = #"""
 RAWFX_EXPORT int blend_live = 0;
 RAWFX_EXPORT unsigned long blend_destroy_thread = 0;
 
-typedef struct blend { rawfx_instance_base base; int weight; int have; uint32_t w, h; uint8_t *prev; } blend;
+typedef struct blend {
+    rawfx_instance_base base; int weight, delay, have, have_held; uint32_t w, h; uint8_t *prev, *held;
+} blend;
 
 static const rawfx_param_descriptor blend_params[] = {
     RAWFX_INT_PARAM("weight", "Weight", "Weight of the previous output, of 256.", "", 0, 128, 0, 256),
+    RAWFX_INT_PARAM("delay", "Delay", "Frames of delay of the luma result.", "", RAWFX_PARAM_FLAG_RECONFIGURE, 0, 0, 1),
 };
 
 static blend *of(const rawfx_filter *f) { return (blend *)f->filter_data; }
@@ -33,6 +37,7 @@ static blend *of(const rawfx_filter *f) { return (blend *)f->filter_data; }
 static void destroy(const rawfx_filter *f) {
     blend *b = of(f);
     free(b->prev);
+    free(b->held);
     rawfx_instance_free(&b->base);
     __atomic_sub_fetch(&blend_live, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&blend_destroy_thread, (unsigned long)pthread_self(), __ATOMIC_SEQ_CST);
@@ -40,7 +45,8 @@ static void destroy(const rawfx_filter *f) {
 
 static rawfx_status set_param(const rawfx_filter *f, uint32_t i, const rawfx_param_value *v) {
     rawfx_status s = rawfx_check_param(&of(f)->base, i, v);
-    if (s == RAWFX_OK) of(f)->weight = (int)v->int_value;
+    if (s == RAWFX_OK && i == 0) of(f)->weight = (int)v->int_value;
+    if (s == RAWFX_OK && i == 1) of(f)->delay = (int)v->int_value;
     return s;
 }
 
@@ -49,12 +55,14 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *in, raw
     rawfx_status s = rawfx_check_video_input(&b->base, in, 16384);
     if (s != RAWFX_OK) return s;
     free(b->prev);
+    free(b->held);
     b->w = in->video.width;
     b->h = in->video.height;
     b->prev = malloc((size_t)b->w * b->h);
-    b->have = 0;
-    (void)r;
-    return b->prev ? RAWFX_OK : rawfx_fail(&b->base, RAWFX_ERR_OUT_OF_MEMORY, "no memory");
+    b->held = malloc((size_t)b->w * b->h);
+    b->have = b->have_held = 0;
+    r->latency = (uint32_t)b->delay;
+    return b->prev && b->held ? RAWFX_OK : rawfx_fail(&b->base, RAWFX_ERR_OUT_OF_MEMORY, "no memory");
 }
 
 static rawfx_status process(const rawfx_filter *f, const rawfx_video_frame *in, rawfx_video_frame *out) {
@@ -67,13 +75,20 @@ static rawfx_status process(const rawfx_filter *f, const rawfx_video_frame *in, 
             int p = b->have ? prev[x] : row[x];
             row[x] = (uint8_t)((row[x] * (256 - b->weight) + p * b->weight + 128) >> 8);
             prev[x] = row[x];
+            if (b->delay) {
+                uint8_t *held = b->held + (size_t)y * b->w;
+                uint8_t now = row[x];
+                if (b->have_held) row[x] = held[x];
+                held[x] = now;
+            }
         }
     }
     b->have = 1;
+    b->have_held = 1;
     return RAWFX_OK;
 }
 
-static void reset(const rawfx_filter *f) { of(f)->have = 0; }
+static void reset(const rawfx_filter *f) { of(f)->have = of(f)->have_held = 0; }
 
 static const rawfx_filter functions = RAWFX_FILTER_FUNCTIONS(destroy, set_param, configure, process, NULL, reset, NULL, NULL);
 
@@ -198,7 +213,10 @@ final class ReceiveVideoTests: XCTestCase {
         let c = try VideoChain(chain, registry: registry)
         return try seeds.map { seed in
             let input = receivedPattern(format, seed: seed)
-            return try withExtendedLifetime(input) { (0..<3).map { p in planeBytes(try! c.process(input.frame), p) } }
+            return try withExtendedLifetime(input) {
+                let out = try c.process(input.frame)
+                return (0..<3).map { planeBytes(out, $0) }
+            }
         }
     }
 
@@ -332,6 +350,36 @@ final class ReceiveVideoTests: XCTestCase {
         }
         XCTAssertEqual(ledger.outstandingReferences, 0)
         XCTAssertEqual(ledger.violations, [])
+    }
+
+    func testStatusOffDrainsADelayingChainBeforeTheReset() throws {
+        let format = VideoFormat(width: 16, height: 8)
+        for mode in [ProcessingMode.sync, .async(capacity: 8)] {
+            let recorder = ReceivedFrames()
+            let hook = try ReceiveVideoHook(chain: "blend=delay=1", registry: registry, mode: mode, sink: recorder.sink)
+            let pipe = EmulatedVideoPipe(user: SDKUser(2), ledger: ledger)
+            let id = ReceiveStreamID(user: SDKUser(2))
+            try hook.subscribe(pipe, user: SDKUser(2), resolution: .p90, format: format)
+            for seed in 0..<3 { deliver(pipe, format, seed: seed) }
+            hook.waitUntilIdle()
+            pipe.setStatus(.off)
+            hook.waitUntilIdle()
+            // Reference: the engine's drain of a lone chain, repeating the last input.
+            let chain = try VideoChain("blend=delay=1", registry: registry)
+            XCTAssertEqual(try chain.negotiate(format), format)
+            XCTAssertEqual(chain.latency, 1)
+            var expected: [[[UInt8]]] = []
+            let inputs = (0..<3).map { receivedPattern(format, seed: $0) }
+            for input in inputs {
+                let out = try chain.process(input.frame)
+                expected.append((0..<3).map { planeBytes(out, $0) })
+            }
+            // The hook drains with the input as received (an in-place chain edited inputs[2]).
+            try chain.drain(repeating: receivedPattern(format, seed: 2).frame) { out in expected.append((0..<3).map { planeBytes(out, $0) }) }
+            XCTAssertEqual(expected.count, 4)
+            XCTAssertEqual(recorder.frames(of: id).map(\.planes), expected, "\(mode): the held frame reaches the sink at off")
+            hook.close()
+        }
     }
 
     func testStatusOffDiscardsQueuedFramesAndReleasesThem() throws {
