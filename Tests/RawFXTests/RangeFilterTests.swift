@@ -10,13 +10,7 @@ import XCTest
 final class RangeFilterTests: XCTestCase {
     var registry: PluginRegistry!
 
-    override func setUpWithError() throws {
-        registry = PluginRegistry.empty()
-        guard let library = builtPlugins.libraries.first(where: { $0.name == "rawfx-yuv" }) else {
-            throw XCTSkip("libRawFXYUV.so is not built next to the tests (swift build --product RawFXYUV)")
-        }
-        try registry.load(path: library.path)
-    }
+    override func setUpWithError() throws { registry = try ReceiveFixture.registry() }
 
     /// The reference, independent of the plugin: schoolbook rounding (halves away from zero).
     static func expected(_ value: Int, luma: Bool, to: ColorRange) -> UInt8 {

@@ -106,7 +106,7 @@ static const rawfx_filter_descriptor blend_descriptor = RAWFX_FILTER_DESCRIPTOR(
 RAWFX_PLUGIN_ENTRY("receive-test", "1.0.0", &blend_descriptor)
 """#
 
-/// The blend plugin, compiled once per test run, and a registry with it and the shipped plugins.
+/// The blend plugin, compiled once per test run, and a registry with it and the shipped YUV plugin.
 enum ReceiveFixture {
     static let blendPath: String = {
         let dir = temporaryDirectory()
@@ -324,19 +324,25 @@ final class ReceiveVideoTests: XCTestCase {
 
     // MARK: onRawDataStatusChanged
 
+    /// User 2 subscribed with `chain`, three frames (seeds 0, 1, 2) processed, then `.off`.
+    func threeFramesThenOff(_ chain: String, _ format: VideoFormat, _ mode: ProcessingMode) throws
+        -> (ReceiveVideoHook, EmulatedVideoPipe, ReceivedFrames, ReceiveStreamID) {
+        let recorder = ReceivedFrames()
+        let hook = try ReceiveVideoHook(chain: chain, registry: registry, mode: mode, sink: recorder.sink)
+        let pipe = EmulatedVideoPipe(user: SDKUser(2), ledger: ledger)
+        try hook.subscribe(pipe, user: SDKUser(2), resolution: .p90, format: format)
+        for seed in 0..<3 { deliver(pipe, format, seed: seed) }
+        hook.waitUntilIdle()
+        pipe.setStatus(.off)
+        hook.waitUntilIdle()
+        return (hook, pipe, recorder, ReceiveStreamID(user: SDKUser(2)))
+    }
+
     func testStatusOffFlushesAndResetsTheUsersChainAndOnResumes() throws {
         let format = VideoFormat(width: 32, height: 18)
         for mode in [ProcessingMode.sync, .async(capacity: 8)] {
-            let recorder = ReceivedFrames()
-            let hook = try ReceiveVideoHook(chain: "blend", registry: registry, mode: mode, sink: recorder.sink)
-            let pipe = EmulatedVideoPipe(user: SDKUser(2), ledger: ledger)
-            let id = ReceiveStreamID(user: SDKUser(2))
-            try hook.subscribe(pipe, user: SDKUser(2), resolution: .p90, format: format)
-            for seed in 0..<3 { deliver(pipe, format, seed: seed) }
-            hook.waitUntilIdle()
-            pipe.setStatus(.off)
+            let (hook, pipe, recorder, id) = try threeFramesThenOff("blend", format, mode)
             XCTAssertEqual(hook.status(of: id), .off)
-            hook.waitUntilIdle()
             pipe.setStatus(.on)
             XCTAssertEqual(hook.status(of: id), .on)
             for seed in 3..<5 { deliver(pipe, format, seed: seed) }
@@ -355,15 +361,7 @@ final class ReceiveVideoTests: XCTestCase {
     func testStatusOffDrainsADelayingChainBeforeTheReset() throws {
         let format = VideoFormat(width: 16, height: 8)
         for mode in [ProcessingMode.sync, .async(capacity: 8)] {
-            let recorder = ReceivedFrames()
-            let hook = try ReceiveVideoHook(chain: "blend=delay=1", registry: registry, mode: mode, sink: recorder.sink)
-            let pipe = EmulatedVideoPipe(user: SDKUser(2), ledger: ledger)
-            let id = ReceiveStreamID(user: SDKUser(2))
-            try hook.subscribe(pipe, user: SDKUser(2), resolution: .p90, format: format)
-            for seed in 0..<3 { deliver(pipe, format, seed: seed) }
-            hook.waitUntilIdle()
-            pipe.setStatus(.off)
-            hook.waitUntilIdle()
+            let (hook, _, recorder, id) = try threeFramesThenOff("blend=delay=1", format, mode)
             // Reference: the engine's drain of a lone chain, repeating the last input.
             let chain = try VideoChain("blend=delay=1", registry: registry)
             XCTAssertEqual(try chain.negotiate(format), format)
@@ -647,8 +645,10 @@ final class ReceiveVideoTests: XCTestCase {
             let before = rawfx_thread_allocation_count()
             pipe.deliver(raw)
             if i >= 20 { callbackAllocations += rawfx_thread_allocation_count() - before }
-            // One frame at a time, so none is dropped and the worker processes all 120.
-            while !raw.isReusable { usleep(20) }
+            // One frame at a time, so none is dropped and the worker processes all 120 (and
+            // its slot is back in the free list, so the queue never needs a second one).
+            hook.waitUntilIdle()
+            XCTAssertTrue(raw.isReusable)
         }
         hook.waitUntilIdle()
         XCTAssertEqual(callbackAllocations, 0, "the SDK's thread allocates nothing per frame once warm")
