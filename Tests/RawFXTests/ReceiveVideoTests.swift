@@ -150,17 +150,19 @@ struct Received: Equatable {
     }
 }
 
-/// Collects what a hook's sink gets; `gate` holds the sink back (async tests).
+/// Collects what a hook's sink gets; `gate` holds the sink back (async tests), `holding` only
+/// the streams in it.
 final class ReceivedFrames: @unchecked Sendable {
     let received = Locked<[Received]>([])
     let entered = Locked<[ReceiveStreamID: Int]>([:])
     let gate = Locked<Bool>(true)
+    let holding = Locked<Set<ReceiveStreamID>>([])
     let threads = Locked<Set<UInt>>([])
 
     var sink: ReceiveVideoHook.Sink {
         { [self] id, frame in
             entered.withLock { $0[id, default: 0] += 1 }
-            while !gate.withLock({ $0 }) { usleep(200) }
+            while !gate.withLock({ $0 }) || holding.withLock({ $0.contains(id) }) { usleep(200) }
             received.withLock { $0.append(Received(id, frame)) }
             threads.withLock { _ = $0.insert(UInt(pthread_self())) }
         }
@@ -268,6 +270,71 @@ final class ReceiveVideoTests: XCTestCase {
         }
         XCTAssertEqual(ledger.outstandingReferences, 0)
         XCTAssertEqual(ledger.violations, [])
+    }
+
+    func testUnsubscribeAndCloseReleaseQueuedFramesExactlyOnce() throws {
+        let recorder = ReceivedFrames()
+        let hook = try ReceiveVideoHook(chain: "mirror", registry: registry, mode: .async(capacity: 8), sink: recorder.sink)
+        let pipes = (1...2).map { EmulatedVideoPipe(user: SDKUser(UInt64($0)), ledger: ledger) }
+        for pipe in pipes { try hook.subscribe(pipe, user: pipe.user, resolution: .p90) }
+        let format = VideoFormat(width: 32, height: 18)
+        let ids = pipes.map { ReceiveStreamID(user: $0.user) }
+        recorder.holding.withLock { $0 = Set(ids) }
+        for pipe in pipes {
+            deliver(pipe, format, seed: 0)
+            while recorder.enteredCount(ReceiveStreamID(user: pipe.user)) == 0 { usleep(100) }
+            for seed in 1...3 { deliver(pipe, format, seed: seed) }
+        }
+        XCTAssertEqual(ledger.outstandingReferences, 8, "2 held by the workers, 6 queued")
+        // Unsubscribing waits for the stream's worker, which is held: let it go from elsewhere.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { _ = recorder.holding.withLock { $0.remove(ids[0]) } }
+        XCTAssertTrue(hook.unsubscribe(user: SDKUser(1)))
+        XCTAssertEqual(recorder.frames(of: ids[0]).count, 1, "queued frames are not processed")
+        XCTAssertEqual(hook.metrics.hook.drops, 3, "and are counted as drops")
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { _ = recorder.holding.withLock { $0.remove(ids[1]) } }
+        hook.close()
+        XCTAssertEqual(recorder.frames(of: ids[1]).count, 1)
+        XCTAssertEqual(hook.metrics.hook.drops, 6)
+        XCTAssertEqual(ledger.addRefs, 8)
+        XCTAssertEqual(ledger.releases, 8, "every reference released once, on every path")
+        XCTAssertEqual(ledger.violations, [])
+        XCTAssertThrowsError(try hook.subscribe(pipes[0], user: SDKUser(1), resolution: .p90)) {
+            XCTAssertEqual($0 as? ReceiveSubscribeError, .closed)
+        }
+    }
+
+    /// The emulator's ledger is what the other tests trust: it must catch a careless delegate.
+    func testEmulatedPipeCatchesLateReadsAndUnbalancedReferences() throws {
+        final class Careless: SDKRawDataPipeDelegate {
+            var kept: [any VideoRawData] = []
+            var retain = false
+            func onRawDataFrameReceived(_ rawData: any VideoRawData) {
+                if retain { rawData.addRef() }
+                kept.append(rawData)
+            }
+            func onRawDataStatusChanged(_ userRawdataStatus: SDKUserRawdataStatus) {}
+        }
+        let careless = Careless()
+        let pipe = EmulatedVideoPipe(user: SDKUser(1), ledger: ledger)
+        XCTAssertEqual(pipe.subscribe(with: careless, resolution: .auto), .invalidParameter)
+        XCTAssertEqual(pipe.subscribe(with: careless, resolution: .p180), .success)
+        XCTAssertEqual(pipe.subscribe(with: careless, resolution: .p180), .wrongUsage, "the same delegate twice")
+        let format = VideoFormat(width: 16, height: 8)
+        let first = deliver(pipe, format, seed: 1)
+        XCTAssertNil(careless.kept[0].yBuffer, "kept without addRef: unreadable after the callback")
+        XCTAssertEqual(first.planes.frame.plane(0)[0], EmulatedVideoRawData.poison, "and poisoned")
+        XCTAssertEqual(ledger.violations.count, 1)
+        careless.retain = true
+        let second = deliver(pipe, format, seed: 2)
+        XCTAssertNotNil(careless.kept[1].yBuffer, "retained: readable")
+        XCTAssertEqual(ledger.outstandingReferences, 1, "a leak shows")
+        XCTAssertEqual(pipe.deliver(second), 0, "a frame still referenced is not delivered again")
+        careless.kept[1].releaseRef()
+        careless.kept[1].releaseRef()
+        XCTAssertEqual(ledger.outstandingReferences, 0)
+        XCTAssertEqual(ledger.violations.map(\.call), ["VideoRawData.yBuffer", "VideoRawData", "VideoRawData.releaseRef"])
+        XCTAssertEqual(pipe.unSubscribe(with: careless), .success)
+        XCTAssertEqual(pipe.unSubscribe(with: careless), .wrongUsage)
     }
 
     // MARK: onRawDataFrameReceived
