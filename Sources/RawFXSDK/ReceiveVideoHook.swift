@@ -341,6 +341,8 @@ final class ReceiveProcessor: @unchecked Sendable {
     /// [processing] The last input, kept only for a chain that delays frames, so `.off` can
     /// drain it (`VideoChain.drain` repeats it).
     private var lastInput: VideoBuffer?
+    /// [processing] Frames went in since the last drain.
+    private var holdsUndrainedInput = false
 
     init(id: ReceiveStreamID, chain: VideoChain, expected: VideoFormat?, stats: HookStats, sink: @escaping ReceiveVideoHook.Sink) {
         self.id = id
@@ -420,7 +422,7 @@ final class ReceiveProcessor: @unchecked Sendable {
         guard resetRequested.exchange(false, ordering: .acquiringAndReleasing), let swappable else { return }
         swappable.takePending()
         let chain = swappable.chain
-        if chain.latency > 0, let last = lastInput {
+        if chain.latency > 0, holdsUndrainedInput, let last = lastInput {
             do {
                 try chain.drain(repeating: last.frame) { self.sink(self.id, $0) }
             } catch {
@@ -428,11 +430,13 @@ final class ReceiveProcessor: @unchecked Sendable {
             }
         }
         chain.reset()
+        holdsUndrainedInput = false  // a second .off without frames between has nothing to drain
     }
 
     private func keepLastInput(_ frame: VideoFrame) {
         if lastInput?.format != frame.format { lastInput = VideoBuffer(format: frame.format) }
         frame.copy(to: lastInput!.frame)
+        holdsUndrainedInput = true
     }
 }
 

@@ -337,6 +337,46 @@ final class ReceiveVideoTests: XCTestCase {
         XCTAssertEqual(pipe.unSubscribe(with: careless), .wrongUsage)
     }
 
+    /// The receive-side example of docs/sdk-integration.md, compiled and run against the
+    /// emulator (an app gets its pipes from the SDK's user object instead).
+    func testWorkedExampleFromTheDocs() throws {
+        let user = SDKUser(userIDString: "16778240")
+        let ledger = ContractLedger()
+        let videoPipe = EmulatedVideoPipe(user: user, kind: .video, ledger: ledger)  // user.getVideoPipe()
+        let sharePipe = EmulatedVideoPipe(user: user, kind: .share, ledger: ledger)  // user.getSharePipe()
+        let shown = Locked<[(ReceiveStreamID, Int, Int)]>([])
+
+        // --- example ---
+        let hook = try ReceiveVideoHook(chain: "rotate=angle=auto,scale=width=640:height=360:mode=fit",
+                                        registry: builtPlugins, mode: .async(capacity: 3)) { stream, frame in
+            // A worker thread; the frame is valid during this call only: draw or copy it now.
+            shown.withLock { $0.append((stream, frame.width, frame.height)) }
+        }
+        try hook.subscribe(videoPipe, user: user, resolution: .p360)                 // not .auto
+        try hook.subscribe(sharePipe, user: user, kind: .share, resolution: .p720)
+        try hook.setParameter("scale.mode", "fill")    // any thread: every user's chain, next frame
+        // … frames arrive on onRawDataFrameReceived / onPixelBuffer …
+        // --- end of example ---
+
+        let portrait = EmulatedVideoRawData(format: VideoFormat(width: 360, height: 640), rotation: .rotation90, ledger: ledger)
+        videoPipe.deliver(portrait)
+        let screen = EmulatedNV12PixelBuffer(width: 1280, height: 720, ledger: ledger)
+        sharePipe.deliverNV12(screen)
+        hook.waitUntilIdle()
+        let frames = shown.withLock { $0 }
+        XCTAssertEqual(frames.map(\.0), [ReceiveStreamID(user: user, pipe: .video), ReceiveStreamID(user: user, pipe: .share)])
+        XCTAssertTrue(frames.allSatisfy { $0.1 == 640 && $0.2 == 360 })
+
+        // --- example, continued ---
+        hook.unsubscribe(user: user, kind: .share)     // releases that stream's chain on this thread
+        print(hook.metrics)                            // frames, drops, errors, p50/p99, per filter
+        hook.close()                                   // unsubscribes the rest
+        // --- end ---
+        XCTAssertEqual(hook.metrics.hook.frames, 2)
+        XCTAssertEqual(ledger.outstandingReferences, 0)
+        XCTAssertEqual(ledger.violations, [])
+    }
+
     // MARK: onRawDataFrameReceived
 
     func testSyncFrameRunsTheChainInsideTheCallbackOnTheSDKsPlanes() throws {
@@ -428,7 +468,7 @@ final class ReceiveVideoTests: XCTestCase {
     func testStatusOffDrainsADelayingChainBeforeTheReset() throws {
         let format = VideoFormat(width: 16, height: 8)
         for mode in [ProcessingMode.sync, .async(capacity: 8)] {
-            let (hook, _, recorder, id) = try threeFramesThenOff("blend=delay=1", format, mode)
+            let (hook, pipe, recorder, id) = try threeFramesThenOff("blend=delay=1", format, mode)
             // Reference: the engine's drain of a lone chain, repeating the last input.
             let chain = try VideoChain("blend=delay=1", registry: registry)
             XCTAssertEqual(try chain.negotiate(format), format)
@@ -443,6 +483,9 @@ final class ReceiveVideoTests: XCTestCase {
             try chain.drain(repeating: receivedPattern(format, seed: 2).frame) { out in expected.append((0..<3).map { planeBytes(out, $0) }) }
             XCTAssertEqual(expected.count, 4)
             XCTAssertEqual(recorder.frames(of: id).map(\.planes), expected, "\(mode): the held frame reaches the sink at off")
+            pipe.setStatus(.off)
+            hook.waitUntilIdle()
+            XCTAssertEqual(recorder.frames(of: id).count, 4, "\(mode): a second off has nothing to drain")
             hook.close()
         }
     }
