@@ -109,6 +109,9 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         // frames[i] is stage i's input, frames[i + 1] its output: C structs in memory the chain
         // owns, so the plugins get stable pointers without closures or copies to the heap.
         frames[0] = frame.raw
+        // The owner of the planes the output lies in: the caller's (in place) or the last
+        // out-of-place stage's buffer, so the returned view keeps its storage alive.
+        var storage = frame.storage
         var index = 0
         // One clock read per stage boundary: a stage's end is the next one's start.
         var start = monotonicNanoseconds()
@@ -124,9 +127,10 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             }
             let status: rawfx_status
             if let buffer = stage.output {
-                output.pointee = buffer.frame.raw
+                output.pointee = buffer.raw
                 output.pointee.timestamp_us = input.pointee.timestamp_us
                 status = stage.instance.processVideo(input, output)
+                storage = buffer
             } else {
                 // In place: the plugin gets the same pointer for in and out (rawfx.h).
                 status = stage.instance.processVideo(input, input)
@@ -142,7 +146,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             index += 1
         }
         frames[stages.count].timestamp_us = timestamps.push(frame.raw.timestamp_us)
-        return VideoFrame(frames[stages.count])
+        return VideoFrame(frames[stages.count], storage: storage)
     }
 
     /// At the end of a stream, pushes the frames a delaying filter still holds out of the
