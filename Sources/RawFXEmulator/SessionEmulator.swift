@@ -62,14 +62,57 @@ public final class SDKSessionEmulator: @unchecked Sendable {
     public func deliverSpeakerAudio(_ speaker: any SDKVirtualAudioSpeaker, stream: AudioStreamID,
                                     samples: UnsafeBufferPointer<Int16>, format: AudioFormat, timeStampMilliseconds: UInt64,
                                     memoryMode: RawDataMemoryMode = .stack, misalign: Bool = false) {
+        lendAudio(samples, format, timeStampMilliseconds, memoryMode, misalign) { data in
+            switch stream {
+            case .mixed: speaker.onVirtualSpeakerMixedAudioReceived(data)
+            case .oneWay(let user): speaker.onVirtualSpeakerOneWayAudioReceived(data, user: user)
+            case .shared: speaker.onVirtualSpeakerSharedAudioReceived(data)
+            }
+        }
+    }
+
+    /// The same audio through the Video SDK's session delegate spellings:
+    /// `onMixedAudioRawDataReceived`, `onOneWayAudioRawDataReceived(_:user:)`, `onSharedAudioRawDataReceived`.
+    public func deliverVideoSDKAudio(_ delegate: any SDKVideoSDKAudioRawDataDelegate, stream: AudioStreamID,
+                                     samples: UnsafeBufferPointer<Int16>, format: AudioFormat, timeStampMilliseconds: UInt64,
+                                     memoryMode: RawDataMemoryMode = .stack) {
+        lendAudio(samples, format, timeStampMilliseconds, memoryMode, false) { data in
+            switch stream {
+            case .mixed: delegate.onMixedAudioRawDataReceived(data)
+            case .oneWay(let user): delegate.onOneWayAudioRawDataReceived(data, user: user)
+            case .shared: delegate.onSharedAudioRawDataReceived(data)
+            }
+        }
+    }
+
+    /// The same audio through the Meeting SDK's `IZoomSDKAudioRawDataDelegate` spellings:
+    /// `onMixedAudioRawDataReceived`, `onOneWayAudioRawDataReceived(_:userID:)`,
+    /// `onShareAudioRawDataReceived(_:userID:)` (`sharerUserID` names the sharer). A Meeting
+    /// SDK user id is 32-bit: a larger `SDKUser` is recorded as a violation and not delivered.
+    public func deliverMeetingSDKAudio(_ delegate: any SDKAudioRawDataDelegate, stream: AudioStreamID,
+                                       samples: UnsafeBufferPointer<Int16>, format: AudioFormat, timeStampMilliseconds: UInt64,
+                                       sharerUserID: UInt32 = 0, memoryMode: RawDataMemoryMode = .stack) {
+        if case .oneWay(let user) = stream, user.userID > UInt64(UInt32.max) {
+            ledger.record(ContractViolation(call: "onOneWayAudioRawDataReceived", code: nil,
+                                            reason: "\(user) does not fit the Meeting SDK's 32-bit user id"))
+            return
+        }
+        lendAudio(samples, format, timeStampMilliseconds, memoryMode, false) { data in
+            switch stream {
+            case .mixed: delegate.onMixedAudioRawDataReceived(data)
+            case .oneWay(let user): delegate.onOneWayAudioRawDataReceived(data, userID: UInt32(user.userID))
+            case .shared: delegate.onShareAudioRawDataReceived(data, userID: sharerUserID)
+            }
+        }
+    }
+
+    /// Lends `samples` as the SDK's `AudioRawData` for the duration of `callback`.
+    private func lendAudio(_ samples: UnsafeBufferPointer<Int16>, _ format: AudioFormat, _ timeStampMilliseconds: UInt64,
+                           _ memoryMode: RawDataMemoryMode, _ misalign: Bool, _ callback: (EmulatedAudioRawData) -> Void) {
         let data = EmulatedAudioRawData(samples: samples, sampleRate: format.sampleRate, channels: format.channels,
                                         timeStampMilliseconds: timeStampMilliseconds, memoryMode: memoryMode,
                                         misalign: misalign, ledger: ledger)
-        switch stream {
-        case .mixed: speaker.onVirtualSpeakerMixedAudioReceived(data)
-        case .oneWay(let user): speaker.onVirtualSpeakerOneWayAudioReceived(data, user: user)
-        case .shared: speaker.onVirtualSpeakerSharedAudioReceived(data)
-        }
+        callback(data)
         data.endCallback()
     }
 

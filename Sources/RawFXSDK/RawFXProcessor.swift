@@ -51,15 +51,19 @@ public final class RawFXProcessor: @unchecked Sendable {
         return hook
     }
 
+    /// Creates the virtual speaker, or sets the chain of the existing one (the object the SDK
+    /// holds keeps serving its callbacks: every stream gets the new chain before its next
+    /// block). On an existing hook `mode`, `retainInAsync` and `sink` are those it was created
+    /// with; the arguments here are ignored.
     @discardableResult
     public func configureVirtualSpeaker(chain: String, mode: ProcessingMode = .sync, retainInAsync: Bool = false,
                                         sink: @escaping VirtualSpeakerHook.Sink) throws(ChainError) -> VirtualSpeakerHook {
-        let hook = try VirtualSpeakerHook(chain: chain, registry: registry, mode: mode, retainInAsync: retainInAsync, sink: sink)
-        let old = hooks.withLock { h -> VirtualSpeakerHook? in
-            defer { h.virtualSpeaker = hook }
-            return h.virtualSpeaker
+        if let existing = virtualSpeaker {
+            try existing.setChain(chain)
+            return existing
         }
-        old?.close()
+        let hook = try VirtualSpeakerHook(chain: chain, registry: registry, mode: mode, retainInAsync: retainInAsync, sink: sink)
+        hooks.withLock { $0.virtualSpeaker = hook }
         return hook
     }
 
