@@ -210,12 +210,11 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     public var metrics: [Metrics] { stages.map { $0.timing.snapshot(name: $0.instance.type.id) } }
 
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one
-    /// replaces (same filter at the same position: same recorder); see `VideoChain.carryMetrics`.
+    /// replaces (the same filter, k-th occurrence to k-th: same recorder); see `VideoChain.carryMetrics`.
     package func carryMetrics(from old: AudioChain) {
-        for index in stages.indices where index < old.stages.count
-            && old.stages[index].instance.type.id == stages[index].instance.type.id {
-            stages[index].timing = old.stages[index].timing
-        }
+        let carried = carriedTimings(from: old.stages.map { ($0.instance.type.id, $0.timing) },
+                                     to: stages.map { $0.instance.type.id })
+        for index in stages.indices { if let timing = carried[index] { stages[index].timing = timing } }
     }
 
     /// A plain loop: `contains(where:)` is unspecialized in debug builds and allocates.

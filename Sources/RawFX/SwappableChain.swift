@@ -81,7 +81,7 @@ package final class ChainSlot<Chain: AnyObject>: @unchecked Sendable {
 /// is dropped and none runs half through the old chain and half through the new. No lock is
 /// taken on the frame path. The old chain is released by the next `replace` (or by `deinit`),
 /// never on the processing thread, so filter teardown never lands inside an SDK callback.
-/// Per-filter metrics continue across a replace for filters at the same position.
+/// Per-filter metrics continue across a replace for filters the two chains share.
 public final class SwappableVideoChain: Sendable {
     private let slot: ChainSlot<VideoChain>
 

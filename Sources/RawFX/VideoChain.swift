@@ -169,14 +169,13 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     public var metrics: [Metrics] { stages.map { $0.timing.snapshot(name: $0.instance.type.id) } }
 
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one
-    /// replaces: a stage with the same filter at the same position records into the old stage's
-    /// recorder, so a swap does not reset its metrics. Only one of the two chains runs at a time,
+    /// replaces: a filter also in the old chain (its k-th occurrence matching the old k-th)
+    /// records into the old stage's recorder, so a swap does not reset its metrics. Only one of the two chains runs at a time,
     /// on the one processing thread, so the recorder keeps a single writer.
     package func carryMetrics(from old: VideoChain) {
-        for index in stages.indices where index < old.stages.count
-            && old.stages[index].instance.type.id == stages[index].instance.type.id {
-            stages[index].timing = old.stages[index].timing
-        }
+        let carried = carriedTimings(from: old.stages.map { ($0.instance.type.id, $0.timing) },
+                                     to: stages.map { $0.instance.type.id })
+        for index in stages.indices { if let timing = carried[index] { stages[index].timing = timing } }
     }
 
     // MARK: - Run-time control

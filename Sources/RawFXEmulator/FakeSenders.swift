@@ -80,7 +80,11 @@ public class FakeSenderBase: @unchecked Sendable {
     public let ledger: ContractLedger
     public let clock: EmulatorClock
     /// Keep the bytes of sent frames and audio (for comparisons); off for long runs.
-    public var keepBytes = true
+    public var keepBytes: Bool {
+        get { keeping.load(ordering: .relaxed) }
+        set { keeping.store(newValue, ordering: .relaxed) }
+    }
+    private let keeping = Atomic<Bool>(true)
     let accepting = Atomic<Bool>(false)
     let lock = EmulatorLock()
 
@@ -267,10 +271,19 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
 
 /// `IZoomSDKPSSender` (Meeting SDK production studio): video exactly the declared
 /// capability, audio 32000/48000 Hz with even lengths, only between onStartSend and onStopSend.
+///
+/// The seed asks for `sendVideoFrame` and `sendAudio` "on a single producer thread": each
+/// call's thread is recorded (`callingThreads`), and a call from a second thread within one
+/// sending period (onStartSend…onStopSend) is a violation.
 public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendable {
     public let capability: PSVideoSourceCapability
+    /// Guarded by `lock`.
     private var frames: [SentVideoFrame] = []
+    /// Guarded by `lock`.
     private var audio: [SentAudio] = []
+    /// The thread of this sending period's first call, and every calling thread (guarded by `lock`).
+    private var producer: UInt?
+    private var threads: (video: Set<UInt>, audio: Set<UInt>) = ([], [])
 
     public init(capability: PSVideoSourceCapability, ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) {
         self.capability = capability
@@ -279,9 +292,28 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
 
     public var sentVideo: [SentVideoFrame] { lock.withLock { frames } }
     public var sentAudio: [SentAudio] { lock.withLock { audio } }
+    /// The threads (pthread ids) that called `sendVideoFrame` and `sendAudio`.
+    public var callingThreads: (video: Set<UInt>, audio: Set<UInt>) { lock.withLock { threads } }
+
+    /// A new sending period (the emulator calls it as it delivers onStartSend).
+    public func beginSendingPeriod() { lock.withLock { producer = nil } }
+
+    private func noteProducer(_ call: String, video: Bool) {
+        let me = currentThreadID()
+        let second = lock.withLock { () -> Bool in
+            if video { threads.video.insert(me) } else { threads.audio.insert(me) }
+            if producer == nil { producer = me }
+            return producer != me
+        }
+        if second {
+            ledger.record(ContractViolation(call: call, code: nil,
+                                            reason: "called from a second thread: production studio wants sendVideoFrame and sendAudio from one producer thread"))
+        }
+    }
 
     public func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,
                                format: FrameDataFormat) -> MeetingSDKError {
+        noteProducer("PS sendVideoFrame", video: true)
         guard isAccepting else {
             reject("PS sendVideoFrame", MeetingSDKError.wrongUsage.rawValue, "sent outside onStartSend…onStopSend")
             return .wrongUsage
@@ -300,6 +332,7 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
     }
 
     public func sendAudio(_ data: UnsafeMutablePointer<CChar>, dataLength: Int, sampleRate: Int, channel: SDKAudioChannel) -> MeetingSDKError {
+        noteProducer("PS sendAudio", video: false)
         guard isAccepting else {
             reject("PS sendAudio", MeetingSDKError.wrongUsage.rawValue, "sent outside onStartSend…onStopSend")
             return .wrongUsage
@@ -314,6 +347,15 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
         lock.withLock { audio.append(chunk) }
         return .success
     }
+}
+
+/// The calling thread's pthread id, as a number.
+func currentThreadID() -> UInt {
+    #if canImport(Glibc)
+    return UInt(pthread_self())
+    #else
+    return UInt(bitPattern: pthread_self())
+    #endif
 }
 
 /// A plain mutex for the emulator's bookkeeping.

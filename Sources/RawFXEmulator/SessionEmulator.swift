@@ -171,6 +171,13 @@ public final class SDKSessionEmulator: @unchecked Sendable {
         ShareSession(share: share, sender: FakeShareSender(ledger: ledger, clock: clock))
     }
 
+    /// Production studio for an adapter: the fake sender checks the capability the adapter
+    /// was created with (the one the app passes to `startPSMode`), given once.
+    public func productionStudioSession(_ adapter: ProductionStudioAdapter) -> ProductionStudioSession {
+        productionStudioSession(adapter, capability: adapter.capability)
+    }
+
+    /// Production studio for any event object, started for `capability`.
     public func productionStudioSession(_ events: any SDKProductionStudioEvent,
                                         capability: PSVideoSourceCapability) -> ProductionStudioSession {
         ProductionStudioSession(events: events, sender: FakePSSender(capability: capability, ledger: ledger, clock: clock))
@@ -295,6 +302,7 @@ public final class ProductionStudioSession: @unchecked Sendable {
     public func startResult(_ success: Bool) { events.onStartPSModeResult(success) }
 
     public func startSend() {
+        sender.beginSendingPeriod()
         sender.isAccepting = true
         events.onStartSend(sender)
     }

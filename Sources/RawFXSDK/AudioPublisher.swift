@@ -59,9 +59,16 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     let registry: PluginRegistry
     private let sendBody: Send
 
+    /// The app's chain (empty: only the conversion), handed over from `setChain` and taken
+    /// at the start of a push.
+    let chain: ChainSlot<AudioChain>
+    /// The format of the last push, for `setChain` to negotiate on the control side: written
+    /// under `pushLock` when it changes.
+    private let lastInput = Locked<AudioFormat?>(nil)
+
     // Pushing thread (serialized by pushLock: several app threads may push).
     private let pushLock = HookLock()
-    private var userChain: AudioChain?
+    private var seenInput: AudioFormat?
     private var pushEpoch: UInt64 = 0
     private var convert: AudioChain?
     private var convertFrom: AudioFormat?
@@ -91,14 +98,20 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     private let reanchorCount = Atomic<UInt64>(0)
     private let sentChunks = Atomic<UInt64>(0)
     private let lastOutcome = Locked<String?>(nil)
-    private let metricsChains = Locked<(AudioChain?, AudioChain?)>((nil, nil))
+    /// The conversion chain, for metrics from any thread (written when it is made).
+    private let convertForMetrics = Locked<AudioChain?>(nil)
+
+    // Work other threads run on the pacer thread (`runOnSender`), guarded by queueLock.
+    private var hosted: (() -> Void)?
+    private var hostedPosted: UInt64 = 0
+    private var hostedDone: UInt64 = 0
 
     /// How late a chunk may be before the pacer re-anchors instead of bursting to catch up.
     let maxLatenessMicroseconds: Int64 = 100_000
     /// A forward jump in media time beyond this re-anchors instead of waiting.
     let maxGapMicroseconds: Int64 = 2_000_000
 
-    init(name: String, chain: AudioChain?, registry: PluginRegistry, targetRate: Int, pacing: AudioPacing,
+    init(name: String, chain: AudioChain, registry: PluginRegistry, targetRate: Int, pacing: AudioPacing,
          queueMilliseconds: Int, send: @escaping Send) {
         stats = HookStats(name: name)
         self.targetRate = targetRate
@@ -106,7 +119,7 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
         self.pacing = pacing
         self.registry = registry
         sendBody = send
-        userChain = chain
+        self.chain = ChainSlot(chain)
         partial = .allocate(capacity: chunkFrames)
         partial.initialize(repeating: 0, count: chunkFrames)
         chunkCapacity = max(queueMilliseconds / 10, 8)
@@ -114,7 +127,6 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
         chunkTimes = .allocate(capacity: chunkCapacity)
         sendBuffer = .allocate(capacity: chunkFrames)
         sendBuffer.initialize(repeating: 0, count: chunkFrames)
-        metricsChains.withLock { $0 = (chain, nil) }
     }
 
     deinit {
@@ -130,8 +142,8 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     var lastRejection: String? { lastOutcome.withLock { $0 } }
 
     var metrics: HookMetrics {
-        let (user, convert) = metricsChains.withLock { $0 }
-        let filters = (user?.metrics ?? []) + (convert?.metrics.map { var m = $0; m.name += " (to \(targetRate) Hz mono)"; return m } ?? [])
+        let convert = convertForMetrics.withLock { $0 }
+        let filters = chain.latest.metrics + (convert?.metrics.map { var m = $0; m.name += " (to \(targetRate) Hz mono)"; return m } ?? [])
         return stats.snapshot(filters: filters, async: false)
     }
 
@@ -193,14 +205,16 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
                 let now = Int64(monotonicNanoseconds() / 1000)
                 let next = pump(nowMicroseconds: now)
                 queueLock.lock()
+                runHostedLocked()
                 if !workerRunning {
                     queueLock.unlock()
                     return
                 }
-                // Until the next chunk is due, or a push or stop signals; 1 ms when another
-                // thread holds the sender, 100 ms when idle.
+                // Until the next chunk is due, or a push, hosted work or stop signals; 1 ms
+                // when another thread holds the sender, 100 ms when idle.
                 let wake = next ?? (chunkCount > 0 ? now + 1_000 : now + 100_000)
-                queueLock.wait(untilMonotonicNanoseconds: UInt64(max(wake, now)) * 1000)
+                if hosted == nil { queueLock.wait(untilMonotonicNanoseconds: UInt64(max(wake, now)) * 1000) }
+                runHostedLocked()
                 queueLock.unlock()
             }
         }
@@ -219,11 +233,58 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
         w.join()
     }
 
-    func replaceChain(_ chain: AudioChain?) {
-        pushLock.lock()
-        userChain = chain
-        pushLock.unlock()
-        metricsChains.withLock { $0.0 = chain }
+    // MARK: Run-time control (any thread)
+
+    /// Replaces the app's chain from the next push, negotiated here for the last push's
+    /// format (a refusal throws and keeps the chain in force); the old chain's pending
+    /// samples are flushed into the chunks first, and it is released off the pushing thread.
+    func setChain(_ text: String) throws(ChainError) {
+        let new = try AudioChain(specs: text.isEmpty ? [] : FilterSpec.parseChain(text), registry: registry)
+        let format = lastInput.withLock { $0 }
+        try chain.replace(with: new) { (new, old) throws(ChainError) in
+            if let format { try new.negotiate(format) }
+            new.carryMetrics(from: old)
+        }
+    }
+
+    /// `AudioChain.setParameter` on the newest chain: applied before the next push, state kept.
+    func setParameter(_ address: String, _ value: String) throws(ChainError) { try chain.latest.setParameter(address, value) }
+
+    /// `AudioChain.setBypass` on the newest chain.
+    func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try chain.latest.setBypass(stage, bypassed) }
+
+    /// [any thread] Runs `body` on the thread that sends the audio chunks when that is the
+    /// pacer (`.worker` pacing, while it runs), and waits for it; otherwise on the calling
+    /// thread. Production studio sends its video through here, so one thread calls the PS
+    /// sender for both. The pacer runs hosted work between two chunks, and before it exits.
+    func runOnSender(_ body: () -> Void) {
+        guard pacing == .worker else { return body() }
+        withoutActuallyEscaping(body) { body in
+            queueLock.lock()
+            while hosted != nil && workerRunning { queueLock.wait() }
+            guard workerRunning else {
+                queueLock.unlock()
+                body()
+                return
+            }
+            hosted = body
+            hostedPosted += 1
+            let ticket = hostedPosted
+            queueLock.broadcast()
+            while hostedDone < ticket { queueLock.wait() }
+            queueLock.unlock()
+        }
+    }
+
+    /// [pacer] Runs the hosted work waiting, if any (queueLock held on entry and on return).
+    private func runHostedLocked() {
+        guard let work = hosted else { return }
+        queueLock.unlock()
+        work()
+        queueLock.lock()
+        hosted = nil
+        hostedDone += 1
+        queueLock.broadcast()
     }
 
     // MARK: Push (the app's thread)
@@ -244,9 +305,31 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
         let epoch = gate.epoch
         pushLock.lock()
         pushEpoch = epoch
+        var ready = 0
+        var failure: ChainError?
+        if chain.hasPending {
+            // A chain from setChain: the old one's pending samples go out first.
+            chain.takePending { old in
+                guard old.inputFormat != nil else { return }
+                do throws(ChainError) {
+                    try old.flush { out in
+                        if failure == nil {
+                            do throws(ChainError) { ready += try self.convertAndChunk(out) } catch { failure = error }
+                        }
+                    }
+                } catch {
+                    failure = error
+                }
+            }
+        }
+        let userChain = chain.current
+        if format != seenInput {
+            seenInput = format
+            lastInput.withLock { $0 = format }
+        }
         if resetPending {
             resetPending = false
-            userChain?.reset()
+            userChain.reset()
             convert?.reset()
             partialFill = 0
             clockBase = nil
@@ -255,17 +338,11 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
         nextInputTimestamp = ts + Int64(frameCount) * 1_000_000 / Int64(format.sampleRate)
         let block = AudioBlock(samples: UnsafeMutablePointer(mutating: samples), frameCount: frameCount, format: format,
                                source: rawfx_audio_source(RAWFX_AUDIO_SOURCE_MIC), timestampMicroseconds: ts)
-        var ready = 0
-        var failure: ChainError?
         do throws(ChainError) {
-            if let chain = userChain {
-                try chain.process(block) { out in
-                    if failure == nil {
-                        do throws(ChainError) { ready += try self.convertAndChunk(out) } catch { failure = error }
-                    }
+            try userChain.process(block) { out in
+                if failure == nil {
+                    do throws(ChainError) { ready += try self.convertAndChunk(out) } catch { failure = error }
                 }
-            } else {
-                ready += try convertAndChunk(block)
             }
         } catch {
             failure = error
@@ -307,7 +384,7 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
                 let c = try AudioChain(specs: [FilterSpec("resample", [("rate", String(targetRate)), ("channels", "mono")])],
                                        registry: registry)
                 convert = c
-                metricsChains.withLock { $0.1 = c }
+                convertForMetrics.withLock { $0 = c }
             }
             convertFrom = block.format
             return try flushed + convertAndChunkBlock(block)

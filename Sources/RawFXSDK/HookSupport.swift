@@ -334,3 +334,24 @@ final class PackedPicture: @unchecked Sendable {
 
     deinit { bytes.deallocate() }
 }
+
+// MARK: - Run-time control
+
+/// What every single-chain hook offers from any thread, without replacing the object the SDK
+/// holds: a new chain (negotiated on the calling thread when the stream's format is known,
+/// swapped in between two frames or blocks, the old one released off the SDK's thread,
+/// per-filter metrics carried), a parameter change or a bypass applied to the running chain
+/// (filter state kept). Production studio has two chains and takes a `MediaKind` instead.
+public protocol RunTimeControl: AnyObject, Sendable {
+    func setChain(_ text: String) throws(ChainError)
+    /// `"filter.parameter"` or `"index.parameter"`, a value in chain syntax.
+    func setParameter(_ address: String, _ value: String) throws(ChainError)
+    /// `"filter"` or `"index"`.
+    func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError)
+}
+
+extension PreProcessorHook: RunTimeControl {}
+extension VirtualSpeakerHook: RunTimeControl {}
+extension VideoSourceAdapter: RunTimeControl {}
+extension ShareSourceAdapter: RunTimeControl {}
+extension VirtualMicAdapter: RunTimeControl {}

@@ -107,7 +107,7 @@ final class SoakTests: XCTestCase {
         let shareSession = publishEmulator.shareSession(share)
         let studio = try processor.configureProductionStudio(capability: psCapability, videoChain: "mirror", audioChain: "gain=db=-1",
                                                              pacing: .caller)
-        let studioSession = audioEmulator.productionStudioSession(studio, capability: psCapability)
+        let studioSession = audioEmulator.productionStudioSession(studio)
         let mic = try processor.configureVirtualMic(chain: micChains[0], pacing: .caller)
         let micSession = audioEmulator.micSession(mic)
         for sender in [cameraSession.sender, shareSession.sender, studioSession.sender, micSession.sender] as [FakeSenderBase] {
