@@ -283,6 +283,8 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
     private var audio: [SentAudio] = []
     /// The thread of this sending period's first call, and every calling thread (guarded by `lock`).
     private var producer: UInt?
+    /// Whether this sending period's second producer was already reported (once per period).
+    private var reported = false
     private var threads: (video: Set<UInt>, audio: Set<UInt>) = ([], [])
 
     public init(capability: PSVideoSourceCapability, ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) {
@@ -296,14 +298,16 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
     public var callingThreads: (video: Set<UInt>, audio: Set<UInt>) { lock.withLock { threads } }
 
     /// A new sending period (the emulator calls it as it delivers onStartSend).
-    public func beginSendingPeriod() { lock.withLock { producer = nil } }
+    public func beginSendingPeriod() { lock.withLock { producer = nil; reported = false } }
 
     private func noteProducer(_ call: String, video: Bool) {
         let me = currentThreadID()
         let second = lock.withLock { () -> Bool in
             if video { threads.video.insert(me) } else { threads.audio.insert(me) }
             if producer == nil { producer = me }
-            return producer != me
+            guard producer != me, !reported else { return false }
+            reported = true
+            return true
         }
         if second {
             ledger.record(ContractViolation(call: call, code: nil,

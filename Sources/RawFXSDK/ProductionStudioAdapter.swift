@@ -216,7 +216,14 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
 
     /// `.caller` pacing: sends the audio chunks due at `now`.
     @discardableResult
-    public func pump(nowMicroseconds now: Int64) -> Int64? { audio.pump(nowMicroseconds: now) }
+    public func pump(nowMicroseconds now: Int64) -> Int64? {
+        // With other pacings the pacer or the pushing thread sends: a pump would be a second producer.
+        guard audio.pacing == .caller else { return nil }
+        return audio.pump(nowMicroseconds: now)
+    }
+
+    /// Audio chunks waiting to be sent.
+    public var queuedAudioChunks: Int { audio.queuedChunks }
 
     /// Validates and forwards an I420 buffer the app packed itself.
     public func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,

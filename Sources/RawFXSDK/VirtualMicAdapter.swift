@@ -88,7 +88,11 @@ public final class VirtualMicAdapter: SDKVirtualAudioMic, Sendable {
     /// `.caller` pacing: sends the chunks due at `now` (any monotonic microsecond clock;
     /// the first chunk is due at the first call) and returns when the next is due.
     @discardableResult
-    public func pump(nowMicroseconds now: Int64) -> Int64? { publisher.pump(nowMicroseconds: now) }
+    public func pump(nowMicroseconds now: Int64) -> Int64? {
+        // With other pacings the pacer or the pushing thread sends: a pump would be a second sender.
+        guard publisher.pacing == .caller else { return nil }
+        return publisher.pump(nowMicroseconds: now)
+    }
 
     /// [any thread] Replaces the chain from the next push: negotiated here for the last
     /// push's format, the old chain's pending samples flushed first, filter figures carried.
