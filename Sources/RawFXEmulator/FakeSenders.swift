@@ -43,7 +43,7 @@ public struct SentAudio: Sendable {
 }
 
 /// The session's clock: real monotonic time, or a manual clock a test advances.
-public final class EmulatorClock: @unchecked Sendable {
+public final class EmulatorClock: Sendable {
     private let manual: Bool
     private let now = Atomic<Int64>(0)
 
@@ -76,6 +76,9 @@ public final class EmulatorClock: @unchecked Sendable {
 
 /// Shared by the fake senders: whether the SDK currently accepts sends (it flips this at
 /// the start/stop callbacks it delivers), what was sent, and what was rejected.
+///
+/// `@unchecked Sendable` (and the subclasses): what a sender records is behind `lock`, the
+/// flags are atomics, the rest is immutable.
 public class FakeSenderBase: @unchecked Sendable {
     public let ledger: ContractLedger
     public let clock: EmulatorClock
@@ -86,7 +89,8 @@ public class FakeSenderBase: @unchecked Sendable {
     }
     private let keeping = Atomic<Bool>(true)
     let accepting = Atomic<Bool>(false)
-    let lock = EmulatorLock()
+    /// Guards every sender's recorded sends and settings.
+    let lock = Locked<Void>(())
 
     init(ledger: ContractLedger, clock: EmulatorClock) {
         self.ledger = ledger
@@ -109,24 +113,25 @@ public class FakeSenderBase: @unchecked Sendable {
 /// dataLength = w·h·3/2 and a rotation of 0/90/180/270. (The real Video SDK call returns
 /// nothing and drops bad frames silently; the fake answers the error it would log.)
 public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked Sendable {
+    /// `frames`, `accepted`, `required`: guarded by `lock`.
     private var frames: [SentVideoFrame] = []
     private var accepted: Set<[Int]> = []
     private var required: [Int]?
     /// Sizes the SDK accepts (the capability list it offered); set by the emulator.
     public var acceptedSizes: Set<[Int]> {
-        get { lock.withLock { accepted } }
-        set { lock.withLock { accepted = newValue } }
+        get { lock.withLock { _ in accepted } }
+        set { lock.withLock { _ in accepted = newValue } }
     }
     /// When set, frames must be exactly this size (the capability the SDK expects now).
     public var requiredSize: (width: Int, height: Int)? {
-        get { lock.withLock { required.map { ($0[0], $0[1]) } } }
-        set { lock.withLock { required = newValue.map { [$0.width, $0.height] } } }
+        get { lock.withLock { _ in required.map { ($0[0], $0[1]) } } }
+        set { lock.withLock { _ in required = newValue.map { [$0.width, $0.height] } } }
     }
 
     public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
 
-    public var sent: [SentVideoFrame] { lock.withLock { frames } }
-    public func clear() { lock.withLock { frames.removeAll() } }
+    public var sent: [SentVideoFrame] { lock.withLock { _ in frames } }
+    public func clear() { lock.withLock { _ in frames.removeAll() } }
 
     public func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, dataLength: Int,
                                rotation: Int, format: FrameDataFormat) -> VideoSDKError {
@@ -135,7 +140,7 @@ public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked S
             return .wrongUsage
         }
         if let error = validateI420(call: "sendVideoFrame", width: width, height: height, length: dataLength) { return error }
-        let sizes: (required: [Int]?, accepted: Set<[Int]>) = lock.withLock { (self.required, self.accepted) }
+        let sizes: (required: [Int]?, accepted: Set<[Int]>) = lock.withLock { _ in (self.required, self.accepted) }
         let acceptedSizes = sizes.accepted
         if let required = sizes.required, required[0] != width || required[1] != height {
             reject("sendVideoFrame", VideoSDKError.invalidParameter.rawValue,
@@ -158,7 +163,7 @@ public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked S
         let bytes = keepBytes ? Array(UnsafeRawBufferPointer(start: buffer, count: length)) : []
         let frame = SentVideoFrame(width: width, height: height, dataLength: length, rotation: rotation, format: format,
                                    bytes: bytes, time: clock.microseconds)
-        lock.withLock { frames.append(frame) }
+        lock.withLock { _ in frames.append(frame) }
     }
 
     func validateI420(call: String, width: Int, height: Int, length: Int) -> VideoSDKError? {
@@ -177,11 +182,12 @@ public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked S
 /// `IZoomVideoSDKShareSender`: like the video sender, between onShareSendStarted and
 /// onShareSendStopped, any even size.
 public final class FakeShareSender: FakeSenderBase, SDKShareSender, @unchecked Sendable {
+    /// Guarded by `lock`.
     private var frames: [SentVideoFrame] = []
 
     public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
 
-    public var sent: [SentVideoFrame] { lock.withLock { frames } }
+    public var sent: [SentVideoFrame] { lock.withLock { _ in frames } }
 
     public func sendShareFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,
                                format: FrameDataFormat) -> VideoSDKError {
@@ -196,7 +202,7 @@ public final class FakeShareSender: FakeSenderBase, SDKShareSender, @unchecked S
         let bytes = keepBytes ? Array(UnsafeRawBufferPointer(start: frameBuffer, count: frameLength)) : []
         let frame = SentVideoFrame(width: width, height: height, dataLength: frameLength, rotation: 0, format: format,
                                    bytes: bytes, time: clock.microseconds)
-        lock.withLock { frames.append(frame) }
+        lock.withLock { _ in frames.append(frame) }
         return .success
     }
 }
@@ -207,21 +213,32 @@ public final class FakeShareSender: FakeSenderBase, SDKShareSender, @unchecked S
 /// `maxChunkMilliseconds` is "too much data in a single time" (6020); audio more than
 /// `maxLeadMilliseconds` ahead of the clock since the first send is "too frequently" (6021).
 public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked Sendable {
+    /// Guarded by `lock`.
     private var chunks: [SentAudio] = []
     private var firstSendTime: Int64?
     private var sentMicroseconds: Int64 = 0
+    private var policy: (requiredRate: Int?, maxChunkMilliseconds: Int, maxLeadMilliseconds: Int?) = (nil, 1000, 300)
     /// nil: any rate the SDK takes; otherwise exactly this rate.
-    public var requiredRate: Int?
-    public var maxChunkMilliseconds = 1000
+    public var requiredRate: Int? {
+        get { lock.withLock { _ in policy.requiredRate } }
+        set { lock.withLock { _ in policy.requiredRate = newValue } }
+    }
+    public var maxChunkMilliseconds: Int {
+        get { lock.withLock { _ in policy.maxChunkMilliseconds } }
+        set { lock.withLock { _ in policy.maxChunkMilliseconds = newValue } }
+    }
     /// nil disables the pacing check.
-    public var maxLeadMilliseconds: Int? = 300
+    public var maxLeadMilliseconds: Int? {
+        get { lock.withLock { _ in policy.maxLeadMilliseconds } }
+        set { lock.withLock { _ in policy.maxLeadMilliseconds = newValue } }
+    }
 
     public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
 
-    public var sent: [SentAudio] { lock.withLock { chunks } }
+    public var sent: [SentAudio] { lock.withLock { _ in chunks } }
 
     /// Every sent sample, in order.
-    public var allSamples: [Int16] { lock.withLock { chunks.flatMap(\.samples) } }
+    public var allSamples: [Int16] { lock.withLock { _ in chunks.flatMap(\.samples) } }
 
     public func send(_ data: UnsafeMutablePointer<CChar>, dataLength: Int, sampleRate: Int, channel: SDKAudioChannel) -> VideoSDKError {
         guard isAccepting else {
@@ -246,10 +263,10 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
             return .rawdataSendTooMuchDataInSingleTime
         }
         let now = clock.microseconds
-        let tooFast = lock.withLock { () -> Bool in
+        let tooFast = lock.withLock { _ -> Bool in
             let first = firstSendTime ?? now
             firstSendTime = first
-            guard let lead = maxLeadMilliseconds else { return false }
+            guard let lead = policy.maxLeadMilliseconds else { return false }
             return sentMicroseconds - (now - first) > Int64(lead) * 1000
         }
         if tooFast {
@@ -258,7 +275,7 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
         }
         let samples = keepBytes ? Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: Int16.self), count: dataLength / 2)) : []
         let chunk = SentAudio(samples: samples, dataLength: dataLength, sampleRate: sampleRate, channel: channel, time: now)
-        lock.withLock {
+        lock.withLock { _ in
             chunks.append(chunk)
             sentMicroseconds += durationMicroseconds
         }
@@ -266,7 +283,7 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
     }
 
     /// Forget the pacing history (the SDK restarts its accounting at onMicStartSend).
-    public func resetPacing() { lock.withLock { firstSendTime = nil; sentMicroseconds = 0 } }
+    public func resetPacing() { lock.withLock { _ in firstSendTime = nil; sentMicroseconds = 0 } }
 }
 
 /// `IZoomSDKPSSender` (Meeting SDK production studio): video exactly the declared
@@ -292,17 +309,17 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
         super.init(ledger: ledger, clock: clock)
     }
 
-    public var sentVideo: [SentVideoFrame] { lock.withLock { frames } }
-    public var sentAudio: [SentAudio] { lock.withLock { audio } }
+    public var sentVideo: [SentVideoFrame] { lock.withLock { _ in frames } }
+    public var sentAudio: [SentAudio] { lock.withLock { _ in audio } }
     /// The threads (pthread ids) that called `sendVideoFrame` and `sendAudio`.
-    public var callingThreads: (video: Set<UInt>, audio: Set<UInt>) { lock.withLock { threads } }
+    public var callingThreads: (video: Set<UInt>, audio: Set<UInt>) { lock.withLock { _ in threads } }
 
     /// A new sending period (the emulator calls it as it delivers onStartSend).
-    public func beginSendingPeriod() { lock.withLock { producer = nil; reported = false } }
+    public func beginSendingPeriod() { lock.withLock { _ in producer = nil; reported = false } }
 
     private func noteProducer(_ call: String, video: Bool) {
         let me = currentThreadID()
-        let second = lock.withLock { () -> Bool in
+        let second = lock.withLock { _ -> Bool in
             if video { threads.video.insert(me) } else { threads.audio.insert(me) }
             if producer == nil { producer = me }
             guard producer != me, !reported else { return false }
@@ -331,7 +348,7 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
         let bytes = keepBytes ? Array(UnsafeRawBufferPointer(start: frameBuffer, count: frameLength)) : []
         let frame = SentVideoFrame(width: width, height: height, dataLength: frameLength, rotation: 0, format: format,
                                    bytes: bytes, time: clock.microseconds)
-        lock.withLock { frames.append(frame) }
+        lock.withLock { _ in frames.append(frame) }
         return .success
     }
 
@@ -348,7 +365,7 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
         }
         let samples = keepBytes ? Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: Int16.self), count: dataLength / 2)) : []
         let chunk = SentAudio(samples: samples, dataLength: dataLength, sampleRate: sampleRate, channel: channel, time: clock.microseconds)
-        lock.withLock { audio.append(chunk) }
+        lock.withLock { _ in audio.append(chunk) }
         return .success
     }
 }
@@ -360,22 +377,4 @@ func currentThreadID() -> UInt {
     #else
     return UInt(bitPattern: pthread_self())
     #endif
-}
-
-/// A plain mutex for the emulator's bookkeeping.
-public final class EmulatorLock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-    public init() { pthread_mutex_init(mutex, nil) }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    public func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
 }

@@ -10,7 +10,7 @@ import Synchronization
 /// Lifecycle helpers (`VideoSourceSession`, `MicSession`, `ShareSession`,
 /// `ProductionStudioSession`) deliver each callback on the calling thread, so a test can
 /// deliver `stopSend` from another thread while a frame is in a chain.
-public final class SDKSessionEmulator: @unchecked Sendable {
+public final class SDKSessionEmulator: Sendable {
     public let ledger = ContractLedger()
     public let clock: EmulatorClock
 
@@ -186,25 +186,26 @@ public final class SDKSessionEmulator: @unchecked Sendable {
 
 /// The external video source's lifecycle, driven by the SDK side. Each call delivers one
 /// callback; `sender.isAccepting` follows the SDK: on at onStartSend, off when onStopSend
-/// (or onUninitialized) returns.
+/// (or onUninitialized) returns. `@unchecked Sendable`: its state is behind `Locked`; the
+/// source is the app's object.
 public final class VideoSourceSession: @unchecked Sendable {
     public let source: any SDKVideoSource
     public let sender: FakeVideoSender
-    public private(set) var supported: [VideoSourceCapability]
-    public private(set) var suggested: VideoSourceCapability
-    /// Callbacks delivered, in order (for assertions).
-    public private(set) var log: [String] = []
-    private let lock = EmulatorLock()
+    /// What the SDK offers now, and the callbacks delivered in order (for assertions).
+    private let state: Locked<(supported: [VideoSourceCapability], suggested: VideoSourceCapability, log: [String])>
+
+    public var supported: [VideoSourceCapability] { state.withLock { $0.supported } }
+    public var suggested: VideoSourceCapability { state.withLock { $0.suggested } }
+    public var log: [String] { state.withLock { $0.log } }
 
     init(source: any SDKVideoSource, sender: FakeVideoSender, supported: [VideoSourceCapability], suggested: VideoSourceCapability) {
         self.source = source
         self.sender = sender
-        self.supported = supported
-        self.suggested = suggested
+        state = Locked((supported, suggested, []))
         sender.acceptedSizes = Set(supported.map { [$0.width, $0.height] } + [[suggested.width, suggested.height]])
     }
 
-    private func note(_ s: String) { lock.withLock { log.append(s) } }
+    private func note(_ s: String) { state.withLock { $0.log.append(s) } }
 
     public func initialize() {
         note("onInitialize")
@@ -213,8 +214,10 @@ public final class VideoSourceSession: @unchecked Sendable {
 
     public func propertyChange(supported: [VideoSourceCapability], suggested: VideoSourceCapability) {
         note("onPropertyChange")
-        self.supported = supported
-        self.suggested = suggested
+        state.withLock {
+            $0.supported = supported
+            $0.suggested = suggested
+        }
         source.onPropertyChange(supported, suggestCapability: suggested)
         sender.acceptedSizes = Set(supported.map { [$0.width, $0.height] } + [[suggested.width, suggested.height]])
     }
@@ -239,6 +242,7 @@ public final class VideoSourceSession: @unchecked Sendable {
 }
 
 /// The virtual mic's lifecycle.
+/// `@unchecked Sendable`: immutable; the hook it drives is the app's object (not declared Sendable).
 public final class MicSession: @unchecked Sendable {
     public let mic: any SDKVirtualAudioMic
     public let sender: FakeAudioSender
@@ -268,6 +272,7 @@ public final class MicSession: @unchecked Sendable {
 }
 
 /// The share source's lifecycle: started (with a sender) and stopped.
+/// `@unchecked Sendable`: immutable; the hook it drives is the app's object (not declared Sendable).
 public final class ShareSession: @unchecked Sendable {
     public let share: any SDKShareSource
     public let sender: FakeShareSender
@@ -289,6 +294,7 @@ public final class ShareSession: @unchecked Sendable {
 }
 
 /// Production studio's lifecycle: startPSMode's result, then onStartSend / onStopSend.
+/// `@unchecked Sendable`: immutable; the hook it drives is the app's object (not declared Sendable).
 public final class ProductionStudioSession: @unchecked Sendable {
     public let events: any SDKProductionStudioEvent
     public let sender: FakePSSender

@@ -47,6 +47,10 @@ public enum AudioPacing: Sendable, Equatable {
 
 /// Chain → conversion to 16-bit mono at the target rate → 10 ms chunks → paced sends, for
 /// the virtual mic and production studio's audio.
+///
+/// `@unchecked Sendable`: the pushing thread's fields are guarded by `pushLock`, the chunk
+/// queue, pacer and hosted work by `queueLock`, the worker handle by `workerLock`; the rest
+/// is immutable, atomic or `Locked`.
 final class AudioPublisher<Sender>: @unchecked Sendable {
     typealias Send = (Sender, UnsafeMutablePointer<CChar>, Int, Int) -> SendOutcome
     enum SendOutcome { case sent, rejected(code: Int32, name: String) }
@@ -347,12 +351,13 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
         } catch {
             failure = error
         }
+        // Recorded under the lock: pushes from several app threads share one recorder.
+        if failure == nil { stats.processing.record(nanoseconds: monotonicNanoseconds() &- start) }
         pushLock.unlock()
         if let failure {
             stats.recordError()
             return .failed(failure)
         }
-        stats.processing.record(nanoseconds: monotonicNanoseconds() &- start)
         switch pacing {
         case .immediate: _ = pump(nowMicroseconds: .max, epoch: epoch)
         case .worker:
