@@ -90,7 +90,7 @@ public class FakeSenderBase: @unchecked Sendable {
     private let keeping = Atomic<Bool>(true)
     let accepting = Atomic<Bool>(false)
     /// Guards every sender's recorded sends and settings.
-    let lock = Locked<Void>(())
+    let lock = EmulatorLock()
 
     init(ledger: ContractLedger, clock: EmulatorClock) {
         self.ledger = ledger
@@ -119,19 +119,19 @@ public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked S
     private var required: [Int]?
     /// Sizes the SDK accepts (the capability list it offered); set by the emulator.
     public var acceptedSizes: Set<[Int]> {
-        get { lock.withLock { _ in accepted } }
-        set { lock.withLock { _ in accepted = newValue } }
+        get { lock.withLock { accepted } }
+        set { lock.withLock { accepted = newValue } }
     }
     /// When set, frames must be exactly this size (the capability the SDK expects now).
     public var requiredSize: (width: Int, height: Int)? {
-        get { lock.withLock { _ in required.map { ($0[0], $0[1]) } } }
-        set { lock.withLock { _ in required = newValue.map { [$0.width, $0.height] } } }
+        get { lock.withLock { required.map { ($0[0], $0[1]) } } }
+        set { lock.withLock { required = newValue.map { [$0.width, $0.height] } } }
     }
 
     public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
 
-    public var sent: [SentVideoFrame] { lock.withLock { _ in frames } }
-    public func clear() { lock.withLock { _ in frames.removeAll() } }
+    public var sent: [SentVideoFrame] { lock.withLock { frames } }
+    public func clear() { lock.withLock { frames.removeAll() } }
 
     public func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, dataLength: Int,
                                rotation: Int, format: FrameDataFormat) -> VideoSDKError {
@@ -140,7 +140,7 @@ public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked S
             return .wrongUsage
         }
         if let error = validateI420(call: "sendVideoFrame", width: width, height: height, length: dataLength) { return error }
-        let sizes: (required: [Int]?, accepted: Set<[Int]>) = lock.withLock { _ in (self.required, self.accepted) }
+        let sizes: (required: [Int]?, accepted: Set<[Int]>) = lock.withLock { (self.required, self.accepted) }
         let acceptedSizes = sizes.accepted
         if let required = sizes.required, required[0] != width || required[1] != height {
             reject("sendVideoFrame", VideoSDKError.invalidParameter.rawValue,
@@ -163,7 +163,7 @@ public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked S
         let bytes = keepBytes ? Array(UnsafeRawBufferPointer(start: buffer, count: length)) : []
         let frame = SentVideoFrame(width: width, height: height, dataLength: length, rotation: rotation, format: format,
                                    bytes: bytes, time: clock.microseconds)
-        lock.withLock { _ in frames.append(frame) }
+        lock.withLock { frames.append(frame) }
     }
 
     func validateI420(call: String, width: Int, height: Int, length: Int) -> VideoSDKError? {
@@ -187,7 +187,7 @@ public final class FakeShareSender: FakeSenderBase, SDKShareSender, @unchecked S
 
     public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
 
-    public var sent: [SentVideoFrame] { lock.withLock { _ in frames } }
+    public var sent: [SentVideoFrame] { lock.withLock { frames } }
 
     public func sendShareFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,
                                format: FrameDataFormat) -> VideoSDKError {
@@ -202,7 +202,7 @@ public final class FakeShareSender: FakeSenderBase, SDKShareSender, @unchecked S
         let bytes = keepBytes ? Array(UnsafeRawBufferPointer(start: frameBuffer, count: frameLength)) : []
         let frame = SentVideoFrame(width: width, height: height, dataLength: frameLength, rotation: 0, format: format,
                                    bytes: bytes, time: clock.microseconds)
-        lock.withLock { _ in frames.append(frame) }
+        lock.withLock { frames.append(frame) }
         return .success
     }
 }
@@ -220,25 +220,25 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
     private var policy: (requiredRate: Int?, maxChunkMilliseconds: Int, maxLeadMilliseconds: Int?) = (nil, 1000, 300)
     /// nil: any rate the SDK takes; otherwise exactly this rate.
     public var requiredRate: Int? {
-        get { lock.withLock { _ in policy.requiredRate } }
-        set { lock.withLock { _ in policy.requiredRate = newValue } }
+        get { lock.withLock { policy.requiredRate } }
+        set { lock.withLock { policy.requiredRate = newValue } }
     }
     public var maxChunkMilliseconds: Int {
-        get { lock.withLock { _ in policy.maxChunkMilliseconds } }
-        set { lock.withLock { _ in policy.maxChunkMilliseconds = newValue } }
+        get { lock.withLock { policy.maxChunkMilliseconds } }
+        set { lock.withLock { policy.maxChunkMilliseconds = newValue } }
     }
     /// nil disables the pacing check.
     public var maxLeadMilliseconds: Int? {
-        get { lock.withLock { _ in policy.maxLeadMilliseconds } }
-        set { lock.withLock { _ in policy.maxLeadMilliseconds = newValue } }
+        get { lock.withLock { policy.maxLeadMilliseconds } }
+        set { lock.withLock { policy.maxLeadMilliseconds = newValue } }
     }
 
     public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
 
-    public var sent: [SentAudio] { lock.withLock { _ in chunks } }
+    public var sent: [SentAudio] { lock.withLock { chunks } }
 
     /// Every sent sample, in order.
-    public var allSamples: [Int16] { lock.withLock { _ in chunks.flatMap(\.samples) } }
+    public var allSamples: [Int16] { lock.withLock { chunks.flatMap(\.samples) } }
 
     public func send(_ data: UnsafeMutablePointer<CChar>, dataLength: Int, sampleRate: Int, channel: SDKAudioChannel) -> VideoSDKError {
         guard isAccepting else {
@@ -263,7 +263,7 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
             return .rawdataSendTooMuchDataInSingleTime
         }
         let now = clock.microseconds
-        let tooFast = lock.withLock { _ -> Bool in
+        let tooFast = lock.withLock { () -> Bool in
             let first = firstSendTime ?? now
             firstSendTime = first
             guard let lead = policy.maxLeadMilliseconds else { return false }
@@ -283,7 +283,7 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
     }
 
     /// Forget the pacing history (the SDK restarts its accounting at onMicStartSend).
-    public func resetPacing() { lock.withLock { _ in firstSendTime = nil; sentMicroseconds = 0 } }
+    public func resetPacing() { lock.withLock { firstSendTime = nil; sentMicroseconds = 0 } }
 }
 
 /// `IZoomSDKPSSender` (Meeting SDK production studio): video exactly the declared
@@ -309,17 +309,17 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
         super.init(ledger: ledger, clock: clock)
     }
 
-    public var sentVideo: [SentVideoFrame] { lock.withLock { _ in frames } }
-    public var sentAudio: [SentAudio] { lock.withLock { _ in audio } }
+    public var sentVideo: [SentVideoFrame] { lock.withLock { frames } }
+    public var sentAudio: [SentAudio] { lock.withLock { audio } }
     /// The threads (pthread ids) that called `sendVideoFrame` and `sendAudio`.
-    public var callingThreads: (video: Set<UInt>, audio: Set<UInt>) { lock.withLock { _ in threads } }
+    public var callingThreads: (video: Set<UInt>, audio: Set<UInt>) { lock.withLock { threads } }
 
     /// A new sending period (the emulator calls it as it delivers onStartSend).
-    public func beginSendingPeriod() { lock.withLock { _ in producer = nil; reported = false } }
+    public func beginSendingPeriod() { lock.withLock { producer = nil; reported = false } }
 
     private func noteProducer(_ call: String, video: Bool) {
         let me = currentThreadID()
-        let second = lock.withLock { _ -> Bool in
+        let second = lock.withLock { () -> Bool in
             if video { threads.video.insert(me) } else { threads.audio.insert(me) }
             if producer == nil { producer = me }
             guard producer != me, !reported else { return false }
@@ -348,7 +348,7 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
         let bytes = keepBytes ? Array(UnsafeRawBufferPointer(start: frameBuffer, count: frameLength)) : []
         let frame = SentVideoFrame(width: width, height: height, dataLength: frameLength, rotation: 0, format: format,
                                    bytes: bytes, time: clock.microseconds)
-        lock.withLock { _ in frames.append(frame) }
+        lock.withLock { frames.append(frame) }
         return .success
     }
 
@@ -365,7 +365,7 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
         }
         let samples = keepBytes ? Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: Int16.self), count: dataLength / 2)) : []
         let chunk = SentAudio(samples: samples, dataLength: dataLength, sampleRate: sampleRate, channel: channel, time: clock.microseconds)
-        lock.withLock { _ in audio.append(chunk) }
+        lock.withLock { audio.append(chunk) }
         return .success
     }
 }
@@ -377,4 +377,24 @@ func currentThreadID() -> UInt {
     #else
     return UInt(bitPattern: pthread_self())
     #endif
+}
+
+/// A plain pthread mutex for the fake senders' fields, which live across a class hierarchy.
+/// Not `Locked<Void>`: ThreadSanitizer reports the inout access of a zero-size state as a
+/// race on the object header.
+public final class EmulatorLock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    public init() { pthread_mutex_init(mutex, nil) }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    public func withLock<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
 }

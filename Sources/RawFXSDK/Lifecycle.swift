@@ -69,7 +69,7 @@ public final class LifecycleEvents: Sendable {
     private let listeners = Locked(Listeners())
     /// Serializes deliveries so a handler and the streams see one order even if two SDK
     /// threads call back at once. Not held while listeners change.
-    private let delivery = Locked<Void>(())
+    private let delivery = HookLock()
 
     init() {}
 
@@ -95,7 +95,9 @@ public final class LifecycleEvents: Sendable {
 
     /// [SDK thread] Delivers one event.
     func emit(_ event: LifecycleEvent) {
-        delivery.withLock { _ in
+        delivery.lock()
+        defer { delivery.unlock() }
+        do {
             let (handler, streams) = listeners.withLock { ($0.handler, Array($0.streams.values)) }
             handler?(event)
             for continuation in streams { continuation.yield(event) }

@@ -272,7 +272,7 @@ final class VideoPublisher<Sender>: @unchecked Sendable {
     /// Sync mode: one frame at a time through the chain, whichever app thread pushes.
     private let syncLock = HookLock()
     /// Async mode: the app threads that push record the callback time under this lock.
-    private let callbackTiming = Locked<Void>(())
+    private let callbackTiming = HookLock()
     private let lastStatusStore = Locked<PublishStatus?>(nil)
     /// Called on the worker with the outcome of every frame it processed.
     private let asyncResult = Locked<(@Sendable (PublishStatus) -> Void)?>(nil)
@@ -331,7 +331,9 @@ final class VideoPublisher<Sender>: @unchecked Sendable {
             return .refused(gate.refusal ?? .closed)
         }
         let elapsed = monotonicNanoseconds() &- start
-        callbackTiming.withLock { _ in stats.callback.record(nanoseconds: elapsed) }
+        callbackTiming.lock()
+        stats.callback.record(nanoseconds: elapsed)
+        callbackTiming.unlock()
         return acquired.evicted ? .queuedDroppingOldest : .queued
     }
 

@@ -76,7 +76,7 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
     /// Sync mode: callbacks of different streams may run at once on different SDK threads;
     /// their timings share one recorder, written under this lock (async: the worker writes
     /// `processing` alone, SDK threads `callback` under this lock).
-    private let timingLock = Locked<Void>(())
+    private let timingLock = HookLock()
     private let lastErrorStore = Locked<ChainError?>(nil)
 
     /// - Parameters:
@@ -282,7 +282,9 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
                 return
             }
             let elapsed = monotonicNanoseconds() &- start
-            timingLock.withLock { _ in stats.callback.record(nanoseconds: elapsed) }
+            timingLock.lock()
+            stats.callback.record(nanoseconds: elapsed)
+            timingLock.unlock()
             return
         }
         // Two tries: if the user left while this block waited for the stream's lock, the
@@ -297,7 +299,9 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
             process(stream, bytes: UnsafeRawPointer(buffer), length: length, format: format, timeStamp: data.timeStamp)
             stream.lock.unlock()
             let elapsed = monotonicNanoseconds() &- start
-            timingLock.withLock { _ in stats.processing.record(nanoseconds: elapsed) }
+            timingLock.lock()
+            stats.processing.record(nanoseconds: elapsed)
+            timingLock.unlock()
             return
         }
         stats.recordError()
