@@ -275,7 +275,7 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
         }
         let samples = keepBytes ? Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: Int16.self), count: dataLength / 2)) : []
         let chunk = SentAudio(samples: samples, dataLength: dataLength, sampleRate: sampleRate, channel: channel, time: now)
-        lock.withLock { _ in
+        lock.withLock {
             chunks.append(chunk)
             sentMicroseconds += durationMicroseconds
         }
