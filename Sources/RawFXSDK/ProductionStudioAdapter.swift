@@ -41,12 +41,11 @@ public enum PSSendError: Error, Equatable, CustomStringConvertible {
 ///   the capability is refused with `PSSendError.invalidParameter` before the sender.
 /// - Audio from `pushAudio` goes out as 16-bit mono at `audioRate` (32000 or 48000; 48000 by
 ///   default), in 10 ms chunks (always an even byte count), paced like the virtual mic.
-/// - One producer thread, as the SDK asks: with `.worker` pacing (the default) the pacer
-///   thread calls the PS sender for audio AND video: a video frame's chain runs on the
-///   pushing thread (sync) or the video worker (async), then its send is handed to the pacer,
-///   which makes it between two audio chunks while the pushing thread waits for the result.
-///   With `.caller` pacing the app owns the thread: push video and call `pump` from the same
-///   one. With `.immediate`, push video and audio from one thread.
+/// - One producer thread, as the SDK asks: the audio sender thread (see `AudioPacing`) calls
+///   the PS sender for audio AND video, with every pacing. A video frame's chain runs on the
+///   pushing thread (sync) or the video worker (async), then its send is handed to the sender
+///   thread, which makes it between two audio chunks (or while it waits for one) while the
+///   pushing thread waits for the result.
 /// - `sendVideoFrame` / `sendAudio` validate and forward buffers the app made itself (also
 ///   through the one sending thread).
 /// - Lifecycle: `onStartPSModeResult(true)`, then `onStartSend(sender)` opens sending;
@@ -217,7 +216,7 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
     /// `.caller` pacing: sends the audio chunks due at `now`.
     @discardableResult
     public func pump(nowMicroseconds now: Int64) -> Int64? {
-        // With other pacings the pacer or the pushing thread sends: a pump would be a second producer.
+        // Only the caller's clock is set by pump; other pacings keep their own.
         guard audio.pacing == .caller else { return nil }
         return audio.pump(nowMicroseconds: now)
     }
@@ -232,7 +231,7 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
             video.stats.recordError()
             throw error
         }
-        // The gate's lock is taken on the sending thread: the pacer takes the audio gate's too.
+        // The gate's lock is taken on the sender thread, which takes the audio gate's too.
         var result: Result<MeetingSDKError, RefusalError> = .failure(RefusalError(refusal: .closed))
         audio.runOnSender {
             result = video.gate.send { $0.sendVideoFrame(frameBuffer, width: width, height: height, frameLength: frameLength, format: format) }

@@ -5,9 +5,9 @@ import RawFX
 /// chain's output is not that already) and sends chunks of exactly 10 ms
 /// (targetRate / 100 · 2 bytes) with `send(_:dataLength:sampleRate:channel:)`.
 ///
-/// Chunks are paced by the audio's own timestamps (see `AudioPacing`): the pushing thread
-/// never sleeps; a `.worker` thread or the app's own clock (`pump`) decides when each chunk
-/// goes. Audio pushed outside onMicStartSend…onMicStopSend is refused and never sent; at
+/// Chunks are paced by the audio's own timestamps (see `AudioPacing`) and sent from the
+/// hook's one sender thread: the monotonic clock (`.worker`) or the app's own clock (`pump`)
+/// decides when each chunk goes. Audio pushed outside onMicStartSend…onMicStopSend is refused and never sent; at
 /// onMicStopSend the chunks still waiting are discarded (counted as drops) and, once it
 /// returns, nothing more is sent.
 public final class VirtualMicAdapter: SDKVirtualAudioMic, Sendable {
@@ -89,7 +89,7 @@ public final class VirtualMicAdapter: SDKVirtualAudioMic, Sendable {
     /// the first chunk is due at the first call) and returns when the next is due.
     @discardableResult
     public func pump(nowMicroseconds now: Int64) -> Int64? {
-        // With other pacings the pacer or the pushing thread sends: a pump would be a second sender.
+        // Only the caller's clock is set by pump; other pacings keep their own.
         guard publisher.pacing == .caller else { return nil }
         return publisher.pump(nowMicroseconds: now)
     }

@@ -8,14 +8,16 @@ import XCTest
 final class HookProductionStudioTests: XCTestCase {
     let mono48 = AudioFormat(sampleRate: 48000, channels: 1)
 
-    /// Default pacing: video pushed from one app thread, audio from another, and buffers the
-    /// app packed itself, all reach the PS sender from one thread (the pacer), none of them
-    /// a pushing thread; the fake sender records no second producer.
+    /// Video pushed from one app thread, audio from another, and buffers the app packed
+    /// itself, all reach the PS sender from one thread (the audio sender thread), none of them
+    /// a pushing thread, with the default pacing and with `.immediate`; the fake sender records
+    /// no second producer.
     func testThePSSenderSeesOneThreadForVideoAndAudio() throws {
         let registry = processorRegistry()
-        for mode in [ProcessingMode.sync, .async(capacity: 4)] {
+        for (mode, pacing) in [(ProcessingMode.sync, AudioPacing.worker), (.async(capacity: 4), .worker), (.sync, .immediate)] {
             let ps = try ProductionStudioAdapter(capability: PSVideoSourceCapability(width: 64, height: 48, format: .i420Limited),
-                                                 videoChain: "test_gate=add=1", audioChain: "gain=db=-3", registry: registry, mode: mode)
+                                                 videoChain: "test_gate=add=1", audioChain: "gain=db=-3", registry: registry,
+                                                 mode: mode, pacing: pacing)
             let emulator = SDKSessionEmulator(clock: EmulatorClock())
             let session = emulator.productionStudioSession(ps)
             session.startResult(true)
@@ -57,23 +59,25 @@ final class HookProductionStudioTests: XCTestCase {
         }
     }
 
-    /// The fake sender's check can fail: `.caller` pacing with video pushed on one thread and
-    /// `pump` on another is two producers, and the emulator says so.
+    /// The fake sender's check can fail: calls from two threads in one sending period are a
+    /// violation (reported once); a new period starts afresh.
     func testTwoProducerThreadsAreAViolation() throws {
-        let ps = try ProductionStudioAdapter(capability: PSVideoSourceCapability(width: 64, height: 48, format: .i420Limited),
-                                             videoChain: "test_gate=add=1", registry: processorRegistry(), pacing: .caller)
         let emulator = SDKSessionEmulator()
-        let session = emulator.productionStudioSession(ps)
-        session.startResult(true)
-        session.startSend()
-        let pcm = [Int16](repeating: 100, count: 480)
-        _ = pcm.withUnsafeBufferPointer { ps.pushAudio($0.baseAddress!, frameCount: 480, format: mono48, timestampMicroseconds: 0) }
-        let pump = Thread { ps.pump(nowMicroseconds: 0) }
-        pump.start()
-        while !pump.isFinished { usleep(100) }
-        XCTAssertEqual(ps.push(patternBuffer(width: 64, height: 48)), .sent)
-        XCTAssertEqual(session.sender.callingThreads.video.union(session.sender.callingThreads.audio).count, 2)
-        XCTAssertEqual(emulator.violations.map(\.call), ["PS sendVideoFrame"])
+        let sender = FakePSSender(capability: PSVideoSourceCapability(width: 64, height: 48), ledger: emulator.ledger)
+        sender.isAccepting = true
+        var pcm = [CChar](repeating: 0, count: 960)
+        let send = { _ = pcm.withUnsafeMutableBufferPointer { sender.sendAudio($0.baseAddress!, dataLength: 960, sampleRate: 48000, channel: .mono) } }
+        send()
+        for _ in 0..<2 {
+            let other = Thread { var p = [CChar](repeating: 0, count: 960); _ = p.withUnsafeMutableBufferPointer { sender.sendAudio($0.baseAddress!, dataLength: 960, sampleRate: 48000, channel: .mono) } }
+            other.start()
+            while !other.isFinished { usleep(100) }
+        }
+        XCTAssertEqual(emulator.violations.map(\.call), ["PS sendAudio"])
+        sender.beginSendingPeriod()
+        send()
+        XCTAssertEqual(emulator.violations.count, 1)
+        XCTAssertGreaterThanOrEqual(sender.callingThreads.audio.count, 2)  // a finished thread's id may be reused
     }
 
     /// A frame whose range is not the declared format gets `range=to=full` (or
