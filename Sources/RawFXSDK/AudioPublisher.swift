@@ -103,7 +103,7 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     /// The sender thread, once it has run (so a stop called from inside a send does not wait for itself).
     private var senderThread: pthread_t?
     // Work other threads run on the sender thread (`runOnSender`).
-    private var hosted: (() -> Void)?
+    private var hosted: SenderWork?
     private var hostedTaken = false
     private var hostedPosted: UInt64 = 0
     private var hostedDone: UInt64 = 0
@@ -236,53 +236,54 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     /// `AudioChain.setBypass` on the newest chain.
     func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try chain.latest.setBypass(stage, bypassed) }
 
-    /// [any thread] Runs `body` on the sender thread (the chunk queue's worker, which sends
+    /// [any thread] Runs `work` on the sender thread (the chunk queue's worker, which sends
     /// every audio chunk) and waits for it. Production studio sends its video through here, so
     /// one thread calls the PS sender for both, whatever the pacing. The sender thread runs
     /// hosted work between two chunks or while it waits for a chunk's time; when idle, a wake
-    /// slot in the queue brings it.
-    func runOnSender(_ body: () -> Void) {
+    /// slot in the queue brings it. `work` is the caller's object, reused: nothing is allocated.
+    func runOnSender(_ work: SenderWork) {
         queueLock.lock()
         if isSenderThread {
             queueLock.unlock()
-            return body()
+            return work.run()
         }
-        withoutActuallyEscaping(body) { body in
-            while hosted != nil { queueLock.wait() }
-            hosted = body
-            hostedTaken = false
-            hostedPosted += 1
-            let ticket = hostedPosted
-            queueLock.broadcast()
-            queueLock.unlock()
-            var inline = false
-            if let wake = chunkQueue.acquire() {
-                wake.slot.wakeOnly = true
-                if !chunkQueue.enqueue(wake.slot) { chunkQueue.giveBack(wake.slot) }
-            } else {
-                // Closed: no sender thread will come. Take the work back unless it started.
-                queueLock.lock()
-                if hostedDone < ticket && !hostedTaken {
-                    hosted = nil
-                    hostedDone += 1
-                    inline = true
-                    queueLock.broadcast()
-                }
-                queueLock.unlock()
-            }
-            if inline { return body() }
+        while hosted != nil { queueLock.wait() }
+        hosted = work
+        hostedTaken = false
+        hostedPosted += 1
+        let ticket = hostedPosted
+        queueLock.broadcast()
+        queueLock.unlock()
+        var inline = false
+        if let wake = chunkQueue.acquire() {
+            wake.slot.wakeOnly = true
+            if !chunkQueue.enqueue(wake.slot) { chunkQueue.giveBack(wake.slot) }
+        } else {
+            // Closed: no sender thread will come. Take the work back unless it started.
             queueLock.lock()
-            while hostedDone < ticket { queueLock.wait() }
+            if hostedDone < ticket && !hostedTaken {
+                hosted = nil
+                hostedDone += 1
+                inline = true
+                queueLock.broadcast()
+            }
             queueLock.unlock()
         }
+        if inline { return work.run() }
+        queueLock.lock()
+        while hostedDone < ticket { queueLock.wait() }
+        queueLock.unlock()
     }
+
+    /// `runOnSender` for a one-off closure (allocates its wrapper: not for a per-frame path).
+    func runOnSender(_ body: @escaping () -> Void) { runOnSender(ClosureWork(body)) }
 
     /// [sender thread, queueLock held on entry and on return] Runs the hosted work waiting, if any.
     private func runHostedLocked() {
         guard let work = hosted, !hostedTaken else { return }
         hostedTaken = true
         queueLock.unlock()
-        work()
+        work.run()
         queueLock.lock()
         hosted = nil
         hostedDone += 1
@@ -584,4 +585,17 @@ final class AudioChunkSlot {
 
     deinit { samples.deallocate() }
 
+}
+
+/// Work another thread hands to an audio publisher's sender thread (`runOnSender`). The
+/// caller fills its fields, the sender thread runs it, the caller reads the result: the
+/// publisher's lock orders the three.
+protocol SenderWork: AnyObject {
+    func run()
+}
+
+final class ClosureWork: SenderWork {
+    let body: () -> Void
+    init(_ body: @escaping () -> Void) { self.body = body }
+    func run() { body() }
 }

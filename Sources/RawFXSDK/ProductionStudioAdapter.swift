@@ -86,6 +86,8 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
         }
         self.audio = audio
         let cap = capability
+        // One processing thread sends video at a time (the sync lock or the video worker): one request object.
+        let videoSend = PSVideoSend()
         video = VideoPublisher(name: "productionStudio.video",
                                chain: try VideoChain(specs: videoChain.isEmpty ? [] : FilterSpec.parseChain(videoChain), registry: registry),
                                registry: registry, mode: mode) { sender, picture, format in
@@ -94,11 +96,9 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
                                               frameLength: picture.byteCount, format: dataFormat, capability: cap) {
                 return .invalid(error.description)
             }
-            var status = MeetingSDKError.success
-            audio.runOnSender {
-                status = sender.sendVideoFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
-                                               frameLength: picture.byteCount, format: dataFormat)
-            }
+            videoSend.prepare(sender, picture, dataFormat)
+            audio.runOnSender(videoSend)
+            let status = videoSend.finish()
             return status == .success ? .sent : .rejectedBySender(code: status.rawValue, name: status.description)
         }
         video.pipeline.setTarget(.exact(width: capability.width, height: capability.height), range: capability.format.colorRange)
@@ -234,7 +234,7 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
         // The gate's lock is taken on the sender thread, which takes the audio gate's too.
         var result: Result<MeetingSDKError, RefusalError> = .failure(RefusalError(refusal: .closed))
         audio.runOnSender {
-            result = video.gate.send { $0.sendVideoFrame(frameBuffer, width: width, height: height, frameLength: frameLength, format: format) }
+            result = self.video.gate.send { $0.sendVideoFrame(frameBuffer, width: width, height: height, frameLength: frameLength, format: format) }
         }
         switch result {
         case .success(.success): return
@@ -256,7 +256,7 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
         }
         var result: Result<MeetingSDKError, RefusalError> = .failure(RefusalError(refusal: .closed))
         audio.runOnSender {
-            result = audio.gate.send { $0.sendAudio(data, dataLength: dataLength, sampleRate: sampleRate, channel: channel) }
+            result = self.audio.gate.send { $0.sendAudio(data, dataLength: dataLength, sampleRate: sampleRate, channel: channel) }
         }
         switch result {
         case .success(.success): return
@@ -281,5 +281,34 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
         video.close()
         audio.close()
         lifecycle.finish()
+    }
+}
+
+/// One production studio video send, handed to the audio sender thread and reused for every
+/// frame. Filled by the video processing thread (one at a time), run on the sender thread,
+/// read back by the processing thread: the publisher's lock orders the three.
+final class PSVideoSend: SenderWork, @unchecked Sendable {
+    private var sender: (any SDKPSSender)?
+    private var picture: PackedPicture?
+    private var format = FrameDataFormat.i420Full
+    private var status = MeetingSDKError.success
+
+    func prepare(_ sender: any SDKPSSender, _ picture: PackedPicture, _ format: FrameDataFormat) {
+        self.sender = sender
+        self.picture = picture
+        self.format = format
+    }
+
+    func run() {
+        guard let sender, let picture else { return }
+        status = sender.sendVideoFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
+                                       frameLength: picture.byteCount, format: format)
+    }
+
+    /// The sender's answer; forgets the sender and picture.
+    func finish() -> MeetingSDKError {
+        sender = nil
+        picture = nil
+        return status
     }
 }

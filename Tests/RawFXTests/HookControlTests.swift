@@ -301,6 +301,21 @@ final class HookControlTests: XCTestCase {
         }
         XCTAssertGreaterThan(senders.audio.load(ordering: .relaxed), 0)
         mic.close()
+        // Production studio: video sent through the audio sender thread, audio paced by pump.
+        let ps = try ProductionStudioAdapter(capability: PSVideoSourceCapability(width: 64, height: 48, format: .i420Limited),
+                                             videoChain: "copy,test_gate=add=1", audioChain: "gain=db=-3", registry: registry, pacing: .caller)
+        ps.onStartPSModeResult(true)
+        ps.onStartSend(senders)
+        let videoBefore = senders.video.load(ordering: .relaxed)
+        steady("production studio video") { _ = ps.pushFrame(picture.frame) }
+        steady("production studio") {
+            _ = ps.pushFrame(picture.frame)
+            pcm.withUnsafeBufferPointer { _ = ps.pushAudio($0.baseAddress!, frameCount: 480, format: mono48, timestampMicroseconds: t) }
+            ps.pump(nowMicroseconds: t)
+            t += 10_000
+        }
+        XCTAssertEqual(senders.video.load(ordering: .relaxed) - videoBefore, 300)
+        ps.close()
     }
 
     // MARK: Lifecycle events
