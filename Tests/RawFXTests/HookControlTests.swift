@@ -265,6 +265,20 @@ final class HookControlTests: XCTestCase {
         // Warm: an async queue makes its slots on demand, up to capacity + the two in hand
         // (under ThreadSanitizer the worker is slow and the peak comes later).
         let warm = rawfx_built_with_sanitizer() != 0 ? 1000 : 100
+        /// Async: with the worker held inside the chain (the test gate), pushes make every slot
+        /// the queue can ever need (the one in the worker, `capacity` queued) and fill each with
+        /// a picture, then one more push evicts; released, the worker drains them. Slots are
+        /// made when needed, so without this a rare interleaving makes the last one mid-test.
+        func fillEverySlot(_ mode: ProcessingMode, _ push: () -> PublishStatus) {
+            guard mode != .sync else { return }
+            GatePlugin.close()
+            let entered = GatePlugin.entered
+            XCTAssertEqual(push(), .queued)
+            XCTAssertTrue(waitUntil { GatePlugin.entered > entered }, "the worker reached the gate")
+            for _ in 0..<3 { XCTAssertEqual(push(), .queued) }
+            XCTAssertEqual(push(), .queuedDroppingOldest)
+            GatePlugin.open()
+        }
         func steady(_ name: String, _ body: () -> Void) {
             for _ in 0..<warm { body() }
             let before = rawfx_thread_allocation_count()
@@ -272,13 +286,16 @@ final class HookControlTests: XCTestCase {
             XCTAssertEqual(rawfx_thread_allocation_count() - before, 0, "\(name) allocates per frame")
         }
         for mode in [ProcessingMode.sync, .async(capacity: 3)] {
-            let source = try VideoSourceAdapter(chain: "copy,test_gate=add=1", registry: registry, mode: mode)
+            let chain = "copy,test_gate=add=1"
+            let source = try VideoSourceAdapter(chain: chain, registry: registry, mode: mode)
             source.onInitialize(senders, supportCapabilityArray: [VideoSourceCapability(width: 64, height: 48)],
                                 suggestCapability: VideoSourceCapability(width: 64, height: 48))
             source.onStartSend()
+            fillEverySlot(mode) { source.pushFrame(picture.frame) }
             steady("video source \(mode)") { _ = source.pushFrame(picture.frame) }
-            let share = try ShareSourceAdapter(chain: "copy,test_gate=add=1", registry: registry, mode: mode)
+            let share = try ShareSourceAdapter(chain: chain, registry: registry, mode: mode)
             share.onShareSendStarted(senders)
+            fillEverySlot(mode) { share.pushFrame(picture.frame) }
             steady("share source \(mode)") { _ = share.pushFrame(picture.frame) }
             let data = ReusedAudioRawData(frames: 480)
             let speaker = try VirtualSpeakerHook(chain: "gain=db=-3,test_accum", registry: registry, mode: mode) { _, _ in }
