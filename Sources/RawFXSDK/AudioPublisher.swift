@@ -49,9 +49,9 @@ public enum AudioPacing: Sendable, Equatable {
 /// Chain → conversion to 16-bit mono at the target rate → 10 ms chunks → paced sends, for
 /// the virtual mic and production studio's audio.
 ///
-/// `@unchecked Sendable`: the pushing thread's fields are guarded by `pushLock`, the chunk
-/// queue, pacer and hosted work by `queueLock`, the worker handle by `workerLock`; the rest
-/// is immutable, atomic or `Locked`.
+/// `@unchecked Sendable`: the pushing thread's fields are guarded by `pushLock`; the pacer's
+/// shared state and the hosted work by `queueLock`; the schedule belongs to the sender thread
+/// (the chunk queue's worker); the rest is immutable, atomic or `Locked`.
 final class AudioPublisher<Sender>: @unchecked Sendable {
     typealias Send = (Sender, UnsafeMutablePointer<CChar>, Int, Int) -> SendOutcome
     enum SendOutcome { case sent, rejected(code: Int32, name: String) }

@@ -8,34 +8,24 @@ import XCTest
 
 /// Senders that only count: no allocation on the sending thread, so a test can count the
 /// frame path's allocations around them.
-final class CountingSenders: SDKVideoSender, SDKShareSender, SDKAudioSender, SDKPSSender, @unchecked Sendable {
+final class CountingSenders: SDKVideoSender, SDKShareSender, SDKAudioSender, SDKPSSender, Sendable {
     let video = Atomic<Int>(0)
     let audio = Atomic<Int>(0)
-    let audioBytes = Atomic<Int>(0)
+    private func counted<E>(_ counter: borrowing Atomic<Int>, _ success: E) -> E {
+        counter.add(1, ordering: .relaxed)
+        return success
+    }
     func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, dataLength: Int,
-                        rotation: Int, format: FrameDataFormat) -> VideoSDKError {
-        video.add(1, ordering: .relaxed)
-        return .success
-    }
+                        rotation: Int, format: FrameDataFormat) -> VideoSDKError { counted(video, .success) }
     func sendShareFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,
-                        format: FrameDataFormat) -> VideoSDKError {
-        video.add(1, ordering: .relaxed)
-        return .success
-    }
+                        format: FrameDataFormat) -> VideoSDKError { counted(video, .success) }
     func send(_ data: UnsafeMutablePointer<CChar>, dataLength: Int, sampleRate: Int, channel: SDKAudioChannel) -> VideoSDKError {
-        audio.add(1, ordering: .relaxed)
-        audioBytes.add(dataLength, ordering: .relaxed)
-        return .success
+        counted(audio, .success)
     }
     func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,
-                        format: FrameDataFormat) -> MeetingSDKError {
-        video.add(1, ordering: .relaxed)
-        return .success
-    }
+                        format: FrameDataFormat) -> MeetingSDKError { counted(video, .success) }
     func sendAudio(_ data: UnsafeMutablePointer<CChar>, dataLength: Int, sampleRate: Int, channel: SDKAudioChannel) -> MeetingSDKError {
-        audio.add(1, ordering: .relaxed)
-        audioBytes.add(dataLength, ordering: .relaxed)
-        return .success
+        counted(audio, .success)
     }
 }
 
