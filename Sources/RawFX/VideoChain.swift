@@ -18,7 +18,8 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     final class Stage {
         @exclusivity(unchecked) var instance: FilterInstance
         @exclusivity(unchecked) var negotiation: Negotiation?
-        let timing: TimingRecorder
+        /// Shared with the stage it replaces when a whole chain is swapped (`carryMetrics`).
+        @exclusivity(unchecked) var timing: TimingRecorder
         @exclusivity(unchecked) var output: VideoBuffer?
         @exclusivity(unchecked) var bypassed = false
         init(_ instance: FilterInstance, timing: TimingRecorder = TimingRecorder()) {
@@ -170,6 +171,16 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
 
     /// Frames, errors, bypassed frames and p50/p99 time per filter.
     public var metrics: [Metrics] { stages.map { $0.timing.snapshot(name: $0.instance.type.id) } }
+
+    /// [control, before this chain processes] Continues the figures of `old`, the chain this one
+    /// replaces: a filter also in the old chain (its k-th occurrence matching the old k-th)
+    /// records into the old stage's recorder, so a swap does not reset its metrics. Only one of the two chains runs at a time,
+    /// on the one processing thread, so the recorder keeps a single writer.
+    package func carryMetrics(from old: VideoChain) {
+        let carried = carriedTimings(from: old.stages.map { ($0.instance.type.id, $0.timing) },
+                                     to: stages.map { $0.instance.type.id })
+        for index in stages.indices { if let timing = carried[index] { stages[index].timing = timing } }
+    }
 
     // MARK: - Run-time control
 

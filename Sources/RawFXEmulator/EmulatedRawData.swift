@@ -26,7 +26,7 @@ public struct ContractViolation: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Collects violations and reference counts from every emulated object of a session.
-public final class ContractLedger: @unchecked Sendable {
+public final class ContractLedger: Sendable {
     private let state = Locked<(violations: [ContractViolation], addRefs: Int, releases: Int, live: Int)>(([], 0, 0, 0))
 
     public init() {}
@@ -47,7 +47,8 @@ public final class ContractLedger: @unchecked Sendable {
 /// The pre-processor's frame as the SDK lends it: its own planes, with row padding (filled
 /// with 0xEE so the emulator can tell whether a hook wrote past a row), valid only during
 /// `onPreProcessRawData`. After the callback, buffer accessors return nil and count a
-/// violation.
+/// violation. `@unchecked Sendable`: immutable but for the atomic validity flag (the planes
+/// are the SDK's memory, written by the hook during the callback only).
 public final class EmulatedProcessData: YUVProcessDataI420, @unchecked Sendable {
     public static let paddingByte: UInt8 = 0xEE
     /// The SDK's planes.
@@ -130,6 +131,8 @@ public enum RawDataMemoryMode: Sendable {
 /// Received PCM as the SDK lends it (`AudioRawData`). The emulator calls `endCallback`
 /// when the hook's callback returns: from then on, unless references are held, the buffer
 /// is poisoned (overwritten with 0x5A5A) and any read through `buffer` is a violation.
+/// `@unchecked Sendable`: immutable but for `state` (behind `Locked`); the PCM is written
+/// at init and at poisoning only.
 public final class EmulatedAudioRawData: AudioRawData, @unchecked Sendable {
     public static let poison: UInt8 = 0x5A
     private let storage: UnsafeMutablePointer<CChar>
