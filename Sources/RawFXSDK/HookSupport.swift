@@ -360,3 +360,4 @@ extension VirtualSpeakerHook: RunTimeControl {}
 extension VideoSourceAdapter: RunTimeControl {}
 extension ShareSourceAdapter: RunTimeControl {}
 extension VirtualMicAdapter: RunTimeControl {}
+extension ReceiveVideoHook: RunTimeControl {}

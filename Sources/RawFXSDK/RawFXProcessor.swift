@@ -27,6 +27,7 @@ public final class RawFXProcessor: Sendable {
         var virtualMic: VirtualMicAdapter?
         var shareSource: ShareSourceAdapter?
         var productionStudio: ProductionStudioAdapter?
+        var receiveVideo: ReceiveVideoHook?
     }
     private let hooks = Locked<Hooks>(Hooks())
 
@@ -38,6 +39,7 @@ public final class RawFXProcessor: Sendable {
     public var virtualMic: VirtualMicAdapter? { hooks.withLock { $0.virtualMic } }
     public var shareSource: ShareSourceAdapter? { hooks.withLock { $0.shareSource } }
     public var productionStudio: ProductionStudioAdapter? { hooks.withLock { $0.productionStudio } }
+    public var receiveVideo: ReceiveVideoHook? { hooks.withLock { $0.receiveVideo } }
 
     /// Creates the pre-processor, or swaps the chain of the existing one between frames.
     @discardableResult
@@ -131,6 +133,21 @@ public final class RawFXProcessor: Sendable {
         return hook
     }
 
+    /// Creates the received-video hook (each subscribed user's video or share pipe gets its
+    /// own chain: `hook.subscribe(user.getVideoPipe(), user:, resolution:)`), or sets the chain
+    /// of the existing one for every stream (`mode` and `sink` stay those it was created with).
+    @discardableResult
+    public func configureReceiveVideo(chain: String, mode: ProcessingMode = .sync,
+                                      sink: @escaping ReceiveVideoHook.Sink) throws(ChainError) -> ReceiveVideoHook {
+        if let existing = receiveVideo {
+            try existing.setChain(chain)
+            return existing
+        }
+        let hook = try ReceiveVideoHook(chain: chain, registry: registry, mode: mode, sink: sink)
+        hooks.withLock { $0.receiveVideo = hook }
+        return hook
+    }
+
     /// Every configured hook's figures (frames, errors, drops, p50/p99) with its filters'.
     public var metrics: [HookMetrics] {
         let h = hooks.withLock { $0 }
@@ -144,6 +161,7 @@ public final class RawFXProcessor: Sendable {
             all.append(x.videoMetrics)
             all.append(x.audioMetrics)
         }
+        if let x = h.receiveVideo { all.append(x.metrics) }
         return all
     }
 
@@ -155,5 +173,6 @@ public final class RawFXProcessor: Sendable {
         h.virtualMic?.close()
         h.shareSource?.close()
         h.productionStudio?.close()
+        h.receiveVideo?.close()
     }
 }

@@ -149,3 +149,29 @@ final class MailboxTests: XCTestCase {
         XCTAssertNil(mailbox.take())
     }
 }
+
+extension WorkQueueTests {
+    /// Two threads closing at once: the worker is joined once, both return after the drain.
+    func testConcurrentClosesJoinOnceAndBothSeeTheDrain() {
+        let processed = Locked<Int>(0)
+        let queue = WorkQueue<Box>(name: "test", capacity: 64, whenFull: .grow, makeSlot: Box.init) { _ in
+            usleep(1000)
+            processed.withLock { $0 += 1 }
+        }
+        for i in 0..<20 {
+            let a = queue.acquire()!
+            a.slot.value = i
+            queue.enqueue(a.slot)
+        }
+        let group = DispatchGroup()
+        let seenAtReturn = Locked<[Int]>([])
+        for _ in 0..<2 {
+            DispatchQueue.global().async(group: group) {
+                queue.close()
+                seenAtReturn.withLock { $0.append(processed.withLock { $0 }) }
+            }
+        }
+        group.wait()
+        XCTAssertEqual(seenAtReturn.withLock { $0 }, [20, 20], "each close returns after every queued slot ran")
+    }
+}
