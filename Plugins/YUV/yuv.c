@@ -1,7 +1,10 @@
 /*
- * rawfx-yuv: the `scale`, `rotate` and `mirror` video filters over libyuv.
+ * rawfx-yuv: the `scale`, `rotate` and `mirror` video filters over libyuv,
+ * and `range` (limited <-> full range conversion, by lookup tables).
  *
- * One plugin file, three filter types, all I420 and out of place. The only
+ * One plugin file, four filter types, all I420 and out of place (range too:
+ * the engine forbids an in-place filter to change the format, and range changes
+ * its colour range). The only
  * exported symbol is the function `rawfx_get_plugin_entry`; everything else is
  * static.
  *
@@ -36,12 +39,15 @@
 static const char *const scale_filter_names[] = { "none", "linear", "bilinear", "box" };
 static const char *const scale_mode_names[] = { "stretch", "fit", "fill" };
 static const char *const rotate_angle_names[] = { "0", "90", "180", "270", "auto" };
+static const char *const range_to_names[] = { "full", "limited" };
 
 enum { SCALE_PARAM_WIDTH, SCALE_PARAM_HEIGHT, SCALE_PARAM_FILTER, SCALE_PARAM_MODE, SCALE_PARAM_COUNT };
 enum { SCALE_MODE_STRETCH, SCALE_MODE_FIT, SCALE_MODE_FILL };
 enum { ROTATE_PARAM_ANGLE, ROTATE_PARAM_MIRROR, ROTATE_PARAM_COUNT };
 enum { ROTATE_ANGLE_0, ROTATE_ANGLE_90, ROTATE_ANGLE_180, ROTATE_ANGLE_270, ROTATE_ANGLE_AUTO };
 enum { MIRROR_PARAM_VERTICAL, MIRROR_PARAM_COUNT };
+enum { RANGE_PARAM_TO, RANGE_PARAM_COUNT };
+enum { RANGE_TO_FULL, RANGE_TO_LIMITED };
 
 static const rawfx_param_descriptor scale_params[SCALE_PARAM_COUNT] = {
     [SCALE_PARAM_WIDTH] = RAWFX_INT_PARAM(
@@ -92,9 +98,18 @@ static const rawfx_param_descriptor mirror_params[MIRROR_PARAM_COUNT] = {
         0, 0),
 };
 
+static const rawfx_param_descriptor range_params[RANGE_PARAM_COUNT] = {
+    [RANGE_PARAM_TO] = RAWFX_ENUM_PARAM(
+        "to", "To",
+        "The sample range to convert to: full (0..255) or limited (Y 16..235, U and V "
+        "16..240). The input range comes from the frame's format; when it is already "
+        "the target, frames pass through untouched.",
+        "", RAWFX_PARAM_FLAG_RECONFIGURE, RANGE_TO_FULL, range_to_names),
+};
+
 /* -------------------------------------------------------------- instance -- */
 
-typedef enum { KIND_SCALE, KIND_ROTATE, KIND_MIRROR } yuv_kind;
+typedef enum { KIND_SCALE, KIND_ROTATE, KIND_MIRROR, KIND_RANGE } yuv_kind;
 
 /* Where a scale reads from and writes to, in luma pixels; all offsets even. */
 typedef struct scale_geometry {
@@ -128,6 +143,11 @@ typedef struct yuv_instance {
 
     /* mirror */
     int mirror_vertical;                /* live */
+
+    /* range */
+    int range_to_set;                   /* as set; used at the next configure */
+    uint32_t range_in, range_out;       /* configured RAWFX_RANGE_* */
+    uint8_t luma_lut[256], chroma_lut[256]; /* built at configure */
 } yuv_instance;
 
 static yuv_instance *instance_of(const rawfx_filter *filter) {
@@ -462,6 +482,90 @@ static rawfx_status mirror_process(const rawfx_filter *filter, const rawfx_video
     return RAWFX_OK;
 }
 
+/* ------------------------------------------------------------------ range -- */
+
+/* n / d rounded to the nearest integer, halves away from zero (as lround), d > 0. */
+static int32_t divide_rounded(int32_t n, int32_t d) {
+    return n >= 0 ? (2 * n + d) / (2 * d) : -((2 * -n + d) / (2 * d));
+}
+
+static uint8_t clamp_byte(int32_t v) {
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+/* The tables for full -> limited:  Y' = round(Y*219/255) + 16,
+ *                                  C' = round((C-128)*224/255) + 128;
+ * and limited -> full:             Y' = clamp(round((Y-16)*255/219)),
+ *                                  C' = clamp(round((C-128)*255/224) + 128).
+ * Only limited -> full chroma has exact halves (C = 16 and 240 give -127.5 and
+ * 127.5): rounding away from zero maps them to 0 and 255, keeping the
+ * conversion symmetric about 128. */
+static void range_build_tables(yuv_instance *self, uint32_t to) {
+    for (int32_t v = 0; v < 256; v++) {
+        if (to == RAWFX_RANGE_LIMITED) {
+            self->luma_lut[v] = clamp_byte(divide_rounded(v * 219, 255) + 16);
+            self->chroma_lut[v] = clamp_byte(divide_rounded((v - 128) * 224, 255) + 128);
+        } else {
+            self->luma_lut[v] = clamp_byte(divide_rounded((v - 16) * 255, 219));
+            self->chroma_lut[v] = clamp_byte(divide_rounded((v - 128) * 255, 224) + 128);
+        }
+    }
+}
+
+static rawfx_status range_configure(yuv_instance *self, const rawfx_video_format *in,
+                                    rawfx_negotiation *result) {
+    if (in->color_range != RAWFX_RANGE_LIMITED && in->color_range != RAWFX_RANGE_FULL)
+        return rawfx_fail(&self->base, RAWFX_ERR_UNSUPPORTED,
+                          "input colour range %u is neither limited (%u) nor full (%u)",
+                          in->color_range, (unsigned)RAWFX_RANGE_LIMITED, (unsigned)RAWFX_RANGE_FULL);
+    self->range_in = in->color_range;
+    self->range_out = self->range_to_set == RANGE_TO_LIMITED ? RAWFX_RANGE_LIMITED : RAWFX_RANGE_FULL;
+    if (self->range_in != self->range_out) range_build_tables(self, self->range_out);
+    self->out_width = in->width;
+    self->out_height = in->height;
+    result->output.video.color_range = self->range_out;
+    return RAWFX_OK;
+}
+
+/* Maps one plane's visible samples from `src` to `dst` through `lut`; row padding
+ * on either side is neither read nor written. */
+static void range_map_plane(const uint8_t *src, int32_t src_stride, uint8_t *dst, int32_t dst_stride,
+                            uint32_t width, uint32_t height, const uint8_t *lut) {
+    for (uint32_t y = 0; y < height; y++) {
+        const uint8_t *in = src + (ptrdiff_t)y * src_stride;
+        uint8_t *out = dst + (ptrdiff_t)y * dst_stride;
+        for (uint32_t x = 0; x < width; x++) out[x] = lut[in[x]];
+    }
+}
+
+static rawfx_status range_process(const rawfx_filter *filter, const rawfx_video_frame *in,
+                                  rawfx_video_frame *out) {
+    yuv_instance *self = instance_of(filter);
+    rawfx_clear_error(&self->base);
+    rawfx_status status = check_frames(self, in, out);
+    if (status != RAWFX_OK) return status;
+    if (in->color_range != self->range_in)
+        return rawfx_fail(&self->base, RAWFX_ERR_INVALID_ARGUMENT,
+                          "frame range %u differs from the configured input range %u (0 limited, 1 full); "
+                          "configure again when the range changes", in->color_range, self->range_in);
+    const int w = (int)in->width, h = (int)in->height;
+    uint8_t *const *sp = in->planes;
+    const int32_t *ss = in->strides;
+    uint8_t *const *dp = out->planes;
+    const int32_t *ds = out->strides;
+    if (self->range_in == self->range_out) {
+        I420Copy(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, h);
+    } else {
+        const uint32_t cw = (in->width + 1) / 2, ch = (in->height + 1) / 2;
+        range_map_plane(sp[0], ss[0], dp[0], ds[0], in->width, in->height, self->luma_lut);
+        range_map_plane(sp[1], ss[1], dp[1], ds[1], cw, ch, self->chroma_lut);
+        range_map_plane(sp[2], ss[2], dp[2], ds[2], cw, ch, self->chroma_lut);
+    }
+    finish_frame(self, in, out, in->rotation);
+    out->color_range = self->range_out;
+    return RAWFX_OK;
+}
+
 /* ------------------------------------------------------ shared callbacks -- */
 
 static void yuv_destroy(const rawfx_filter *filter) {
@@ -498,6 +602,9 @@ static rawfx_status yuv_set_param(const rawfx_filter *filter, uint32_t index, co
     case KIND_MIRROR:
         self->mirror_vertical = (int)v;
         break;
+    case KIND_RANGE:
+        self->range_to_set = (int)v; /* at next configure */
+        break;
     }
     return RAWFX_OK;
 }
@@ -515,6 +622,7 @@ static rawfx_status yuv_configure(const rawfx_filter *filter, const rawfx_format
     case KIND_SCALE: status = scale_configure(self, &video, result); break;
     case KIND_ROTATE: status = rotate_configure(self, &video, result); break;
     case KIND_MIRROR: status = mirror_configure(self, &video, result); break;
+    case KIND_RANGE: status = range_configure(self, &video, result); break;
     }
     if (status != RAWFX_OK) return status;
     self->in_width = video.width;
@@ -534,7 +642,7 @@ static void yuv_reset(const rawfx_filter *filter) {
 static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
                                       char *error, size_t error_capacity);
 
-enum { FILTER_SCALE, FILTER_ROTATE, FILTER_MIRROR, FILTER_COUNT };
+enum { FILTER_SCALE, FILTER_ROTATE, FILTER_MIRROR, FILTER_RANGE, FILTER_COUNT };
 
 static const rawfx_filter_descriptor yuv_descriptors[FILTER_COUNT] = {
     [FILTER_SCALE] = RAWFX_FILTER_DESCRIPTOR(
@@ -551,6 +659,11 @@ static const rawfx_filter_descriptor yuv_descriptors[FILTER_COUNT] = {
         "mirror", "Mirror", YUV_PLUGIN_VERSION,
         "Flips I420 video left to right (or top to bottom with vertical=true).",
         RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_OUT_OF_PLACE, mirror_params, yuv_create),
+    [FILTER_RANGE] = RAWFX_FILTER_DESCRIPTOR(
+        "range", "Range", YUV_PLUGIN_VERSION,
+        "Converts I420 video between limited (TV, Y 16..235) and full (PC, 0..255) sample "
+        "range through lookup tables; a frame already in the target range is copied unchanged.",
+        RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_OUT_OF_PLACE, range_params, yuv_create),
 };
 
 /* One function table per filter, in the order of yuv_descriptors. */
@@ -561,6 +674,8 @@ static const rawfx_filter yuv_functions[FILTER_COUNT] = {
                                              yuv_reset, NULL, NULL),
     [FILTER_MIRROR] = RAWFX_FILTER_FUNCTIONS(yuv_destroy, yuv_set_param, yuv_configure, mirror_process, NULL,
                                              yuv_reset, NULL, NULL),
+    [FILTER_RANGE] = RAWFX_FILTER_FUNCTIONS(yuv_destroy, yuv_set_param, yuv_configure, range_process, NULL,
+                                            yuv_reset, NULL, NULL),
 };
 
 static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
@@ -576,11 +691,16 @@ static const rawfx_filter *yuv_create(const rawfx_filter_descriptor *descriptor,
     yuv_instance *self = (yuv_instance *)rawfx_instance_new(sizeof *self, descriptor, host, &yuv_functions[which],
                                                             error, error_capacity);
     if (self == NULL) return NULL;
-    self->kind = which == FILTER_SCALE ? KIND_SCALE : which == FILTER_ROTATE ? KIND_ROTATE : KIND_MIRROR;
+    static const yuv_kind kinds[FILTER_COUNT] = {
+        [FILTER_SCALE] = KIND_SCALE, [FILTER_ROTATE] = KIND_ROTATE, [FILTER_MIRROR] = KIND_MIRROR,
+        [FILTER_RANGE] = KIND_RANGE,
+    };
+    self->kind = kinds[which];
     return rawfx_instance_ready(&self->base, error, error_capacity);
 }
 
 /* ------------------------------------------------------------------ entry -- */
 
 RAWFX_PLUGIN_ENTRY(YUV_PLUGIN_NAME, YUV_PLUGIN_VERSION,
-                   &yuv_descriptors[FILTER_SCALE], &yuv_descriptors[FILTER_ROTATE], &yuv_descriptors[FILTER_MIRROR])
+                   &yuv_descriptors[FILTER_SCALE], &yuv_descriptors[FILTER_ROTATE], &yuv_descriptors[FILTER_MIRROR],
+                   &yuv_descriptors[FILTER_RANGE])

@@ -25,7 +25,8 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     final class Stage {
         @exclusivity(unchecked) var instance: FilterInstance
         @exclusivity(unchecked) var negotiation: Negotiation?
-        let timing: TimingRecorder
+        /// Shared with the stage it replaces when a whole chain is swapped (`carryMetrics`).
+        @exclusivity(unchecked) var timing: TimingRecorder
         var input = AudioFormat(sampleRate: 0, channels: 0)
         var output = AudioFormat(sampleRate: 0, channels: 0)
         @exclusivity(unchecked) var blockFrames = 0
@@ -207,6 +208,14 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     }
 
     public var metrics: [Metrics] { stages.map { $0.timing.snapshot(name: $0.instance.type.id) } }
+
+    /// [control, before this chain processes] Continues the figures of `old`, the chain this one
+    /// replaces (the same filter, k-th occurrence to k-th: same recorder); see `VideoChain.carryMetrics`.
+    package func carryMetrics(from old: AudioChain) {
+        let carried = carriedTimings(from: old.stages.map { ($0.instance.type.id, $0.timing) },
+                                     to: stages.map { $0.instance.type.id })
+        for index in stages.indices { if let timing = carried[index] { stages[index].timing = timing } }
+    }
 
     /// A plain loop: `contains(where:)` is unspecialized in debug builds and allocates.
     private var anyFilterNeedsConfigure: Bool {

@@ -6,16 +6,23 @@ import Darwin
 import Synchronization
 
 /// Hands objects from control threads to the one processing thread and back, with no lock
-/// and no allocation on the processing side.
+/// and no allocation on the processing side: the one hand-off of the engine and the SDK layer.
 ///
 /// `post` (any thread) puts a value in the slot, taking back and returning the value that was
-/// still waiting so the caller can fold the two (a batch of edits grows); `take`
-/// (processing thread) empties the slot; `retire` (processing thread) hands a used value to
-/// the control side, which releases it at its next `post` or when the mailbox goes, so
-/// teardown never runs inside an SDK callback.
+/// still waiting so the caller can fold the two (a batch of edits grows; a newer chain simply
+/// wins); `take` (processing thread) empties the slot; `retire` (processing thread) hands a
+/// used value to the control side, which releases it at its next `post` or `collect` or when
+/// the mailbox goes, so teardown never runs inside an SDK callback.
 package final class Mailbox<Value: AnyObject>: @unchecked Sendable {
     private let pending = Atomic<UInt>(0)
-    private let retired = Atomic<UInt>(0)
+    /// Retired values waiting for the control side. Four places: the processing thread can
+    /// retire that many times with no control call in between before it would have to release
+    /// one itself (counted in `releasedOnProcessingThread`).
+    private let retired0 = Atomic<UInt>(0)
+    private let retired1 = Atomic<UInt>(0)
+    private let retired2 = Atomic<UInt>(0)
+    private let retired3 = Atomic<UInt>(0)
+    private let processingReleases = Atomic<Int>(0)
     /// Serializes producers: take-back-and-repost must be one step for them.
     private let producers = Locked<Void>(())
 
@@ -23,23 +30,29 @@ package final class Mailbox<Value: AnyObject>: @unchecked Sendable {
 
     deinit {
         Mailbox.release(pending.exchange(0, ordering: .acquiring))
-        Mailbox.release(retired.exchange(0, ordering: .acquiring))
+        collect()
     }
 
     /// [control] `update` receives the value still waiting (nil if the processing thread took
     /// it) and returns the value to post. Also releases what the processing thread retired.
     package func post(_ update: (Value?) -> Value) {
+        collect()
         producers.withLock { _ in
             let waiting = pending.exchange(0, ordering: .acquiringAndReleasing)
             let previous = waiting == 0 ? nil : Unmanaged<Value>.fromOpaque(UnsafeRawPointer(bitPattern: waiting)!).takeRetainedValue()
             let next = update(previous)
             pending.store(UInt(bitPattern: Unmanaged.passRetained(next).toOpaque()), ordering: .releasing)
         }
-        Mailbox.release(retired.exchange(0, ordering: .acquiring))
+        collect()
     }
 
     /// [control] Releases what the processing thread retired, without posting.
-    package func collect() { Mailbox.release(retired.exchange(0, ordering: .acquiring)) }
+    package func collect() {
+        Mailbox.release(retired0.exchange(0, ordering: .acquiring))
+        Mailbox.release(retired1.exchange(0, ordering: .acquiring))
+        Mailbox.release(retired2.exchange(0, ordering: .acquiring))
+        Mailbox.release(retired3.exchange(0, ordering: .acquiring))
+    }
 
     /// [process] True when a value waits (one relaxed load: the per-frame cost when idle).
     @inline(__always) package var hasPending: Bool { pending.load(ordering: .relaxed) != 0 }
@@ -52,13 +65,20 @@ package final class Mailbox<Value: AnyObject>: @unchecked Sendable {
         return Unmanaged<Value>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
     }
 
-    /// [process] Gives a used value back for release on the control side. If the control side
-    /// has not collected the previous one yet, that one is released here (rare: two batches
-    /// applied with no control call in between).
+    /// [process] Gives a used value back for release on the control side. Only if four retired
+    /// values already wait uncollected is this one released here, and counted.
     package func retire(_ value: Value) {
         let bits = UInt(bitPattern: Unmanaged.passRetained(value).toOpaque())
-        Mailbox.release(retired.exchange(bits, ordering: .acquiringAndReleasing))
+        if retired0.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged { return }
+        if retired1.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged { return }
+        if retired2.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged { return }
+        if retired3.compareExchange(expected: 0, desired: bits, ordering: .releasing).exchanged { return }
+        processingReleases.add(1, ordering: .relaxed)
+        Mailbox.release(bits)
     }
+
+    /// Values the processing thread had to release itself (the control side never collected).
+    package var releasedOnProcessingThread: Int { processingReleases.load(ordering: .relaxed) }
 
     private static func release(_ bits: UInt) {
         guard bits != 0 else { return }

@@ -126,6 +126,8 @@ public final class VideoBuffer: @unchecked Sendable {
     public let format: VideoFormat
     /// The planes as a frame that keeps this buffer alive (`VideoFrame.storage`).
     public var frame: VideoFrame { VideoFrame(planes.raw, storage: self) }
+    /// The planes as the C struct, for the frame path (no retain).
+    public var raw: rawfx_video_frame { planes.raw }
     /// The planes without an owner (a frame holding `self` here would be a cycle).
     private let planes: VideoFrame
     private let storage: UnsafeMutableRawPointer

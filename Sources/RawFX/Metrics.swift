@@ -86,3 +86,16 @@ public struct Metrics: Hashable, Sendable, CustomStringConvertible {
         "\(name): \(frames) frames, \(errors) errors, \(drops) drops, \(bypassed) bypassed, p50 \(Double(p50Nanoseconds) / 1000) µs, p99 \(Double(p99Nanoseconds) / 1000) µs"
     }
 }
+
+/// Which recorder each stage of a new chain continues: the k-th occurrence of a filter id
+/// takes the k-th occurrence's recorder in the old chain (so inserting or removing other
+/// stages keeps a filter's figures); a filter new to the chain starts afresh (nil).
+func carriedTimings(from old: [(id: String, timing: TimingRecorder)], to new: [String]) -> [TimingRecorder?] {
+    var seen: [String: Int] = [:]
+    return new.map { id in
+        let occurrence = seen[id, default: 0]
+        seen[id] = occurrence + 1
+        let matches = old.filter { $0.id == id }
+        return occurrence < matches.count ? matches[occurrence].timing : nil
+    }
+}

@@ -1,5 +1,79 @@
 import Synchronization
 
+/// One chain in force on one processing thread, replaceable from any thread: the handover
+/// behind `SwappableVideoChain` and the SDK hooks' `setChain`.
+///
+/// `replace` (control side) posts the new chain through a `Mailbox` (latest wins: a chain
+/// still waiting is released on the control side, never installed); `takePending`
+/// (processing thread, between two frames or blocks) installs it and retires the old one,
+/// which the control side releases at its next `replace` or `collect`, so filter teardown
+/// never lands inside an SDK callback. The new chain continues the old one's per-filter
+/// metrics (`carryMetrics`).
+package final class ChainSlot<Chain: AnyObject>: @unchecked Sendable {
+    /// Processing thread only.
+    private var inForce: Chain
+    /// Chains on their way in (latest wins) and, once replaced, on their way out.
+    private let handoff = Mailbox<Chain>()
+    /// The chain most recently handed over (control side): run-time changes go there.
+    private let newest: Locked<Chain>
+    private let swaps = Atomic<Int>(0)
+
+    package init(_ chain: Chain) {
+        inForce = chain
+        newest = Locked(chain)
+    }
+
+    /// [control] Installs `chain` from the next frame; `prepare` runs first, under the slot's
+    /// control lock, with the chain it replaces (negotiate, carry metrics).
+    package func replace<E: Error>(with chain: Chain, prepare: (_ new: Chain, _ old: Chain) throws(E) -> Void) throws(E) {
+        try newest.withLock { (latest: inout Chain) throws(E) in
+            try prepare(chain, latest)
+            latest = chain
+            handoff.post { _ in chain }
+        }
+    }
+
+    /// [control] Releases a chain the processing thread retired, without replacing.
+    package func collect() { handoff.collect() }
+
+    /// [any thread] The newest chain: in force, or in force from the next frame.
+    package var latest: Chain { newest.withLock { $0 } }
+
+    /// [process] The chain in force.
+    @inline(__always) package var current: Chain { inForce }
+
+    /// [process] Number of swaps made.
+    package var swapCount: Int { swaps.load(ordering: .relaxed) }
+
+    /// [process] True when `replace` handed a chain over (one relaxed load).
+    @inline(__always) package var hasPending: Bool { handoff.hasPending }
+
+    /// [process] Installs a chain handed over by `replace`, if any, and says whether it did.
+    @inline(__always) @discardableResult
+    package func takePending() -> Bool {
+        guard handoff.hasPending, let next = handoff.take() else { return false }
+        install(next)
+        return true
+    }
+
+    /// [process] Like `takePending()`, but `finish` sees the old chain first, on this thread
+    /// (an audio stream flushes it). Call it when `hasPending`: passing a closure to this
+    /// generic method may allocate in unoptimized builds.
+    @discardableResult
+    package func takePending(finishing finish: (Chain) -> Void) -> Bool {
+        guard handoff.hasPending, let next = handoff.take() else { return false }
+        finish(inForce)
+        install(next)
+        return true
+    }
+
+    private func install(_ next: Chain) {
+        handoff.retire(inForce)
+        inForce = next
+        swaps.add(1, ordering: .relaxed)
+    }
+}
+
 /// A video chain that can be replaced while frames flow, atomically between two frames.
 ///
 /// The processing thread calls `process`; any other thread calls `replace`. The new chain is
@@ -7,68 +81,56 @@ import Synchronization
 /// is dropped and none runs half through the old chain and half through the new. No lock is
 /// taken on the frame path. The old chain is released by the next `replace` (or by `deinit`),
 /// never on the processing thread, so filter teardown never lands inside an SDK callback.
-public final class SwappableVideoChain: @unchecked Sendable {
-    /// Owned by the processing thread.
-    private var current: VideoChain
-    /// Chains on their way in (latest wins) and, once replaced, on their way out.
-    private let handoff = Mailbox<VideoChain>()
-    /// How many times the processing thread has switched chains.
-    private let swaps = Atomic<Int>(0)
-    /// The chain most recently handed over (control side): run-time changes go there.
-    private let latest: Locked<VideoChain>
+/// Per-filter metrics continue across a replace for filters the two chains share.
+public final class SwappableVideoChain: Sendable {
+    private let slot: ChainSlot<VideoChain>
 
-    public init(_ chain: VideoChain) {
-        current = chain
-        latest = Locked(chain)
-    }
+    public init(_ chain: VideoChain) { slot = ChainSlot(chain) }
 
     /// [control] Installs `chain` for the next frame. If `format` is given, the chain is
     /// negotiated here first (so a refusal throws now, not on the processing thread);
     /// otherwise it negotiates on its first frame. A chain still waiting from an earlier call
     /// is released here, never installed.
     public func replace(with chain: VideoChain, negotiatingFor format: VideoFormat? = nil) throws(ChainError) {
-        if let format { try chain.negotiate(format) }
-        latest.withLock { latest in
-            latest = chain
-            handoff.post { _ in chain }
+        try slot.replace(with: chain) { (new, old) throws(ChainError) in
+            if let format { try new.negotiate(format) }
+            new.carryMetrics(from: old)
         }
     }
 
     /// Number of swaps the processing thread has made.
-    public var swapCount: Int { swaps.load(ordering: .relaxed) }
+    public var swapCount: Int { slot.swapCount }
 
     /// [process] Runs one frame through the chain in force at its start.
     public func process(_ frame: VideoFrame) throws(ChainError) -> VideoFrame {
-        takePending()
-        return try current.process(frame)
+        slot.takePending()
+        return try slot.current.process(frame)
     }
 
     /// [process] Installs a chain handed over by `replace`, if any, and says whether it did.
     /// `process` calls it; a hook that checks formats before processing calls it first.
     @discardableResult
-    public func takePending() -> Bool {
-        guard handoff.hasPending, let next = handoff.take() else { return false }
-        // The old chain goes back to the control side, released at its next `replace`.
-        handoff.retire(current)
-        current = next
-        swaps.add(1, ordering: .relaxed)
-        return true
-    }
+    public func takePending() -> Bool { slot.takePending() }
 
     /// [process] The chain in force (for metrics on the processing thread).
-    public var chain: VideoChain { current }
+    public var chain: VideoChain { slot.current }
+
+    /// [any thread] The newest chain (in force, or from the next frame): for metrics off the
+    /// processing thread.
+    public var latestChain: VideoChain { slot.latest }
+
+    /// [control] Releases a chain the processing thread has retired, without replacing.
+    public func collectRetired() { slot.collect() }
 
     /// [any thread] Sets a parameter of the latest chain (the one in force, or the one
     /// `replace` handed over, which is in force from the next frame); see
     /// `VideoChain.setParameter`.
     public func setParameter(_ address: String, _ value: String) throws(ChainError) {
-        let chain = latest.withLock { $0 }
-        try chain.setParameter(address, value)
+        try slot.latest.setParameter(address, value)
     }
 
     /// [any thread] Bypasses a stage of the latest chain; see `VideoChain.setBypass`.
     public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
-        let chain = latest.withLock { $0 }
-        try chain.setBypass(stage, bypassed)
+        try slot.latest.setBypass(stage, bypassed)
     }
 }

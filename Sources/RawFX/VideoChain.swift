@@ -18,7 +18,8 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     final class Stage {
         @exclusivity(unchecked) var instance: FilterInstance
         @exclusivity(unchecked) var negotiation: Negotiation?
-        let timing: TimingRecorder
+        /// Shared with the stage it replaces when a whole chain is swapped (`carryMetrics`).
+        @exclusivity(unchecked) var timing: TimingRecorder
         @exclusivity(unchecked) var output: VideoBuffer?
         @exclusivity(unchecked) var bypassed = false
         init(_ instance: FilterInstance, timing: TimingRecorder = TimingRecorder()) {
@@ -109,6 +110,9 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         // frames[i] is stage i's input, frames[i + 1] its output: C structs in memory the chain
         // owns, so the plugins get stable pointers without closures or copies to the heap.
         frames[0] = frame.raw
+        // The owner of the planes the output lies in: the caller's (in place) or the last
+        // out-of-place stage's buffer, so the returned view keeps its storage alive.
+        var storage = frame.storage
         var index = 0
         // One clock read per stage boundary: a stage's end is the next one's start.
         var start = monotonicNanoseconds()
@@ -124,9 +128,10 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             }
             let status: rawfx_status
             if let buffer = stage.output {
-                output.pointee = buffer.frame.raw
+                output.pointee = buffer.raw
                 output.pointee.timestamp_us = input.pointee.timestamp_us
                 status = stage.instance.processVideo(input, output)
+                storage = buffer
             } else {
                 // In place: the plugin gets the same pointer for in and out (rawfx.h).
                 status = stage.instance.processVideo(input, input)
@@ -142,7 +147,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             index += 1
         }
         frames[stages.count].timestamp_us = timestamps.push(frame.raw.timestamp_us)
-        return VideoFrame(frames[stages.count])
+        return VideoFrame(frames[stages.count], storage: storage)
     }
 
     /// At the end of a stream, pushes the frames a delaying filter still holds out of the
@@ -166,6 +171,16 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
 
     /// Frames, errors, bypassed frames and p50/p99 time per filter.
     public var metrics: [Metrics] { stages.map { $0.timing.snapshot(name: $0.instance.type.id) } }
+
+    /// [control, before this chain processes] Continues the figures of `old`, the chain this one
+    /// replaces: a filter also in the old chain (its k-th occurrence matching the old k-th)
+    /// records into the old stage's recorder, so a swap does not reset its metrics. Only one of the two chains runs at a time,
+    /// on the one processing thread, so the recorder keeps a single writer.
+    package func carryMetrics(from old: VideoChain) {
+        let carried = carriedTimings(from: old.stages.map { ($0.instance.type.id, $0.timing) },
+                                     to: stages.map { $0.instance.type.id })
+        for index in stages.indices { if let timing = carried[index] { stages[index].timing = timing } }
+    }
 
     // MARK: - Run-time control
 

@@ -26,7 +26,7 @@ public struct ContractViolation: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Collects violations and reference counts from every emulated object of a session.
-public final class ContractLedger: @unchecked Sendable {
+public final class ContractLedger: Sendable {
     private let state = Locked<(violations: [ContractViolation], addRefs: Int, releases: Int, live: Int)>(([], 0, 0, 0))
 
     public init() {}
@@ -47,7 +47,8 @@ public final class ContractLedger: @unchecked Sendable {
 /// The pre-processor's frame as the SDK lends it: its own planes, with row padding (filled
 /// with 0xEE so the emulator can tell whether a hook wrote past a row), valid only during
 /// `onPreProcessRawData`. After the callback, buffer accessors return nil and count a
-/// violation.
+/// violation. `@unchecked Sendable`: immutable but for the atomic validity flag (the planes
+/// are the SDK's memory, written by the hook during the callback only).
 public final class EmulatedProcessData: YUVProcessDataI420, @unchecked Sendable {
     public static let paddingByte: UInt8 = 0xEE
     /// The SDK's planes.
@@ -130,16 +131,18 @@ public enum RawDataMemoryMode: Sendable {
 /// Received PCM as the SDK lends it (`AudioRawData`). The emulator calls `endCallback`
 /// when the hook's callback returns: from then on, unless references are held, the buffer
 /// is poisoned (overwritten with 0x5A5A) and any read through `buffer` is a violation.
+/// `@unchecked Sendable`: immutable but for the lease (behind its lock); the PCM is written
+/// at init and at poisoning only.
 public final class EmulatedAudioRawData: AudioRawData, @unchecked Sendable {
     public static let poison: UInt8 = 0x5A
     private let storage: UnsafeMutablePointer<CChar>
+    private let bufferStart: UnsafeMutablePointer<CChar>
     public let bufferLen: Int
     public let sampleRate: Int
     public let channelNum: Int
     public let timeStamp: UInt64
     public let memoryMode: RawDataMemoryMode
-    let ledger: ContractLedger
-    private let state = Locked<(inCallback: Bool, references: Int, poisoned: Bool)>((true, 0, false))
+    private let lease: RawDataLease
 
     /// `samples` interleaved, `channels` per frame. `misalign` places the PCM at an odd
     /// address (some SDK builds hand out such buffers).
@@ -156,27 +159,61 @@ public final class EmulatedAudioRawData: AudioRawData, @unchecked Sendable {
         self.channelNum = channels
         timeStamp = timeStampMilliseconds
         self.memoryMode = memoryMode
-        self.ledger = ledger
+        lease = RawDataLease(object: "AudioRawData", memoryMode: memoryMode, ledger: ledger) {
+            memset(start, Int32(EmulatedAudioRawData.poison), length)
+        }
     }
-
-    private let bufferStart: UnsafeMutablePointer<CChar>
 
     deinit { storage.deallocate() }
 
     public var buffer: UnsafeMutablePointer<CChar>? {
-        let usable = state.withLock { $0.inCallback || $0.references > 0 }
-        if !usable {
-            ledger.record(ContractViolation(call: "AudioRawData.buffer", code: nil,
-                                            reason: "read after the callback returned without addRef (\(memoryMode) memory)"))
-        }
+        _ = lease.checkUsable("buffer")
         return bufferStart
     }
 
-    public func canAddRef() -> Bool { memoryMode == .heap }
+    public func canAddRef() -> Bool { lease.canAddRef }
+    public func addRef() -> Bool { lease.addRef() }
+    public func releaseRef() -> Int { lease.releaseRef() }
 
-    public func addRef() -> Bool {
+    /// The SDK's side: the callback returned.
+    public func endCallback() { lease.endCallback() }
+
+    public var references: Int { lease.references }
+}
+
+/// The validity and reference count of one lent frame, as the SDK keeps them: usable during
+/// the callback, and afterwards only while `addRef` references are held. When neither holds
+/// any more the frame is poisoned (its planes overwritten with 0x5A), so a late read shows.
+final class RawDataLease: @unchecked Sendable {
+    let ledger: ContractLedger
+    let memoryMode: RawDataMemoryMode
+    let object: String
+    private let poison: () -> Void
+    /// Usable until first delivered (the SDK filling it), as `EmulatedAudioRawData` starts.
+    private let state = Locked<(inCallback: Bool, references: Int, poisoned: Bool)>((true, 0, false))
+
+    init(object: String, memoryMode: RawDataMemoryMode, ledger: ContractLedger, poison: @escaping () -> Void) {
+        self.object = object
+        self.memoryMode = memoryMode
+        self.ledger = ledger
+        self.poison = poison
+    }
+
+    /// True when the planes may be read now; records a violation otherwise.
+    func checkUsable(_ accessor: String) -> Bool {
+        let usable = state.withLock { $0.inCallback || $0.references > 0 }
+        if !usable {
+            ledger.record(ContractViolation(call: "\(object).\(accessor)", code: nil,
+                                            reason: "read after the callback returned without addRef (\(memoryMode) memory)"))
+        }
+        return usable
+    }
+
+    var canAddRef: Bool { memoryMode == .heap }
+
+    func addRef() -> Bool {
         guard memoryMode == .heap else {
-            ledger.record(ContractViolation(call: "AudioRawData.addRef", code: nil, reason: "addRef on stack memory (canAddRef() is false)"))
+            ledger.record(ContractViolation(call: "\(object).addRef", code: nil, reason: "addRef on stack memory (canAddRef() is false)"))
             return false
         }
         let ok = state.withLock { s -> Bool in
@@ -187,12 +224,12 @@ public final class EmulatedAudioRawData: AudioRawData, @unchecked Sendable {
         if ok {
             ledger.didAddRef()
         } else {
-            ledger.record(ContractViolation(call: "AudioRawData.addRef", code: nil, reason: "addRef after the callback returned"))
+            ledger.record(ContractViolation(call: "\(object).addRef", code: nil, reason: "addRef after the callback returned"))
         }
         return ok
     }
 
-    public func releaseRef() -> Int {
+    func releaseRef() -> Int {
         let (remaining, poisonNow) = state.withLock { s -> (Int, Bool) in
             s.references -= 1
             let poison = s.references == 0 && !s.inCallback && !s.poisoned
@@ -200,24 +237,40 @@ public final class EmulatedAudioRawData: AudioRawData, @unchecked Sendable {
             return (s.references, poison)
         }
         if remaining < 0 {
-            ledger.record(ContractViolation(call: "AudioRawData.releaseRef", code: nil, reason: "released more often than retained"))
+            ledger.record(ContractViolation(call: "\(object).releaseRef", code: nil, reason: "released more often than retained"))
         } else {
             ledger.didRelease()
         }
-        if poisonNow { memset(bufferStart, Int32(Self.poison), bufferLen) }
+        if poisonNow { poison() }
         return max(remaining, 0)
     }
 
+    /// The SDK's side: the callback starts. False (and a violation) if the frame is still
+    /// referenced: the SDK cannot recycle a buffer a delegate holds.
+    func beginCallback() -> Bool {
+        let ok = state.withLock { s -> Bool in
+            guard s.references == 0 else { return false }
+            s = (true, 0, false)
+            return true
+        }
+        if !ok {
+            ledger.record(ContractViolation(call: "\(object)", code: nil, reason: "delivered again while a reference is still held"))
+        }
+        return ok
+    }
+
     /// The SDK's side: the callback returned.
-    public func endCallback() {
+    func endCallback() {
         let poisonNow = state.withLock { s -> Bool in
             s.inCallback = false
             let poison = s.references == 0 && !s.poisoned
             if poison { s.poisoned = true }
             return poison
         }
-        if poisonNow { memset(bufferStart, Int32(Self.poison), bufferLen) }
+        if poisonNow { poison() }
     }
 
-    public var references: Int { state.withLock { $0.references } }
+    var references: Int { state.withLock { $0.references } }
+    var isPoisoned: Bool { state.withLock { $0.poisoned } }
 }
+

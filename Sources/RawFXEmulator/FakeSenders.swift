@@ -43,7 +43,7 @@ public struct SentAudio: Sendable {
 }
 
 /// The session's clock: real monotonic time, or a manual clock a test advances.
-public final class EmulatorClock: @unchecked Sendable {
+public final class EmulatorClock: Sendable {
     private let manual: Bool
     private let now = Atomic<Int64>(0)
 
@@ -76,12 +76,20 @@ public final class EmulatorClock: @unchecked Sendable {
 
 /// Shared by the fake senders: whether the SDK currently accepts sends (it flips this at
 /// the start/stop callbacks it delivers), what was sent, and what was rejected.
+///
+/// `@unchecked Sendable` (and the subclasses): what a sender records is behind `lock`, the
+/// flags are atomics, the rest is immutable.
 public class FakeSenderBase: @unchecked Sendable {
     public let ledger: ContractLedger
     public let clock: EmulatorClock
     /// Keep the bytes of sent frames and audio (for comparisons); off for long runs.
-    public var keepBytes = true
+    public var keepBytes: Bool {
+        get { keeping.load(ordering: .relaxed) }
+        set { keeping.store(newValue, ordering: .relaxed) }
+    }
+    private let keeping = Atomic<Bool>(true)
     let accepting = Atomic<Bool>(false)
+    /// Guards every sender's recorded sends and settings.
     let lock = EmulatorLock()
 
     init(ledger: ContractLedger, clock: EmulatorClock) {
@@ -105,6 +113,7 @@ public class FakeSenderBase: @unchecked Sendable {
 /// dataLength = w·h·3/2 and a rotation of 0/90/180/270. (The real Video SDK call returns
 /// nothing and drops bad frames silently; the fake answers the error it would log.)
 public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked Sendable {
+    /// `frames`, `accepted`, `required`: guarded by `lock`.
     private var frames: [SentVideoFrame] = []
     private var accepted: Set<[Int]> = []
     private var required: [Int]?
@@ -173,6 +182,7 @@ public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked S
 /// `IZoomVideoSDKShareSender`: like the video sender, between onShareSendStarted and
 /// onShareSendStopped, any even size.
 public final class FakeShareSender: FakeSenderBase, SDKShareSender, @unchecked Sendable {
+    /// Guarded by `lock`.
     private var frames: [SentVideoFrame] = []
 
     public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
@@ -203,14 +213,25 @@ public final class FakeShareSender: FakeSenderBase, SDKShareSender, @unchecked S
 /// `maxChunkMilliseconds` is "too much data in a single time" (6020); audio more than
 /// `maxLeadMilliseconds` ahead of the clock since the first send is "too frequently" (6021).
 public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked Sendable {
+    /// Guarded by `lock`.
     private var chunks: [SentAudio] = []
     private var firstSendTime: Int64?
     private var sentMicroseconds: Int64 = 0
+    private var policy: (requiredRate: Int?, maxChunkMilliseconds: Int, maxLeadMilliseconds: Int?) = (nil, 1000, 300)
     /// nil: any rate the SDK takes; otherwise exactly this rate.
-    public var requiredRate: Int?
-    public var maxChunkMilliseconds = 1000
+    public var requiredRate: Int? {
+        get { lock.withLock { policy.requiredRate } }
+        set { lock.withLock { policy.requiredRate = newValue } }
+    }
+    public var maxChunkMilliseconds: Int {
+        get { lock.withLock { policy.maxChunkMilliseconds } }
+        set { lock.withLock { policy.maxChunkMilliseconds = newValue } }
+    }
     /// nil disables the pacing check.
-    public var maxLeadMilliseconds: Int? = 300
+    public var maxLeadMilliseconds: Int? {
+        get { lock.withLock { policy.maxLeadMilliseconds } }
+        set { lock.withLock { policy.maxLeadMilliseconds = newValue } }
+    }
 
     public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
 
@@ -245,7 +266,7 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
         let tooFast = lock.withLock { () -> Bool in
             let first = firstSendTime ?? now
             firstSendTime = first
-            guard let lead = maxLeadMilliseconds else { return false }
+            guard let lead = policy.maxLeadMilliseconds else { return false }
             return sentMicroseconds - (now - first) > Int64(lead) * 1000
         }
         if tooFast {
@@ -267,10 +288,21 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
 
 /// `IZoomSDKPSSender` (Meeting SDK production studio): video exactly the declared
 /// capability, audio 32000/48000 Hz with even lengths, only between onStartSend and onStopSend.
+///
+/// The seed asks for `sendVideoFrame` and `sendAudio` "on a single producer thread": each
+/// call's thread is recorded (`callingThreads`), and a call from a second thread within one
+/// sending period (onStartSend…onStopSend) is a violation.
 public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendable {
     public let capability: PSVideoSourceCapability
+    /// Guarded by `lock`.
     private var frames: [SentVideoFrame] = []
+    /// Guarded by `lock`.
     private var audio: [SentAudio] = []
+    /// The thread of this sending period's first call, and every calling thread (guarded by `lock`).
+    private var producer: UInt?
+    /// Whether this sending period's second producer was already reported (once per period).
+    private var reported = false
+    private var threads: (video: Set<UInt>, audio: Set<UInt>) = ([], [])
 
     public init(capability: PSVideoSourceCapability, ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) {
         self.capability = capability
@@ -279,9 +311,30 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
 
     public var sentVideo: [SentVideoFrame] { lock.withLock { frames } }
     public var sentAudio: [SentAudio] { lock.withLock { audio } }
+    /// The threads (pthread ids) that called `sendVideoFrame` and `sendAudio`.
+    public var callingThreads: (video: Set<UInt>, audio: Set<UInt>) { lock.withLock { threads } }
+
+    /// A new sending period (the emulator calls it as it delivers onStartSend).
+    public func beginSendingPeriod() { lock.withLock { producer = nil; reported = false } }
+
+    private func noteProducer(_ call: String, video: Bool) {
+        let me = currentThreadID()
+        let second = lock.withLock { () -> Bool in
+            if video { threads.video.insert(me) } else { threads.audio.insert(me) }
+            if producer == nil { producer = me }
+            guard producer != me, !reported else { return false }
+            reported = true
+            return true
+        }
+        if second {
+            ledger.record(ContractViolation(call: call, code: nil,
+                                            reason: "called from a second thread: production studio wants sendVideoFrame and sendAudio from one producer thread"))
+        }
+    }
 
     public func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,
                                format: FrameDataFormat) -> MeetingSDKError {
+        noteProducer("PS sendVideoFrame", video: true)
         guard isAccepting else {
             reject("PS sendVideoFrame", MeetingSDKError.wrongUsage.rawValue, "sent outside onStartSend…onStopSend")
             return .wrongUsage
@@ -300,6 +353,7 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
     }
 
     public func sendAudio(_ data: UnsafeMutablePointer<CChar>, dataLength: Int, sampleRate: Int, channel: SDKAudioChannel) -> MeetingSDKError {
+        noteProducer("PS sendAudio", video: false)
         guard isAccepting else {
             reject("PS sendAudio", MeetingSDKError.wrongUsage.rawValue, "sent outside onStartSend…onStopSend")
             return .wrongUsage
@@ -316,7 +370,18 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
     }
 }
 
-/// A plain mutex for the emulator's bookkeeping.
+/// The calling thread's pthread id, as a number.
+func currentThreadID() -> UInt {
+    #if canImport(Glibc)
+    return UInt(pthread_self())
+    #else
+    return UInt(bitPattern: pthread_self())
+    #endif
+}
+
+/// A plain pthread mutex for the fake senders' fields, which live across a class hierarchy.
+/// Not `Locked<Void>`: ThreadSanitizer reports the inout access of a zero-size state as a
+/// race on the object header.
 public final class EmulatorLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 

@@ -171,7 +171,7 @@ public struct EmulatorReport: Sendable, CustomStringConvertible {
     }
 }
 
-final class BlockCounter: @unchecked Sendable {
+final class BlockCounter: Sendable {
     private let value = Atomic<Int>(0)
     var count: Int {
         get { value.load(ordering: .acquiring) }

@@ -10,7 +10,7 @@ import Synchronization
 /// Lifecycle helpers (`VideoSourceSession`, `MicSession`, `ShareSession`,
 /// `ProductionStudioSession`) deliver each callback on the calling thread, so a test can
 /// deliver `stopSend` from another thread while a frame is in a chain.
-public final class SDKSessionEmulator: @unchecked Sendable {
+public final class SDKSessionEmulator: Sendable {
     public let ledger = ContractLedger()
     public let clock: EmulatorClock
 
@@ -62,14 +62,57 @@ public final class SDKSessionEmulator: @unchecked Sendable {
     public func deliverSpeakerAudio(_ speaker: any SDKVirtualAudioSpeaker, stream: AudioStreamID,
                                     samples: UnsafeBufferPointer<Int16>, format: AudioFormat, timeStampMilliseconds: UInt64,
                                     memoryMode: RawDataMemoryMode = .stack, misalign: Bool = false) {
+        lendAudio(samples, format, timeStampMilliseconds, memoryMode, misalign) { data in
+            switch stream {
+            case .mixed: speaker.onVirtualSpeakerMixedAudioReceived(data)
+            case .oneWay(let user): speaker.onVirtualSpeakerOneWayAudioReceived(data, user: user)
+            case .shared: speaker.onVirtualSpeakerSharedAudioReceived(data)
+            }
+        }
+    }
+
+    /// The same audio through the Video SDK's session delegate spellings:
+    /// `onMixedAudioRawDataReceived`, `onOneWayAudioRawDataReceived(_:user:)`, `onSharedAudioRawDataReceived`.
+    public func deliverVideoSDKAudio(_ delegate: any SDKVideoSDKAudioRawDataDelegate, stream: AudioStreamID,
+                                     samples: UnsafeBufferPointer<Int16>, format: AudioFormat, timeStampMilliseconds: UInt64,
+                                     memoryMode: RawDataMemoryMode = .stack) {
+        lendAudio(samples, format, timeStampMilliseconds, memoryMode, false) { data in
+            switch stream {
+            case .mixed: delegate.onMixedAudioRawDataReceived(data)
+            case .oneWay(let user): delegate.onOneWayAudioRawDataReceived(data, user: user)
+            case .shared: delegate.onSharedAudioRawDataReceived(data)
+            }
+        }
+    }
+
+    /// The same audio through the Meeting SDK's `IZoomSDKAudioRawDataDelegate` spellings:
+    /// `onMixedAudioRawDataReceived`, `onOneWayAudioRawDataReceived(_:userID:)`,
+    /// `onShareAudioRawDataReceived(_:userID:)` (`sharerUserID` names the sharer). A Meeting
+    /// SDK user id is 32-bit: a larger `SDKUser` is recorded as a violation and not delivered.
+    public func deliverMeetingSDKAudio(_ delegate: any SDKAudioRawDataDelegate, stream: AudioStreamID,
+                                       samples: UnsafeBufferPointer<Int16>, format: AudioFormat, timeStampMilliseconds: UInt64,
+                                       sharerUserID: UInt32 = 0, memoryMode: RawDataMemoryMode = .stack) {
+        if case .oneWay(let user) = stream, user.userID > UInt64(UInt32.max) {
+            ledger.record(ContractViolation(call: "onOneWayAudioRawDataReceived", code: nil,
+                                            reason: "\(user) does not fit the Meeting SDK's 32-bit user id"))
+            return
+        }
+        lendAudio(samples, format, timeStampMilliseconds, memoryMode, false) { data in
+            switch stream {
+            case .mixed: delegate.onMixedAudioRawDataReceived(data)
+            case .oneWay(let user): delegate.onOneWayAudioRawDataReceived(data, userID: UInt32(user.userID))
+            case .shared: delegate.onShareAudioRawDataReceived(data, userID: sharerUserID)
+            }
+        }
+    }
+
+    /// Lends `samples` as the SDK's `AudioRawData` for the duration of `callback`.
+    private func lendAudio(_ samples: UnsafeBufferPointer<Int16>, _ format: AudioFormat, _ timeStampMilliseconds: UInt64,
+                           _ memoryMode: RawDataMemoryMode, _ misalign: Bool, _ callback: (EmulatedAudioRawData) -> Void) {
         let data = EmulatedAudioRawData(samples: samples, sampleRate: format.sampleRate, channels: format.channels,
                                         timeStampMilliseconds: timeStampMilliseconds, memoryMode: memoryMode,
                                         misalign: misalign, ledger: ledger)
-        switch stream {
-        case .mixed: speaker.onVirtualSpeakerMixedAudioReceived(data)
-        case .oneWay(let user): speaker.onVirtualSpeakerOneWayAudioReceived(data, user: user)
-        case .shared: speaker.onVirtualSpeakerSharedAudioReceived(data)
-        }
+        callback(data)
         data.endCallback()
     }
 
@@ -128,6 +171,13 @@ public final class SDKSessionEmulator: @unchecked Sendable {
         ShareSession(share: share, sender: FakeShareSender(ledger: ledger, clock: clock))
     }
 
+    /// Production studio for an adapter: the fake sender checks the capability the adapter
+    /// was created with (the one the app passes to `startPSMode`), given once.
+    public func productionStudioSession(_ adapter: ProductionStudioAdapter) -> ProductionStudioSession {
+        productionStudioSession(adapter, capability: adapter.capability)
+    }
+
+    /// Production studio for any event object, started for `capability`.
     public func productionStudioSession(_ events: any SDKProductionStudioEvent,
                                         capability: PSVideoSourceCapability) -> ProductionStudioSession {
         ProductionStudioSession(events: events, sender: FakePSSender(capability: capability, ledger: ledger, clock: clock))
@@ -136,25 +186,26 @@ public final class SDKSessionEmulator: @unchecked Sendable {
 
 /// The external video source's lifecycle, driven by the SDK side. Each call delivers one
 /// callback; `sender.isAccepting` follows the SDK: on at onStartSend, off when onStopSend
-/// (or onUninitialized) returns.
+/// (or onUninitialized) returns. `@unchecked Sendable`: its state is behind `Locked`; the
+/// source is the app's object.
 public final class VideoSourceSession: @unchecked Sendable {
     public let source: any SDKVideoSource
     public let sender: FakeVideoSender
-    public private(set) var supported: [VideoSourceCapability]
-    public private(set) var suggested: VideoSourceCapability
-    /// Callbacks delivered, in order (for assertions).
-    public private(set) var log: [String] = []
-    private let lock = EmulatorLock()
+    /// What the SDK offers now, and the callbacks delivered in order (for assertions).
+    private let state: Locked<(supported: [VideoSourceCapability], suggested: VideoSourceCapability, log: [String])>
+
+    public var supported: [VideoSourceCapability] { state.withLock { $0.supported } }
+    public var suggested: VideoSourceCapability { state.withLock { $0.suggested } }
+    public var log: [String] { state.withLock { $0.log } }
 
     init(source: any SDKVideoSource, sender: FakeVideoSender, supported: [VideoSourceCapability], suggested: VideoSourceCapability) {
         self.source = source
         self.sender = sender
-        self.supported = supported
-        self.suggested = suggested
+        state = Locked((supported, suggested, []))
         sender.acceptedSizes = Set(supported.map { [$0.width, $0.height] } + [[suggested.width, suggested.height]])
     }
 
-    private func note(_ s: String) { lock.withLock { log.append(s) } }
+    private func note(_ s: String) { state.withLock { $0.log.append(s) } }
 
     public func initialize() {
         note("onInitialize")
@@ -163,8 +214,10 @@ public final class VideoSourceSession: @unchecked Sendable {
 
     public func propertyChange(supported: [VideoSourceCapability], suggested: VideoSourceCapability) {
         note("onPropertyChange")
-        self.supported = supported
-        self.suggested = suggested
+        state.withLock {
+            $0.supported = supported
+            $0.suggested = suggested
+        }
         source.onPropertyChange(supported, suggestCapability: suggested)
         sender.acceptedSizes = Set(supported.map { [$0.width, $0.height] } + [[suggested.width, suggested.height]])
     }
@@ -189,6 +242,7 @@ public final class VideoSourceSession: @unchecked Sendable {
 }
 
 /// The virtual mic's lifecycle.
+/// `@unchecked Sendable`: immutable; the hook it drives is the app's object (not declared Sendable).
 public final class MicSession: @unchecked Sendable {
     public let mic: any SDKVirtualAudioMic
     public let sender: FakeAudioSender
@@ -218,6 +272,7 @@ public final class MicSession: @unchecked Sendable {
 }
 
 /// The share source's lifecycle: started (with a sender) and stopped.
+/// `@unchecked Sendable`: immutable; the hook it drives is the app's object (not declared Sendable).
 public final class ShareSession: @unchecked Sendable {
     public let share: any SDKShareSource
     public let sender: FakeShareSender
@@ -239,6 +294,7 @@ public final class ShareSession: @unchecked Sendable {
 }
 
 /// Production studio's lifecycle: startPSMode's result, then onStartSend / onStopSend.
+/// `@unchecked Sendable`: immutable; the hook it drives is the app's object (not declared Sendable).
 public final class ProductionStudioSession: @unchecked Sendable {
     public let events: any SDKProductionStudioEvent
     public let sender: FakePSSender
@@ -252,6 +308,7 @@ public final class ProductionStudioSession: @unchecked Sendable {
     public func startResult(_ success: Bool) { events.onStartPSModeResult(success) }
 
     public func startSend() {
+        sender.beginSendingPeriod()
         sender.isAccepting = true
         events.onStartSend(sender)
     }

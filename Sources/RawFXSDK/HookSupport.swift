@@ -9,7 +9,8 @@ import Synchronization
 /// A pthread mutex with a condition variable on the monotonic clock. Used where a thread must
 /// wait (workers) and for the short critical sections of queues and send gates; never held
 /// across a chain. `recursive` lets a sender call back into the hook on the same thread
-/// (an SDK may deliver onStopSend from inside a send call).
+/// (an SDK may deliver onStopSend from inside a send call). `@unchecked Sendable`: the
+/// pthread objects are made for sharing.
 final class HookLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -60,6 +61,7 @@ final class HookLock: @unchecked Sendable {
 }
 
 /// A thread the hooks own (async workers, the mic pacer). Started once, joined once.
+/// `@unchecked Sendable`: `thread` is written at init; `joined` by the one owner that joins.
 final class HookThread: @unchecked Sendable {
     #if os(Linux)
     private var thread = pthread_t()
@@ -137,8 +139,9 @@ public enum ProcessingMode: Sendable, Equatable {
 /// `processing` times are recorded by the single thread that runs the chain (the SDK's
 /// callback thread in sync mode, the worker in async mode); `callback` times by the SDK's
 /// thread in async mode (the cost of queueing). Errors, drops and refusals are atomics, as
-/// they come from several threads.
-public final class HookStats: @unchecked Sendable {
+/// they come from several threads. Where several threads may record one timing (sync
+/// callbacks of different streams, several pushing threads), the hook serialises them.
+public final class HookStats: Sendable {
     public let name: String
     let processing = TimingRecorder()
     let callback = TimingRecorder()
@@ -233,7 +236,8 @@ public enum Refusal: Sendable, Equatable, CustomStringConvertible {
 /// then calls the sender inside `send`, which holds the gate's (recursive) lock for the
 /// duration of the sender call only. `stop` takes the same lock, so once `stop` returns no
 /// send is in progress and none will start: a frame in flight in the chain finishes its
-/// chain, finds the gate closed and is not sent.
+/// chain, finds the gate closed and is not sent. `@unchecked Sendable`: `sender` is guarded
+/// by `lock`; the state and epoch are atomics.
 final class SendGate<Sender>: @unchecked Sendable {
     enum State: Int { case noSender = 0, initialized = 1, sending = 2, stopped = 3, closed = 4 }
     private let lock = HookLock(recursive: true)
@@ -319,7 +323,8 @@ struct RefusalError: Error { let refusal: Refusal }
 // MARK: - Packed output
 
 /// A tightly packed I420 picture, allocated at negotiation and reused for every frame: what
-/// `sendVideoFrame` / `sendShareFrame` take.
+/// `sendVideoFrame` / `sendShareFrame` take. `@unchecked Sendable`: immutable; the bytes are
+/// written by the one processing thread and read by the sender it calls.
 final class PackedPicture: @unchecked Sendable {
     let format: VideoFormat
     let byteCount: Int
@@ -334,3 +339,25 @@ final class PackedPicture: @unchecked Sendable {
 
     deinit { bytes.deallocate() }
 }
+
+// MARK: - Run-time control
+
+/// What every single-chain hook offers from any thread, without replacing the object the SDK
+/// holds: a new chain (negotiated on the calling thread when the stream's format is known,
+/// swapped in between two frames or blocks, the old one released off the SDK's thread,
+/// per-filter metrics carried), a parameter change or a bypass applied to the running chain
+/// (filter state kept). Production studio has two chains and takes a `MediaKind` instead.
+public protocol RunTimeControl: AnyObject, Sendable {
+    func setChain(_ text: String) throws(ChainError)
+    /// `"filter.parameter"` or `"index.parameter"`, a value in chain syntax.
+    func setParameter(_ address: String, _ value: String) throws(ChainError)
+    /// `"filter"` or `"index"`.
+    func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError)
+}
+
+extension PreProcessorHook: RunTimeControl {}
+extension VirtualSpeakerHook: RunTimeControl {}
+extension VideoSourceAdapter: RunTimeControl {}
+extension ShareSourceAdapter: RunTimeControl {}
+extension VirtualMicAdapter: RunTimeControl {}
+extension ReceiveVideoHook: RunTimeControl {}

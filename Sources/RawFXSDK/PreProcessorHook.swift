@@ -14,15 +14,22 @@ import Synchronization
 ///
 /// Always synchronous: the SDK's planes exist only during the callback and
 /// `YUVProcessDataI420` cannot be retained, so there is no async mode.
-/// `configure` may be called from any thread while frames flow: the new chain is taken at
-/// the start of the next frame, lock-free.
+/// Run-time control from any thread while frames flow: `setChain` (or `configure`) builds
+/// and negotiates the new chain on the calling thread, for the last frame's format, and it is
+/// taken at the start of the next frame, lock-free, with nothing left to negotiate on the
+/// SDK's thread; the old chain is released on the control side; per-filter metrics continue.
+/// `setParameter` and `setBypass` change the running chain between two frames.
+///
+/// `@unchecked Sendable`: `validatedFormat` and `refusedFormat` belong to the SDK's capture
+/// thread (the one that calls `onPreProcessRawData`); everything else is immutable or behind
+/// `Locked` / the swappable chain.
 public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Sendable {
     public let registry: PluginRegistry
     let stats = HookStats(name: "preProcessor")
 
     /// The chain in force, swapped lock-free between frames.
     private let live: SwappableVideoChain
-    /// Frame path state (the SDK's capture thread).
+    /// Frame path state (the SDK's capture thread only).
     private var validatedFormat: VideoFormat?
     private var refusedFormat: VideoFormat?
     /// Control state: the newest chain (for metrics), the last error, the last frame format.
@@ -87,6 +94,17 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
         }
     }
 
+    /// [any thread] `configure(chain:)` under the name every hook uses.
+    public func setChain(_ text: String) throws(ChainError) { try configure(chain: text) }
+
+    /// [any thread] Sets a parameter of the chain (`"watermark.opacity"`), applied between two
+    /// frames with the filter's state kept. A change that would resize the frame is refused
+    /// on the frame path (the frame is left untouched, counted as an error).
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) { try live.setParameter(address, value) }
+
+    /// [any thread] Bypasses a stage, or re-enables it, from the next frame.
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try live.setBypass(stage, bypassed) }
+
     /// The chain text in force (or about to be, at the next frame).
     public var chainText: String { control.withLock { $0.text } }
 
@@ -113,8 +131,10 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
                                v: UnsafeMutableRawPointer(v).assumingMemoryBound(to: UInt8.self), vStride: rawData.vStride,
                                timestampMicroseconds: Int64(start / 1000))
         if live.takePending() {
-            validatedFormat = nil
             refusedFormat = nil
+            // Negotiated and checked on the control side for the last frame's format: nothing
+            // to do here unless the format has changed since.
+            validatedFormat = live.chain.inputFormat
         }
         let chain = live.chain
         if format != validatedFormat {

@@ -30,21 +30,34 @@ public enum PSSendError: Error, Equatable, CustomStringConvertible {
 }
 
 /// Production studio mode (Meeting SDK): a wrapper around the PS sender for the capability
-/// the app declared when it started PS mode.
+/// the app declared when it started PS mode (given once, here: the emulator and the app's
+/// `startPSMode` read it from `capability`).
 ///
 /// - Video from `pushFrame` is negotiated to exactly the declared width and height (a
-///   fit-mode scale is appended when the chain does not end there) and must be in the
-///   declared format (range); anything else is refused with `PSSendError.invalidParameter`
-///   before it reaches the sender.
+///   fit-mode scale is appended when the chain does not end there) and converted to the
+///   declared range: when a frame's range differs from `capability.format`, the YUV plugin's
+///   `range=to=full` (or `range=to=limited`) is appended after the fit. Without a `range`
+///   filter such a frame fails with a message naming the missing filter. Anything else off
+///   the capability is refused with `PSSendError.invalidParameter` before the sender.
 /// - Audio from `pushAudio` goes out as 16-bit mono at `audioRate` (32000 or 48000; 48000 by
 ///   default), in 10 ms chunks (always an even byte count), paced like the virtual mic.
-/// - `sendVideoFrame` / `sendAudio` validate and forward buffers the app made itself.
+/// - One producer thread, as the SDK asks: the audio sender thread (see `AudioPacing`) calls
+///   the PS sender for audio AND video, with every pacing. A video frame's chain runs on the
+///   pushing thread (sync) or the video worker (async), then its send is handed to the sender
+///   thread, which makes it between two audio chunks (or while it waits for one) while the
+///   pushing thread waits for the result.
+/// - `sendVideoFrame` / `sendAudio` validate and forward buffers the app made itself (also
+///   through the one sending thread).
 /// - Lifecycle: `onStartPSModeResult(true)`, then `onStartSend(sender)` opens sending;
-///   `onStopSend` closes it and releases the sender. Nothing is sent outside.
-public final class ProductionStudioAdapter: SDKProductionStudioEvent, @unchecked Sendable {
+///   `onStopSend` closes it and releases the sender. Nothing is sent outside. Each is also
+///   reported to the app (`lifecycle`).
+/// - Run-time control of either chain from any thread: `setChain`, `setParameter`, `setBypass`.
+public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
     public let capability: PSVideoSourceCapability
     public let audioRate: Int
     public let registry: PluginRegistry
+    /// Mode result/start/stop events, as a callback and as streams.
+    public let lifecycle = LifecycleEvents()
     let video: VideoPublisher<any SDKPSSender>
     let audio: AudioPublisher<any SDKPSSender>
     private let state = Locked<(accepted: Bool?, publishing: Set<UInt32>)>((nil, []))
@@ -61,32 +74,40 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, @unchecked
         self.capability = capability
         self.audioRate = audioRate
         self.registry = registry
-        let cap = capability
-        video = VideoPublisher(name: "productionStudio.video", chain: videoChain.isEmpty ? nil : try VideoChain(videoChain, registry: registry),
-                               registry: registry, mode: mode) { sender, picture, format in
-            let dataFormat = FrameDataFormat(format.colorRange)
-            if let error = Self.validateVideo(width: picture.format.width, height: picture.format.height,
-                                              frameLength: picture.byteCount, format: dataFormat, capability: cap) {
-                return .invalid(error.description)
-            }
-            let status = sender.sendVideoFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
-                                               frameLength: picture.byteCount, format: dataFormat)
-            return status == .success ? .sent : .rejectedBySender(code: status.rawValue, name: status.description)
-        }
-        video.pipeline.setTarget(.exact(width: capability.width, height: capability.height))
-        audio = AudioPublisher(name: "productionStudio.audio", chain: audioChain.isEmpty ? nil : try AudioChain(audioChain, registry: registry),
-                               registry: registry, targetRate: audioRate, pacing: pacing, queueMilliseconds: 10_000) { sender, data, length, rate in
+        let audio = AudioPublisher<any SDKPSSender>(
+            name: "productionStudio.audio",
+            chain: try AudioChain(specs: audioChain.isEmpty ? [] : FilterSpec.parseChain(audioChain), registry: registry),
+            registry: registry, targetRate: audioRate, pacing: pacing, queueMilliseconds: 10_000) { sender, data, length, rate in
             if let error = Self.validateAudio(dataLength: length, sampleRate: rate, channel: .mono) {
                 return .rejected(code: error.code.rawValue, name: error.description)
             }
             let status = sender.sendAudio(data, dataLength: length, sampleRate: rate, channel: .mono)
             return status == .success ? .sent : .rejected(code: status.rawValue, name: status.description)
         }
+        self.audio = audio
+        let cap = capability
+        // One processing thread sends video at a time (the sync lock or the video worker): one request object.
+        let videoSend = PSVideoSend()
+        video = VideoPublisher(name: "productionStudio.video",
+                               chain: try VideoChain(specs: videoChain.isEmpty ? [] : FilterSpec.parseChain(videoChain), registry: registry),
+                               registry: registry, mode: mode) { sender, picture, format in
+            let dataFormat = FrameDataFormat(format.colorRange)
+            if let error = Self.validateVideo(width: picture.format.width, height: picture.format.height,
+                                              frameLength: picture.byteCount, format: dataFormat, capability: cap) {
+                return .invalid(error.description)
+            }
+            videoSend.prepare(sender, picture, dataFormat)
+            audio.runOnSender(videoSend)
+            let status = videoSend.finish()
+            return status == .success ? .sent : .rejectedBySender(code: status.rawValue, name: status.description)
+        }
+        video.pipeline.setTarget(.exact(width: capability.width, height: capability.height), range: capability.format.colorRange)
     }
 
     deinit {
         video.close()
         audio.close()
+        lifecycle.finish()
     }
 
     // MARK: Validation (what the SDK documents; checked before the sender is called)
@@ -120,29 +141,62 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, @unchecked
 
     // MARK: SDK callbacks
 
+    /// `onStartPSModeResult` [SDK thread].
     public func onStartPSModeResult(_ success: Bool) {
         state.withLock { $0.accepted = success }
+        lifecycle.emit(.productionStudioModeResult(success: success))
     }
 
+    /// `onStartSend` [SDK thread]: with a sender after a successful mode result, sending opens.
     public func onStartSend(_ sender: (any SDKPSSender)?) {
         guard state.withLock({ $0.accepted }) == true, let sender else { return }
         video.gate.initialize(sender)
         audio.gate.initialize(sender)
-        if video.gate.start() { video.pipeline.requestReset() }
+        video.gate.start()
         audio.start()
+        lifecycle.emit(.productionStudioStarted)
     }
 
+    /// `onStopSend` [SDK thread]: once it returns nothing more is sent and the sender is released.
     public func onStopSend() {
         video.gate.stop()
         video.gate.uninitialize()
         video.discardQueued()
         audio.uninitialize()
         state.withLock { $0.accepted = nil }
+        lifecycle.emit(.productionStudioStopped)
     }
 
+    /// `onPSUserStatusChanged` [SDK thread]: who publishes (does not affect sending).
     public func onPSUserStatusChanged(_ userID: UInt32, isStart: Bool) {
         state.withLock {
             if isStart { $0.publishing.insert(userID) } else { $0.publishing.remove(userID) }
+        }
+    }
+
+    // MARK: Run-time control (any thread)
+
+    /// Replaces the video or audio chain; see `VideoSourceAdapter.setChain` / `VirtualMicAdapter.setChain`.
+    public func setChain(_ text: String, for media: MediaKind) throws(ChainError) {
+        switch media {
+        case .video: try video.setChain(text)
+        case .audio: try audio.setChain(text)
+        }
+    }
+
+    /// Sets a parameter of the video or audio chain, applied between two frames or pushes.
+    public func setParameter(_ address: String, _ value: String, for media: MediaKind) throws(ChainError) {
+        switch media {
+        case .video: try video.setParameter(address, value)
+        case .audio: try audio.setParameter(address, value)
+        }
+    }
+
+    /// Bypasses a stage of the video or audio chain, or re-enables it.
+    public func setBypass(_ stage: String, _ bypassed: Bool, for media: MediaKind) throws(ChainError) {
+        switch media {
+        case .video: try video.setBypass(stage, bypassed)
+        case .audio: try audio.setBypass(stage, bypassed)
         }
     }
 
@@ -161,7 +215,14 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, @unchecked
 
     /// `.caller` pacing: sends the audio chunks due at `now`.
     @discardableResult
-    public func pump(nowMicroseconds now: Int64) -> Int64? { audio.pump(nowMicroseconds: now) }
+    public func pump(nowMicroseconds now: Int64) -> Int64? {
+        // Only the caller's clock is set by pump; other pacings keep their own.
+        guard audio.pacing == .caller else { return nil }
+        return audio.pump(nowMicroseconds: now)
+    }
+
+    /// Audio chunks waiting to be sent.
+    public var queuedAudioChunks: Int { audio.queuedChunks }
 
     /// Validates and forwards an I420 buffer the app packed itself.
     public func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,
@@ -170,7 +231,11 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, @unchecked
             video.stats.recordError()
             throw error
         }
-        let result = video.gate.send { $0.sendVideoFrame(frameBuffer, width: width, height: height, frameLength: frameLength, format: format) }
+        // The gate's lock is taken on the sender thread, which takes the audio gate's too.
+        var result: Result<MeetingSDKError, RefusalError> = .failure(RefusalError(refusal: .closed))
+        audio.runOnSender {
+            result = self.video.gate.send { $0.sendVideoFrame(frameBuffer, width: width, height: height, frameLength: frameLength, format: format) }
+        }
         switch result {
         case .success(.success): return
         case .success(let code):
@@ -189,7 +254,10 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, @unchecked
             audio.stats.recordError()
             throw error
         }
-        let result = audio.gate.send { $0.sendAudio(data, dataLength: dataLength, sampleRate: sampleRate, channel: channel) }
+        var result: Result<MeetingSDKError, RefusalError> = .failure(RefusalError(refusal: .closed))
+        audio.runOnSender {
+            result = self.audio.gate.send { $0.sendAudio(data, dataLength: dataLength, sampleRate: sampleRate, channel: channel) }
+        }
         switch result {
         case .success(.success): return
         case .success(let code):
@@ -208,8 +276,39 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, @unchecked
     public var audioMetrics: HookMetrics { audio.metrics }
     public var lastVideoFailure: PublishStatus? { video.lastStatus }
 
+    /// Stops sending and refuses everything from now on; ends the lifecycle streams.
     public func close() {
         video.close()
         audio.close()
+        lifecycle.finish()
+    }
+}
+
+/// One production studio video send, handed to the audio sender thread and reused for every
+/// frame. Filled by the video processing thread (one at a time), run on the sender thread,
+/// read back by the processing thread: the publisher's lock orders the three.
+final class PSVideoSend: SenderWork, @unchecked Sendable {
+    private var sender: (any SDKPSSender)?
+    private var picture: PackedPicture?
+    private var format = FrameDataFormat.i420Full
+    private var status = MeetingSDKError.success
+
+    func prepare(_ sender: any SDKPSSender, _ picture: PackedPicture, _ format: FrameDataFormat) {
+        self.sender = sender
+        self.picture = picture
+        self.format = format
+    }
+
+    func run() {
+        guard let sender, let picture else { return }
+        status = sender.sendVideoFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
+                                       frameLength: picture.byteCount, format: format)
+    }
+
+    /// The sender's answer; forgets the sender and picture.
+    func finish() -> MeetingSDKError {
+        sender = nil
+        picture = nil
+        return status
     }
 }

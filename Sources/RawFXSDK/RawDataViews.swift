@@ -1,8 +1,9 @@
 import RawFX
 /// A `YUVProcessDataI420` over plane pointers an adapter already has (a C shim, a wrapper
 /// around the SDK's C++ or Objective-C object). Reuse one instance per capture thread and
-/// `update` it for each frame: the hook never keeps it past the call.
-public final class YUVProcessDataView: YUVProcessDataI420, @unchecked Sendable {
+/// `update` it for each frame: the hook never keeps it past the call. Not `Sendable`: its
+/// fields belong to the capture thread that updates it.
+public final class YUVProcessDataView: YUVProcessDataI420 {
     public private(set) var width = 0
     public private(set) var height = 0
     public private(set) var yStride = 0
@@ -39,7 +40,8 @@ public final class YUVProcessDataView: YUVProcessDataI420, @unchecked Sendable {
 
 /// An `AudioRawData` over a buffer an adapter already has, with the SDK object's reference
 /// counting forwarded through closures (nil: the buffer cannot be retained, as in the SDK's
-/// default stack memory mode).
+/// default stack memory mode). `@unchecked Sendable`: immutable; the closures are the
+/// adapter's (the async speaker calls `releaseRef` on its worker thread).
 public final class AudioRawDataView: AudioRawData, @unchecked Sendable {
     public let buffer: UnsafeMutablePointer<CChar>?
     public let bufferLen: Int

@@ -18,7 +18,7 @@ import Synchronization
 /// context.externalVideoSource = try processor.configureVideoSource(chain: "rotate=angle=90")
 /// context.virtualAudioMic = try processor.configureVirtualMic(chain: "gain=db=6")
 /// ```
-public final class RawFXProcessor: @unchecked Sendable {
+public final class RawFXProcessor: Sendable {
     public let registry: PluginRegistry
     private struct Hooks {
         var preProcessor: PreProcessorHook?
@@ -27,6 +27,7 @@ public final class RawFXProcessor: @unchecked Sendable {
         var virtualMic: VirtualMicAdapter?
         var shareSource: ShareSourceAdapter?
         var productionStudio: ProductionStudioAdapter?
+        var receiveVideo: ReceiveVideoHook?
     }
     private let hooks = Locked<Hooks>(Hooks())
 
@@ -38,6 +39,7 @@ public final class RawFXProcessor: @unchecked Sendable {
     public var virtualMic: VirtualMicAdapter? { hooks.withLock { $0.virtualMic } }
     public var shareSource: ShareSourceAdapter? { hooks.withLock { $0.shareSource } }
     public var productionStudio: ProductionStudioAdapter? { hooks.withLock { $0.productionStudio } }
+    public var receiveVideo: ReceiveVideoHook? { hooks.withLock { $0.receiveVideo } }
 
     /// Creates the pre-processor, or swaps the chain of the existing one between frames.
     @discardableResult
@@ -51,49 +53,98 @@ public final class RawFXProcessor: @unchecked Sendable {
         return hook
     }
 
+    /// Creates the virtual speaker, or sets the chain of the existing one (the object the SDK
+    /// holds keeps serving its callbacks: every stream gets the new chain before its next
+    /// block). On an existing hook `mode`, `retainInAsync` and `sink` are those it was created
+    /// with; the arguments here are ignored.
     @discardableResult
     public func configureVirtualSpeaker(chain: String, mode: ProcessingMode = .sync, retainInAsync: Bool = false,
                                         sink: @escaping VirtualSpeakerHook.Sink) throws(ChainError) -> VirtualSpeakerHook {
-        let hook = try VirtualSpeakerHook(chain: chain, registry: registry, mode: mode, retainInAsync: retainInAsync, sink: sink)
-        let old = hooks.withLock { h -> VirtualSpeakerHook? in
-            defer { h.virtualSpeaker = hook }
-            return h.virtualSpeaker
+        if let existing = virtualSpeaker {
+            try existing.setChain(chain)
+            return existing
         }
-        old?.close()
+        let hook = try VirtualSpeakerHook(chain: chain, registry: registry, mode: mode, retainInAsync: retainInAsync, sink: sink)
+        hooks.withLock { $0.virtualSpeaker = hook }
         return hook
     }
 
+    /// Creates the video source, or sets the chain of the existing one (the object the SDK
+    /// holds; `mode` and `capabilityPolicy` stay those it was created with).
     @discardableResult
     public func configureVideoSource(chain: String = "", mode: ProcessingMode = .sync,
                                      capabilityPolicy: VideoSourceAdapter.CapabilityPolicy? = nil) throws(ChainError) -> VideoSourceAdapter {
+        if let existing = videoSource {
+            try existing.setChain(chain)
+            return existing
+        }
         let hook = try VideoSourceAdapter(chain: chain, registry: registry, mode: mode, capabilityPolicy: capabilityPolicy)
         hooks.withLock { $0.videoSource = hook }
         return hook
     }
 
+    /// Creates the virtual mic, or sets the chain of the existing one (`targetRate` and
+    /// `pacing` stay those it was created with).
     @discardableResult
     public func configureVirtualMic(chain: String = "", targetRate: Int = 48000,
                                     pacing: AudioPacing = .worker) throws(ChainError) -> VirtualMicAdapter {
+        if let existing = virtualMic {
+            try existing.setChain(chain)
+            return existing
+        }
         let hook = try VirtualMicAdapter(chain: chain, registry: registry, targetRate: targetRate, pacing: pacing)
         hooks.withLock { $0.virtualMic = hook }
         return hook
     }
 
+    /// Creates the share source, or sets the chain of the existing one (`mode` and
+    /// `outputSize` stay those it was created with).
     @discardableResult
     public func configureShareSource(chain: String = "", mode: ProcessingMode = .sync,
                                      outputSize: (width: Int, height: Int)? = nil) throws(ChainError) -> ShareSourceAdapter {
+        if let existing = shareSource {
+            try existing.setChain(chain)
+            return existing
+        }
         let hook = try ShareSourceAdapter(chain: chain, registry: registry, mode: mode, outputSize: outputSize)
         hooks.withLock { $0.shareSource = hook }
         return hook
     }
 
+    /// Creates production studio for `capability` (given once: the emulator and the app's
+    /// `startPSMode` read `adapter.capability`), or sets the chains of the existing adapter.
+    /// A different capability on an existing adapter is refused: PS mode was started for the
+    /// first one (stop PS mode and make a new processor to change it).
     @discardableResult
     public func configureProductionStudio(capability: PSVideoSourceCapability, videoChain: String = "", audioChain: String = "",
                                           audioRate: Int = 48000, mode: ProcessingMode = .sync,
                                           pacing: AudioPacing = .worker) throws(ChainError) -> ProductionStudioAdapter {
+        if let existing = productionStudio {
+            guard existing.capability == capability else {
+                throw .contract("production studio was configured for \(existing.capability), not \(capability): the capability is given once, when PS mode starts")
+            }
+            try existing.setChain(videoChain, for: .video)
+            try existing.setChain(audioChain, for: .audio)
+            return existing
+        }
         let hook = try ProductionStudioAdapter(capability: capability, videoChain: videoChain, audioChain: audioChain,
                                                registry: registry, audioRate: audioRate, mode: mode, pacing: pacing)
         hooks.withLock { $0.productionStudio = hook }
+        return hook
+    }
+
+    /// Creates the received-video hook (each subscribed user's video or share pipe gets its
+    /// own chain: `hook.subscribe(user.getVideoPipe(), user:, resolution:)`), or sets the chain
+    /// of the existing one for every stream (`mode` and `sink` stay those it was created with).
+    @discardableResult
+    public func configureReceiveVideo(chain: String, mode: ProcessingMode = .sync,
+                                      sink: @escaping ReceiveVideoHook.Sink) throws(ChainError) -> ReceiveVideoHook {
+        if let existing = receiveVideo {
+            try existing.setChain(chain)
+            return existing
+        }
+        let hook = try ReceiveVideoHook(chain: chain, registry: registry, mode: mode, sink: sink)
+        hooks.withLock { $0.receiveVideo = hook }
         return hook
     }
 
@@ -110,6 +161,7 @@ public final class RawFXProcessor: @unchecked Sendable {
             all.append(x.videoMetrics)
             all.append(x.audioMetrics)
         }
+        if let x = h.receiveVideo { all.append(x.metrics) }
         return all
     }
 
@@ -121,5 +173,6 @@ public final class RawFXProcessor: @unchecked Sendable {
         h.virtualMic?.close()
         h.shareSource?.close()
         h.productionStudio?.close()
+        h.receiveVideo?.close()
     }
 }

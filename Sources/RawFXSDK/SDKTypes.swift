@@ -304,6 +304,15 @@ public protocol SDKAudioRawDataDelegate: AnyObject {
     func onShareAudioRawDataReceived(_ data: any AudioRawData, userID: UInt32)
 }
 
+/// The Video SDK's receive-side audio callbacks (`IZoomVideoSDKDelegate`): the same three
+/// streams under its spellings, the user as an object. `onMixedAudioRawDataReceived` has the
+/// same name in both SDKs, so one method serves both delegates.
+public protocol SDKVideoSDKAudioRawDataDelegate: AnyObject {
+    func onMixedAudioRawDataReceived(_ data: any AudioRawData)
+    func onOneWayAudioRawDataReceived(_ data: any AudioRawData, user: SDKUser)
+    func onSharedAudioRawDataReceived(_ data: any AudioRawData)
+}
+
 /// The part of the session delegate (`IZoomVideoSDKDelegate::onUserLeave`) per-user state needs.
 public protocol SDKUserEvents: AnyObject {
     func onUserLeave(_ users: [SDKUser])

@@ -46,85 +46,119 @@ enum PublishTarget: Equatable, Sendable {
     case even
 }
 
-/// Chain, fit-to-size and packing for the publish paths. Owned by the one thread that
-/// processes frames (the pushing thread in sync mode, the worker in async mode); the control
-/// side hands over a new chain or target through `Locked`-guarded slots taken between frames.
-final class VideoPublishPipeline: @unchecked Sendable {
-    let registry: PluginRegistry
+/// What the sending size and range are, with the tail chains that make a frame fit them:
+/// built on the control side (`setTarget`) and handed to the processing thread whole.
+final class PublishTail {
+    let target: PublishTarget
+    /// The colour range the sender needs (production studio's declared format), or nil for any.
+    let range: ColorRange?
+    let generation: UInt64
+    /// `.exact`: `scale=...:mode=fit` to that size, or why it could not be made.
+    let fit: VideoChain?
+    let fitError: ChainError?
+    /// `range=to=full|limited`, appended after the fit when a frame's range is not `range`;
+    /// nil when no `range` filter is loaded.
+    let rangeChain: VideoChain?
+    /// `.exact`: the packed picture handed to the sender.
+    let packed: PackedPicture?
 
-    // Processing thread.
-    private var userChain: VideoChain?
-    private var target: PublishTarget = .even
-    private var targetGeneration: UInt64 = 0
-    private var fit: VideoChain?
-    private var fitSize: (width: Int, height: Int)?
-    private var fitError: ChainError?
-    private var packed: PackedPicture?
-
-    // Control → processing.
-    private struct Pending {
-        var chain: VideoChain??
-        var target: (PublishTarget, UInt64, VideoChain?, ChainError?, PackedPicture?)?
-        var reset = false
-        /// Newest chain and fit, for metrics from any thread.
-        var chainForMetrics: VideoChain?
-        var fitForMetrics: VideoChain?
-    }
-    private let pending = Locked<Pending>(Pending())
-    private let hasPending = Atomic<Bool>(false)
-    private let generation = Atomic<UInt64>(0)
-
-    init(chain: VideoChain?, registry: PluginRegistry) {
-        self.registry = registry
-        userChain = chain
-        pending.withLock { $0.chainForMetrics = chain }
-    }
-
-    /// [control] Installs a new user chain for the next frame (nil: pass through).
-    func replaceChain(_ chain: VideoChain?) {
-        pending.withLock {
-            $0.chain = .some(chain)
-            $0.chainForMetrics = chain
-        }
-        hasPending.store(true, ordering: .releasing)
-    }
-
-    /// [control] Sets the size to send from the next frame on. For an exact size, the fit
-    /// scaler and the packed buffer are created here, off the frame path.
-    @discardableResult
-    func setTarget(_ newTarget: PublishTarget) -> UInt64 {
-        let g = generation.add(1, ordering: .acquiringAndReleasing).newValue
-        var fitChain: VideoChain?
+    init(target: PublishTarget, range: ColorRange?, generation: UInt64, registry: PluginRegistry) {
+        self.target = target
+        self.range = range
+        self.generation = generation
+        var fit: VideoChain?
         var error: ChainError?
-        var picture: PackedPicture?
-        if case .exact(let w, let h) = newTarget {
+        var packed: PackedPicture?
+        if case .exact(let w, let h) = target {
             do {
-                fitChain = try Self.makeFit(width: w, height: h, registry: registry)
+                fit = try VideoPublishPipeline.makeFit(width: w, height: h, registry: registry)
             } catch let e {
                 error = e
             }
-            picture = PackedPicture(format: VideoFormat(width: w, height: h))
+            packed = PackedPicture(format: VideoFormat(width: w, height: h))
         }
-        pending.withLock {
-            $0.target = (newTarget, g, fitChain, error, picture)
-            $0.fitForMetrics = fitChain
-        }
-        hasPending.store(true, ordering: .releasing)
-        return g
+        self.fit = fit
+        fitError = error
+        self.packed = packed
+        rangeChain = range.flatMap { try? VideoPublishPipeline.makeRange(to: $0, registry: registry) }
+    }
+}
+
+/// Chain, fit-to-size, range and packing for the publish paths. Owned by the one thread that
+/// processes frames (the pushing thread in sync mode, the worker in async mode); the control
+/// side hands a new chain (`ChainSlot`) or target (`Mailbox`) over, taken between frames, and
+/// releases what they replaced.
+final class VideoPublishPipeline: @unchecked Sendable {
+    let registry: PluginRegistry
+
+    /// The app's chain (an empty chain passes frames through).
+    let chain: ChainSlot<VideoChain>
+    /// Targets on their way in, and the replaced ones on their way out.
+    private let tails = Mailbox<PublishTail>()
+    private let generation = Atomic<UInt64>(0)
+    /// Control side: the newest target (for metrics and for `setRange`).
+    private let newestTail: Locked<PublishTail?>
+    /// Written by the processing thread when the input format changes (never per frame);
+    /// read by `setChain` to negotiate a new chain on the control side.
+    private let lastInput = Locked<VideoFormat?>(nil)
+
+    // Processing thread only.
+    private var tail: PublishTail
+    private var seenInput: VideoFormat?
+    private var epoch: UInt64 = 0
+    /// `.even`: the fit to the chain's output cut to even sizes, and its packed picture, made
+    /// when the output size is first seen.
+    private var evenFit: VideoChain?
+    private var evenFitSize: (width: Int, height: Int)?
+    private var evenPacked: PackedPicture?
+    /// `evenFit`, for metrics from any thread (written when it is made).
+    private let evenFitForMetrics = Locked<VideoChain?>(nil)
+
+    init(chain: VideoChain, registry: PluginRegistry) {
+        self.registry = registry
+        self.chain = ChainSlot(chain)
+        tail = PublishTail(target: .even, range: nil, generation: 0, registry: registry)
+        newestTail = Locked(tail)
     }
 
-    /// [control] Asks for `reset` on the chains before the next frame (a new sending period).
-    func requestReset() {
-        pending.withLock { $0.reset = true }
-        hasPending.store(true, ordering: .releasing)
+    /// [control] Installs a new chain for the next frame, negotiated here for the last input
+    /// format when one is known (a refusal throws and keeps the chain in force); its filters
+    /// continue the replaced chain's figures where they match.
+    func replaceChain(_ new: VideoChain) throws(ChainError) {
+        let format = lastInput.withLock { $0 }
+        try chain.replace(with: new) { (new, old) throws(ChainError) in
+            if let format { try new.negotiate(format) }
+            new.carryMetrics(from: old)
+        }
+    }
+
+    /// [control] Sets the size (and, for production studio, the range) to send from the next
+    /// frame on. The fit scaler, the range converter and the packed buffer are created here,
+    /// off the frame path.
+    @discardableResult
+    func setTarget(_ target: PublishTarget, range: ColorRange? = nil) -> UInt64 {
+        let g = generation.add(1, ordering: .acquiringAndReleasing).newValue
+        let next = PublishTail(target: target, range: range, generation: g, registry: registry)
+        newestTail.withLock { $0 = next }
+        tails.post { _ in next }
+        return g
     }
 
     /// The generation of the newest target (any thread).
     var currentGeneration: UInt64 { generation.load(ordering: .acquiring) }
 
+    /// [any thread] The newest chain's figures, then the fit's and range converter's.
     var filterMetrics: [Metrics] {
-        let (chain, fit) = pending.withLock { ($0.chainForMetrics, $0.fitForMetrics) }
-        return (chain?.metrics ?? []) + (fit?.metrics.map { var m = $0; m.name += " (fit)"; return m } ?? [])
+        let tail = newestTail.withLock { $0 }
+        func renamed(_ metrics: [Metrics]?, _ suffix: String) -> [Metrics] {
+            (metrics ?? []).map { (m: Metrics) -> Metrics in
+                var m = m
+                m.name += suffix
+                return m
+            }
+        }
+        let fit = tail?.fit ?? evenFitForMetrics.withLock { $0 }
+        return chain.latest.metrics + renamed(fit?.metrics, " (fit)") + renamed(tail?.rangeChain?.metrics, " (range)")
     }
 
     static func makeFit(width: Int, height: Int, registry: PluginRegistry) throws(ChainError) -> VideoChain {
@@ -132,165 +166,101 @@ final class VideoPublishPipeline: @unchecked Sendable {
                        registry: registry)
     }
 
-    /// [processing] Takes what the control side handed over.
-    @inline(__always)
-    private func takePending() {
-        guard hasPending.load(ordering: .acquiring) else { return }
-        hasPending.store(false, ordering: .releasing)
-        var reset = false
-        pending.withLock {
-            if let chain = $0.chain {
-                userChain = chain
-                $0.chain = nil
-            }
-            if let t = $0.target {
-                target = t.0
-                targetGeneration = t.1
-                fit = t.2
-                fitError = t.3
-                fitSize = t.2 == nil ? nil : { if case .exact(let w, let h) = t.0 { return (w, h) } else { return nil } }()
-                if let p = t.4 { packed = p }
-                $0.target = nil
-            }
-            reset = $0.reset
-            $0.reset = false
-        }
-        if reset {
-            userChain?.reset()
-            fit?.reset()
-        }
+    /// `range=to=full` or `range=to=limited` (the YUV plugin's range filter).
+    static func makeRange(to range: ColorRange, registry: PluginRegistry) throws(ChainError) -> VideoChain {
+        try VideoChain(specs: [FilterSpec("range", [("to", range == .full ? "full" : "limited")])], registry: registry)
     }
 
-    /// [processing] Runs the chain, fits the output to the target and packs it. Returns the
-    /// packed picture (valid until the next call), the output format and the target
-    /// generation the frame was made for.
-    func process(_ frame: VideoFrame) throws(ChainError) -> (PackedPicture, VideoFormat, UInt64) {
-        takePending()
-        var out = frame
-        if let chain = userChain { out = try chain.process(frame) }
+    /// [processing] Runs the chain, fits the output to the target, converts its range and
+    /// packs it. `epoch` is the sending period the frame was offered in: a new one resets the
+    /// chains first. Returns the packed picture (valid until the next call), the output format
+    /// and the target generation the frame was made for.
+    func process(_ frame: VideoFrame, epoch: UInt64) throws(ChainError) -> (PackedPicture, VideoFormat, UInt64) {
+        chain.takePending()
+        if tails.hasPending, let next = tails.take() {
+            tails.retire(tail)
+            tail = next
+        }
+        let userChain = chain.current
+        if epoch != self.epoch {
+            self.epoch = epoch
+            userChain.reset()
+            tail.fit?.reset()
+            evenFit?.reset()
+        }
+        if frame.format != seenInput {
+            seenInput = frame.format
+            lastInput.withLock { $0 = frame.format }
+        }
+        var out = try userChain.process(frame)
         let w: Int, h: Int
-        switch target {
+        switch tail.target {
         case .exact(let tw, let th): (w, h) = (tw, th)
         case .even: (w, h) = (out.width & ~1, out.height & ~1)
         }
         guard w > 0, h > 0 else { throw .contract("the chain's output \(out.width)x\(out.height) is too small to send") }
         if out.width != w || out.height != h {
-            if fitSize?.width != w || fitSize?.height != h || fit == nil {
-                if fitError != nil, case .exact = target { throw fitError! }
-                let chain = try Self.makeFit(width: w, height: h, registry: registry)
-                fit = chain
-                fitSize = (w, h)
-                pending.withLock { $0.fitForMetrics = chain }
+            let fit: VideoChain
+            if case .exact = tail.target {
+                guard let exact = tail.fit else { throw tail.fitError ?? .contract("no fit scaler to \(w)x\(h)") }
+                fit = exact
+            } else {
+                if evenFit == nil || evenFitSize?.width != w || evenFitSize?.height != h {
+                    let made = try Self.makeFit(width: w, height: h, registry: registry)
+                    evenFit = made
+                    evenFitSize = (w, h)
+                    evenFitForMetrics.withLock { $0 = made }
+                }
+                fit = evenFit!
             }
-            out = try fit!.process(out)
+            out = try fit.process(out)
             guard out.width == w, out.height == h else {
                 throw .contract("the fit scaler produced \(out.width)x\(out.height), the sender needs exactly \(w)x\(h)")
             }
         }
-        if packed == nil || packed!.format.width != w || packed!.format.height != h {
-            packed = PackedPicture(format: VideoFormat(width: w, height: h))
+        if let range = tail.range, out.format.colorRange != range {
+            guard let converter = tail.rangeChain else {
+                throw .contract("the frame is \(out.format.colorRange) range, the sender was declared \(range) range, and no 'range' filter is loaded to convert it (the YUV plugin's range=to=\(range == .full ? "full" : "limited"))")
+            }
+            out = try converter.process(out)
         }
-        out.pack(into: packed!.bytes)
-        return (packed!, out.format, targetGeneration)
+        let packed: PackedPicture
+        if let exact = tail.packed {
+            packed = exact
+        } else {
+            if evenPacked == nil || evenPacked!.format.width != w || evenPacked!.format.height != h {
+                evenPacked = PackedPicture(format: VideoFormat(width: w, height: h))
+            }
+            packed = evenPacked!
+        }
+        out.pack(into: packed.bytes)
+        return (packed, out.format, tail.generation)
     }
 }
 
-/// A bounded queue of video frames for an async worker: copies of the offered frames in
-/// buffers allocated once per format. When full, the oldest waiting frame is dropped.
-final class VideoFrameQueue: @unchecked Sendable {
-    private let lock = HookLock()
-    private let capacity: Int
-    private var slots: [VideoBuffer?]
-    private var free: [Int]
-    private var queued: [Int]
-    private var epochs: [UInt64]
-    private var timestamps: [Int64]
-    private var closed = false
+/// One queued frame of an async publisher: a copy in a buffer reallocated only when the
+/// format changes. Owned by one thread at a time (the pushing thread between `acquire` and
+/// `enqueue`, then the worker); the queue's lock orders the hand-over.
+final class VideoSlot {
+    var buffer: VideoBuffer?
+    var timestamp: Int64 = 0
+    var epoch: UInt64 = 0
 
-    init(capacity: Int) {
-        self.capacity = max(capacity, 1)
-        let count = self.capacity + 2
-        slots = Array(repeating: nil, count: count)
-        free = Array(0..<count)
-        free.reserveCapacity(count + 4)
-        queued = []
-        queued.reserveCapacity(count + 4)
-        epochs = Array(repeating: 0, count: count)
-        timestamps = Array(repeating: 0, count: count)
-    }
-
-    /// Copies `frame` in; returns (accepted, droppedOldest).
-    func push(_ frame: VideoFrame, epoch: UInt64) -> (accepted: Bool, dropped: Int) {
-        lock.lock()
-        guard !closed else { lock.unlock(); return (false, 0) }
-        var dropped = 0
-        while queued.count >= capacity || (free.isEmpty && !queued.isEmpty) {
-            free.append(queued.removeFirst())
-            dropped += 1
-        }
-        guard let index = free.popLast() else {
-            lock.unlock()
-            return (false, dropped)
-        }
-        // A slot's buffer is (re)allocated only when the format changes.
-        if slots[index]?.format != frame.format { slots[index] = VideoBuffer(format: frame.format) }
-        let buffer = slots[index]!
-        lock.unlock()
-        // Copy outside the lock: the slot is this producer's until it is queued.
-        frame.copy(to: buffer.frame)
-        lock.lock()
-        timestamps[index] = frame.timestampMicroseconds
-        epochs[index] = epoch
-        queued.append(index)
-        lock.signal()
-        lock.unlock()
-        return (true, dropped)
-    }
-
-    /// Blocks the worker until a frame is queued; nil once closed.
-    func pop() -> (index: Int, frame: VideoFrame, epoch: UInt64)? {
-        lock.lock()
-        defer { lock.unlock() }
-        while queued.isEmpty && !closed { lock.wait() }
-        guard !closed else { return nil }
-        let index = queued.removeFirst()
-        var frame = slots[index]!.frame
-        frame.timestampMicroseconds = timestamps[index]
-        return (index, frame, epochs[index])
-    }
-
-    func done(_ index: Int) {
-        lock.lock()
-        free.append(index)
-        lock.unlock()
-    }
-
-    /// Drops every waiting frame; returns how many.
-    func discardAll() -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        let n = queued.count
-        free.append(contentsOf: queued)
-        queued.removeAll(keepingCapacity: true)
-        return n
-    }
-
-    var count: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return queued.count
-    }
-
-    func close() {
-        lock.lock()
-        closed = true
-        lock.broadcast()
-        lock.unlock()
+    func fill(from frame: VideoFrame, epoch: UInt64) {
+        if buffer?.format != frame.format { buffer = VideoBuffer(format: frame.format) }
+        frame.copy(to: buffer!.frame)
+        timestamp = frame.timestampMicroseconds
+        self.epoch = epoch
     }
 }
 
 /// The publishing engine shared by the video source, share source and production studio
-/// adapters: lifecycle gate, chain + fit + pack, optional async worker, metrics.
+/// adapters: lifecycle gate, chain + fit + pack, optional async worker (the `WorkQueue`,
+/// oldest frame dropped when full), metrics.
+///
+/// `@unchecked Sendable`: fields are immutable or synchronised (`Locked`, the gate, the
+/// queue); `sendBody` is called on the one processing thread at a time (`syncLock` in sync
+/// mode, the queue's worker in async mode).
 final class VideoPublisher<Sender>: @unchecked Sendable {
     typealias Send = (Sender, PackedPicture, VideoFormat) -> PublishStatus
     let gate = SendGate<Sender>()
@@ -298,25 +268,43 @@ final class VideoPublisher<Sender>: @unchecked Sendable {
     let stats: HookStats
     let mode: ProcessingMode
     private let sendBody: Send
-    private let queue: VideoFrameQueue?
-    private var worker: HookThread?
-    private let workerLock = HookLock()
+    private let queue: WorkQueue<VideoSlot>?
+    /// Sync mode: one frame at a time through the chain, whichever app thread pushes.
     private let syncLock = HookLock()
+    /// Async mode: the app threads that push record the callback time under this lock.
+    private let callbackTiming = HookLock()
     private let lastStatusStore = Locked<PublishStatus?>(nil)
-    /// Called with the outcome of every frame processed by the async worker.
-    var onAsyncResult: (@Sendable (PublishStatus) -> Void)?
+    /// Called on the worker with the outcome of every frame it processed.
+    private let asyncResult = Locked<(@Sendable (PublishStatus) -> Void)?>(nil)
 
-    init(name: String, chain: VideoChain?, registry: PluginRegistry, mode: ProcessingMode, send: @escaping Send) {
+    init(name: String, chain: VideoChain, registry: PluginRegistry, mode: ProcessingMode, send: @escaping Send) {
         stats = HookStats(name: name)
         pipeline = VideoPublishPipeline(chain: chain, registry: registry)
         self.mode = mode
         sendBody = send
-        queue = mode.isAsync ? VideoFrameQueue(capacity: mode.capacity) : nil
+        if mode.isAsync {
+            // Weak: the adapters close the publisher from their deinit, which joins the worker.
+            let owner = WeakReference<VideoPublisher<Sender>>()
+            queue = WorkQueue(name: "rawfx-\(name)", capacity: mode.capacity, whenFull: .dropOldest,
+                              makeSlot: { VideoSlot() }) { slot in
+                guard let publisher = owner.value, let buffer = slot.buffer else { return }
+                var frame = buffer.frame
+                frame.timestampMicroseconds = slot.timestamp
+                let status = publisher.run(frame, epoch: slot.epoch)
+                publisher.asyncResult.withLock { $0 }?(status)
+            }
+            owner.value = self
+        } else {
+            queue = nil
+        }
     }
 
     var lastStatus: PublishStatus? { lastStatusStore.withLock { $0 } }
 
     var metrics: HookMetrics { stats.snapshot(filters: pipeline.filterMetrics, async: mode.isAsync) }
+
+    /// [any thread] Sets the handler the worker calls with each frame's outcome.
+    func setAsyncResultHandler(_ handler: (@Sendable (PublishStatus) -> Void)?) { asyncResult.withLock { $0 = handler } }
 
     /// [app thread] Offers one frame (valid only during the call).
     func push(_ frame: VideoFrame) -> PublishStatus {
@@ -326,21 +314,27 @@ final class VideoPublisher<Sender>: @unchecked Sendable {
         }
         let epoch = gate.epoch
         guard let queue else {
-            // Sync: one frame at a time through the chain, whichever app thread pushes.
             syncLock.lock()
             defer { syncLock.unlock() }
             return run(frame, epoch: epoch)
         }
         let start = monotonicNanoseconds()
-        startWorkerIfNeeded()
-        let (accepted, dropped) = queue.push(frame, epoch: epoch)
-        for _ in 0..<dropped { stats.recordDrop() }
-        stats.callback.record(nanoseconds: monotonicNanoseconds() &- start)
-        guard accepted else {
-            stats.recordDrop()
-            return gate.refusal.map { .refused($0) } ?? .refused(.closed)
+        guard let acquired = queue.acquire() else {
+            stats.recordRefused()
+            return .refused(gate.refusal ?? .closed)
         }
-        return dropped > 0 ? .queuedDroppingOldest : .queued
+        if acquired.evicted { stats.recordDrop() }
+        acquired.slot.fill(from: frame, epoch: epoch)
+        guard queue.enqueue(acquired.slot) else {
+            queue.giveBack(acquired.slot)
+            stats.recordRefused()
+            return .refused(gate.refusal ?? .closed)
+        }
+        let elapsed = monotonicNanoseconds() &- start
+        callbackTiming.lock()
+        stats.callback.record(nanoseconds: elapsed)
+        callbackTiming.unlock()
+        return acquired.evicted ? .queuedDroppingOldest : .queued
     }
 
     /// Runs the chain and sends, on the processing thread.
@@ -348,7 +342,7 @@ final class VideoPublisher<Sender>: @unchecked Sendable {
         let start = monotonicNanoseconds()
         let status: PublishStatus
         do {
-            let (picture, format, generation) = try pipeline.process(frame)
+            let (picture, format, generation) = try pipeline.process(frame, epoch: epoch)
             let result = gate.send(epoch: epoch) { sender -> PublishStatus in
                 // A capability change since this frame was fitted: its size is stale.
                 guard generation == pipeline.currentGeneration else { return .superseded }
@@ -373,37 +367,37 @@ final class VideoPublisher<Sender>: @unchecked Sendable {
         return status
     }
 
-    private func startWorkerIfNeeded() {
-        workerLock.lock()
-        defer { workerLock.unlock() }
-        guard worker == nil, let queue else { return }
-        // The thread holds the publisher strongly until `close` ends its loop; the adapters
-        // call `close` from their deinit.
-        worker = HookThread(name: "rawfx-\(stats.name)") { [self] in
-            while let item = queue.pop() {
-                let status = self.run(item.frame, epoch: item.epoch)
-                queue.done(item.index)
-                self.onAsyncResult?(status)
-            }
-        }
-    }
-
-    /// onStopSend / onUninitialized: frames waiting in the async queue are discarded (drops).
+    /// [any thread] onStopSend / onUninitialized: frames waiting in the async queue are
+    /// discarded (drops); the replaced chains and targets are released here.
     func discardQueued() {
+        pipeline.chain.collect()
         guard let queue else { return }
-        let n = queue.discardAll()
+        let n = queue.discardQueued { _ in }
         for _ in 0..<n { stats.recordDrop() }
     }
 
-    /// Stops the worker (after its current frame). Idempotent.
+    /// Stops the worker (after the frames queued) and refuses everything afterwards. Idempotent.
     func close() {
         gate.close()
+        discardQueued()
         queue?.close()
-        workerLock.lock()
-        let w = worker
-        worker = nil
-        workerLock.unlock()
-        w?.join()
+    }
+
+    // MARK: Run-time control (any thread)
+
+    /// Replaces the app's chain between two frames (empty text: pass through).
+    func setChain(_ text: String) throws(ChainError) {
+        try pipeline.replaceChain(VideoChain(specs: text.isEmpty ? [] : FilterSpec.parseChain(text), registry: pipeline.registry))
+    }
+
+    /// `VideoChain.setParameter` on the newest chain: applied between two frames, filter state kept.
+    func setParameter(_ address: String, _ value: String) throws(ChainError) {
+        try pipeline.chain.latest.setParameter(address, value)
+    }
+
+    /// `VideoChain.setBypass` on the newest chain.
+    func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
+        try pipeline.chain.latest.setBypass(stage, bypassed)
     }
 
     /// Async: how many frames wait.

@@ -19,13 +19,20 @@ import Synchronization
 ///   only thing `onStopSend` may wait for). `onUninitialized` without `onStopSend` stops too.
 /// - Async mode (`.async(capacity:)`): `pushFrame` copies the frame into a bounded queue
 ///   (oldest dropped when full) and a worker runs the chain and sends.
-public final class VideoSourceAdapter: SDKVideoSource, @unchecked Sendable {
+/// - Run-time control from any thread: `setChain` (negotiated on the calling thread for the
+///   last frame's format, swapped in between two frames, the old chain released off the
+///   frame path), `setParameter`, `setBypass`.
+/// - Lifecycle: every SDK callback is also reported to the app (`lifecycle`), after the
+///   adapter acted on it, so the app starts and stops its pump there.
+public final class VideoSourceAdapter: SDKVideoSource, Sendable {
     /// Chooses the capability from what the SDK offers; the default takes the suggestion.
     public typealias CapabilityPolicy = @Sendable (_ supported: [VideoSourceCapability],
                                                    _ suggested: VideoSourceCapability) -> VideoSourceCapability
 
     let publisher: VideoPublisher<any SDKVideoSender>
     public let registry: PluginRegistry
+    /// Start/stop/capability events, as a callback and as streams.
+    public let lifecycle = LifecycleEvents()
     private let policy: CapabilityPolicy
     private let state = Locked<(capability: VideoSourceCapability?, supported: [VideoSourceCapability], chain: String)>((nil, [], ""))
 
@@ -33,7 +40,7 @@ public final class VideoSourceAdapter: SDKVideoSource, @unchecked Sendable {
                 capabilityPolicy: CapabilityPolicy? = nil) throws(ChainError) {
         self.registry = registry
         policy = capabilityPolicy ?? { _, suggested in suggested }
-        let videoChain = chain.isEmpty ? nil : try VideoChain(chain, registry: registry)
+        let videoChain = try VideoChain(specs: chain.isEmpty ? [] : FilterSpec.parseChain(chain), registry: registry)
         publisher = VideoPublisher(name: "videoSource", chain: videoChain, registry: registry, mode: mode) { sender, picture, format in
             let status = sender.sendVideoFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
                                                dataLength: picture.byteCount, rotation: format.rotation,
@@ -43,35 +50,48 @@ public final class VideoSourceAdapter: SDKVideoSource, @unchecked Sendable {
         state.withLock { $0.chain = chain }
     }
 
-    deinit { publisher.close() }
+    deinit {
+        publisher.close()
+        lifecycle.finish()
+    }
 
     // MARK: SDK callbacks
 
+    /// `onInitialize` [SDK thread]: keeps the sender, chooses the capability.
     public func onInitialize(_ sender: any SDKVideoSender, supportCapabilityArray: [VideoSourceCapability],
                              suggestCapability: VideoSourceCapability) {
-        choose(supportCapabilityArray, suggestCapability)
+        let capability = choose(supportCapabilityArray, suggestCapability)
         publisher.gate.initialize(sender)
+        lifecycle.emit(.videoSourceInitialized(capability, supported: supportCapabilityArray))
     }
 
+    /// `onPropertyChange` [SDK thread]: frames take the new capability from the next one.
     public func onPropertyChange(_ supportCapabilityArray: [VideoSourceCapability], suggestCapability: VideoSourceCapability) {
-        choose(supportCapabilityArray, suggestCapability)
+        let capability = choose(supportCapabilityArray, suggestCapability)
+        lifecycle.emit(.videoSourceCapabilityChanged(capability, supported: supportCapabilityArray))
     }
 
+    /// `onStartSend` [SDK thread]: frames are sent from now on.
     public func onStartSend() {
-        if publisher.gate.start() { publisher.pipeline.requestReset() }
+        publisher.gate.start()
+        lifecycle.emit(.videoSourceStarted)
     }
 
+    /// `onStopSend` [SDK thread]: once it returns nothing more is sent.
     public func onStopSend() {
         publisher.gate.stop()
         publisher.discardQueued()
+        lifecycle.emit(.videoSourceStopped)
     }
 
+    /// `onUninitialized` [SDK thread]: the sender is forgotten.
     public func onUninitialized() {
         publisher.gate.uninitialize()
         publisher.discardQueued()
+        lifecycle.emit(.videoSourceUninitialized)
     }
 
-    private func choose(_ supported: [VideoSourceCapability], _ suggested: VideoSourceCapability) {
+    private func choose(_ supported: [VideoSourceCapability], _ suggested: VideoSourceCapability) -> VideoSourceCapability {
         let capability = policy(supported, suggested)
         let changed = state.withLock { s -> Bool in
             let changed = s.capability?.width != capability.width || s.capability?.height != capability.height
@@ -80,21 +100,29 @@ public final class VideoSourceAdapter: SDKVideoSource, @unchecked Sendable {
             return changed
         }
         if changed { publisher.pipeline.setTarget(.exact(width: capability.width, height: capability.height)) }
+        return capability
     }
 
     // MARK: App side
 
-    /// Offers one frame (any size and stride; valid only during the call). Sync mode: runs
-    /// the chain and sends before returning; in-place filters edit `frame` itself (no copy).
-    /// Async: queues a copy.
+    /// [app thread] Offers one frame (any size and stride; valid only during the call). Sync
+    /// mode: runs the chain and sends before returning; in-place filters edit `frame` itself
+    /// (no copy). Async: queues a copy.
     @discardableResult
     public func pushFrame(_ frame: VideoFrame) -> PublishStatus { publisher.push(frame) }
 
-    /// Replaces the app's chain between two frames.
+    /// [any thread] Replaces the app's chain between two frames, negotiated here for the last
+    /// frame's format (a refusal throws and keeps the chain in force).
     public func setChain(_ text: String) throws(ChainError) {
-        publisher.pipeline.replaceChain(text.isEmpty ? nil : try VideoChain(text, registry: registry))
+        try publisher.setChain(text)
         state.withLock { $0.chain = text }
     }
+
+    /// [any thread] Sets a parameter of the chain (`"watermark.opacity"`), applied between two frames.
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) { try publisher.setParameter(address, value) }
+
+    /// [any thread] Bypasses a stage of the chain, or re-enables it, from the next frame.
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try publisher.setBypass(stage, bypassed) }
 
     /// The capability frames are sent at (nil before onInitialize).
     public var capability: VideoSourceCapability? { state.withLock { $0.capability } }
@@ -107,25 +135,33 @@ public final class VideoSourceAdapter: SDKVideoSource, @unchecked Sendable {
     public var lastFailure: PublishStatus? { publisher.lastStatus }
     /// Async mode: frames waiting for the worker.
     public var queuedFrames: Int { publisher.queuedCount }
-    /// Async mode: called on the worker with each frame's outcome.
-    public func setAsyncResultHandler(_ handler: (@Sendable (PublishStatus) -> Void)?) { publisher.onAsyncResult = handler }
+    /// [any thread] Async mode: called on the worker with each frame's outcome.
+    public func setAsyncResultHandler(_ handler: (@Sendable (PublishStatus) -> Void)?) { publisher.setAsyncResultHandler(handler) }
 
-    /// Stops the worker and refuses everything from now on.
-    public func close() { publisher.close() }
+    /// Stops the worker and refuses everything from now on; ends the lifecycle streams.
+    public func close() {
+        publisher.close()
+        lifecycle.finish()
+    }
 }
 
 /// The share source: raw frames shared as a screen (`IZoomVideoSDKShareSource`). Like the
 /// video source, but the SDK gives no capability: frames are sent at the chain's output size
 /// cut to even dimensions (or at `outputSize` when set), packed, to `sendShareFrame`, only
-/// between `onShareSendStarted` and `onShareSendStopped`.
-public final class ShareSourceAdapter: SDKShareSource, @unchecked Sendable {
+/// between `onShareSendStarted` and `onShareSendStopped`. Same run-time control and
+/// lifecycle events as the video source.
+public final class ShareSourceAdapter: SDKShareSource, Sendable {
     let publisher: VideoPublisher<any SDKShareSender>
     public let registry: PluginRegistry
+    /// Start/stop events, as a callback and as streams.
+    public let lifecycle = LifecycleEvents()
+    private let chain: Locked<String>
 
     public init(chain: String = "", registry: PluginRegistry, mode: ProcessingMode = .sync,
                 outputSize: (width: Int, height: Int)? = nil) throws(ChainError) {
         self.registry = registry
-        let videoChain = chain.isEmpty ? nil : try VideoChain(chain, registry: registry)
+        self.chain = Locked(chain)
+        let videoChain = try VideoChain(specs: chain.isEmpty ? [] : FilterSpec.parseChain(chain), registry: registry)
         publisher = VideoPublisher(name: "shareSource", chain: videoChain, registry: registry, mode: mode) { sender, picture, format in
             let status = sender.sendShareFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
                                                frameLength: picture.byteCount, format: FrameDataFormat(format.colorRange))
@@ -134,29 +170,52 @@ public final class ShareSourceAdapter: SDKShareSource, @unchecked Sendable {
         if let outputSize { publisher.pipeline.setTarget(.exact(width: outputSize.width, height: outputSize.height)) }
     }
 
-    deinit { publisher.close() }
-
-    public func onShareSendStarted(_ sender: (any SDKShareSender)?) {
-        publisher.gate.initialize(sender)
-        if publisher.gate.start() { publisher.pipeline.requestReset() }
+    deinit {
+        publisher.close()
+        lifecycle.finish()
     }
 
+    /// `onShareSendStarted` [SDK thread]: frames are sent from now on (nil sender: nothing is).
+    public func onShareSendStarted(_ sender: (any SDKShareSender)?) {
+        publisher.gate.initialize(sender)
+        publisher.gate.start()
+        lifecycle.emit(.shareStarted(hasSender: sender != nil))
+    }
+
+    /// `onShareSendStopped` [SDK thread]: once it returns nothing more is sent.
     public func onShareSendStopped() {
         publisher.gate.uninitialize()
         publisher.discardQueued()
+        lifecycle.emit(.shareStopped)
     }
 
+    /// [app thread] Offers one frame; see `VideoSourceAdapter.pushFrame`.
     @discardableResult
     public func pushFrame(_ frame: VideoFrame) -> PublishStatus { publisher.push(frame) }
 
+    /// [any thread] Replaces the chain between two frames; see `VideoSourceAdapter.setChain`.
     public func setChain(_ text: String) throws(ChainError) {
-        publisher.pipeline.replaceChain(text.isEmpty ? nil : try VideoChain(text, registry: registry))
+        try publisher.setChain(text)
+        chain.withLock { $0 = text }
     }
 
+    /// [any thread] Sets a parameter of the chain, applied between two frames.
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) { try publisher.setParameter(address, value) }
+
+    /// [any thread] Bypasses a stage of the chain, or re-enables it, from the next frame.
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try publisher.setBypass(stage, bypassed) }
+
+    public var chainText: String { chain.withLock { $0 } }
     public var isSending: Bool { publisher.gate.state == .sending }
     public var metrics: HookMetrics { publisher.metrics }
     public var lastFailure: PublishStatus? { publisher.lastStatus }
     public var queuedFrames: Int { publisher.queuedCount }
-    public func setAsyncResultHandler(_ handler: (@Sendable (PublishStatus) -> Void)?) { publisher.onAsyncResult = handler }
-    public func close() { publisher.close() }
+    /// [any thread] Async mode: called on the worker with each frame's outcome.
+    public func setAsyncResultHandler(_ handler: (@Sendable (PublishStatus) -> Void)?) { publisher.setAsyncResultHandler(handler) }
+
+    /// Stops the worker and refuses everything from now on; ends the lifecycle streams.
+    public func close() {
+        publisher.close()
+        lifecycle.finish()
+    }
 }

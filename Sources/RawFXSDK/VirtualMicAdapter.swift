@@ -5,15 +5,17 @@ import RawFX
 /// chain's output is not that already) and sends chunks of exactly 10 ms
 /// (targetRate / 100 · 2 bytes) with `send(_:dataLength:sampleRate:channel:)`.
 ///
-/// Chunks are paced by the audio's own timestamps (see `AudioPacing`): the pushing thread
-/// never sleeps; a `.worker` thread or the app's own clock (`pump`) decides when each chunk
-/// goes. Audio pushed outside onMicStartSend…onMicStopSend is refused and never sent; at
+/// Chunks are paced by the audio's own timestamps (see `AudioPacing`) and sent from the
+/// hook's one sender thread: the monotonic clock (`.worker`) or the app's own clock (`pump`)
+/// decides when each chunk goes. Audio pushed outside onMicStartSend…onMicStopSend is refused and never sent; at
 /// onMicStopSend the chunks still waiting are discarded (counted as drops) and, once it
 /// returns, nothing more is sent.
-public final class VirtualMicAdapter: SDKVirtualAudioMic, @unchecked Sendable {
+public final class VirtualMicAdapter: SDKVirtualAudioMic, Sendable {
     let publisher: AudioPublisher<any SDKAudioSender>
     public let registry: PluginRegistry
     public let targetRate: Int
+    /// Initialize/start/stop events, as a callback and as streams.
+    public let lifecycle = LifecycleEvents()
 
     /// - Parameters:
     ///   - chain: audio chain text; empty: only the conversion.
@@ -27,7 +29,7 @@ public final class VirtualMicAdapter: SDKVirtualAudioMic, @unchecked Sendable {
         }
         self.registry = registry
         self.targetRate = targetRate
-        let audioChain = chain.isEmpty ? nil : try AudioChain(chain, registry: registry)
+        let audioChain = try AudioChain(specs: chain.isEmpty ? [] : FilterSpec.parseChain(chain), registry: registry)
         publisher = AudioPublisher(name: "virtualMic", chain: audioChain, registry: registry, targetRate: targetRate,
                                    pacing: pacing, queueMilliseconds: queueMilliseconds) { sender, data, length, rate in
             let status = sender.send(data, dataLength: length, sampleRate: rate, channel: .mono)
@@ -35,14 +37,36 @@ public final class VirtualMicAdapter: SDKVirtualAudioMic, @unchecked Sendable {
         }
     }
 
-    deinit { publisher.close() }
+    deinit {
+        publisher.close()
+        lifecycle.finish()
+    }
 
     // MARK: SDK callbacks
 
-    public func onMicInitialize(_ sender: any SDKAudioSender) { publisher.gate.initialize(sender) }
-    public func onMicStartSend() { publisher.start() }
-    public func onMicStopSend() { publisher.stop() }
-    public func onMicUninitialized() { publisher.uninitialize() }
+    /// `onMicInitialize` [SDK thread]: keeps the sender.
+    public func onMicInitialize(_ sender: any SDKAudioSender) {
+        publisher.gate.initialize(sender)
+        lifecycle.emit(.micInitialized)
+    }
+
+    /// `onMicStartSend` [SDK thread]: audio is sent from now on.
+    public func onMicStartSend() {
+        publisher.start()
+        lifecycle.emit(.micStarted)
+    }
+
+    /// `onMicStopSend` [SDK thread]: once it returns nothing more is sent.
+    public func onMicStopSend() {
+        publisher.stop()
+        lifecycle.emit(.micStopped)
+    }
+
+    /// `onMicUninitialized` [SDK thread]: the sender is forgotten.
+    public func onMicUninitialized() {
+        publisher.uninitialize()
+        lifecycle.emit(.micUninitialized)
+    }
 
     // MARK: App side
 
@@ -64,11 +88,21 @@ public final class VirtualMicAdapter: SDKVirtualAudioMic, @unchecked Sendable {
     /// `.caller` pacing: sends the chunks due at `now` (any monotonic microsecond clock;
     /// the first chunk is due at the first call) and returns when the next is due.
     @discardableResult
-    public func pump(nowMicroseconds now: Int64) -> Int64? { publisher.pump(nowMicroseconds: now) }
-
-    public func setChain(_ text: String) throws(ChainError) {
-        publisher.replaceChain(text.isEmpty ? nil : try AudioChain(text, registry: registry))
+    public func pump(nowMicroseconds now: Int64) -> Int64? {
+        // Only the caller's clock is set by pump; other pacings keep their own.
+        guard publisher.pacing == .caller else { return nil }
+        return publisher.pump(nowMicroseconds: now)
     }
+
+    /// [any thread] Replaces the chain from the next push: negotiated here for the last
+    /// push's format, the old chain's pending samples flushed first, filter figures carried.
+    public func setChain(_ text: String) throws(ChainError) { try publisher.setChain(text) }
+
+    /// [any thread] Sets a parameter (`"denoise.level"`) before the next push, keeping the filter's state.
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) { try publisher.setParameter(address, value) }
+
+    /// [any thread] Bypasses a stage, or re-enables it, from the next push.
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try publisher.setBypass(stage, bypassed) }
 
     /// Bytes of each chunk sent: targetRate / 100 · 2.
     public var chunkBytes: Int { publisher.chunkBytes }
@@ -79,5 +113,10 @@ public final class VirtualMicAdapter: SDKVirtualAudioMic, @unchecked Sendable {
     public var reanchors: UInt64 { publisher.reanchors }
     public var lastRejection: String? { publisher.lastRejection }
     public var metrics: HookMetrics { publisher.metrics }
-    public func close() { publisher.close() }
+
+    /// Stops sending and refuses everything from now on; ends the lifecycle streams.
+    public func close() {
+        publisher.close()
+        lifecycle.finish()
+    }
 }

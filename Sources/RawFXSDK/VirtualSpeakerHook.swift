@@ -32,39 +32,52 @@ public enum AudioStreamID: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The virtual speaker (`IZoomVideoSDKVirtualAudioSpeaker`): every stream (the mix, each user,
-/// share audio) runs through its own instance of the audio chain, so stateful filters
-/// (denoise, re-blocking) never mix one stream's history into another's. A stream's chain is
-/// created on its first audio and released when the user leaves (`onUserLeave` /
+/// The virtual speaker (`IZoomVideoSDKVirtualAudioSpeaker`, and the receive-side audio
+/// delegates of both SDKs): every stream (the mix, each user, share audio) runs through its
+/// own instance of the audio chain, so stateful filters (denoise, re-blocking) never mix one
+/// stream's history into another's. A stream's chain is created on its first audio
+/// (negotiated for it there) and released when the user leaves (`onUserLeave` /
 /// `removeStream`), after its pending samples are flushed to the sink. A change of rate or
 /// channel count flushes the stream's chain and renegotiates it before the next block.
+///
+/// Run-time control, from any thread: `setParameter` and `setBypass` go to every stream's
+/// running chain (each keeps its history: a denoiser's noise estimate survives a level
+/// change) and to streams created later; `setChain` builds a new chain per stream,
+/// negotiated on the calling thread for the stream's format, swapped in before that stream's
+/// next block (the old one is flushed to the sink, then released off the SDK's thread);
+/// per-filter metrics continue across the swap.
 ///
 /// Processed audio goes to `sink(stream, block)`, valid only during that call, on the SDK's
 /// callback thread (sync) or the worker (async). The SDK's buffer is never written.
 ///
-/// Async mode: the callback copies the PCM into a queue (or, with `retainInAsync`, keeps the
-/// SDK's object with `addRef` when `canAddRef()` allows, releasing it once processed) and
-/// returns; a worker runs the chains. Audio is never dropped: the queue holds `capacity` ms
-/// and grows past it, counting an overflow (an error) each time it has to.
+/// Async mode: the callback copies the PCM into a `WorkQueue` slot (or, with `retainInAsync`,
+/// keeps the SDK's object with `addRef` when `canAddRef()` allows, releasing it once
+/// processed) and returns; the queue's worker runs the chains. Audio is never dropped: the
+/// queue holds `capacity` / 5 callbacks (`capacity` ms of 10 ms callbacks on two streams) and grows past it, counting an overflow (an
+/// error) each time it has to.
+///
+/// `@unchecked Sendable`: every field is immutable or synchronised (`Locked`, atomics, the
+/// queue); `sink` is the app's closure, called on one processing thread per stream at a time.
 public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @unchecked Sendable {
     public typealias Sink = (AudioStreamID, AudioBlock) -> Void
 
     public let registry: PluginRegistry
-    public let chainText: String
     public let mode: ProcessingMode
     public let retainInAsync: Bool
     public let flushOnLeave: Bool
-    private let specs: [FilterSpec]
     private let sink: Sink
     let stats = HookStats(name: "virtualSpeaker")
+    /// The chain text every stream runs and the run-time changes made since (replayed on a
+    /// stream created later). Held while streams are created, so none misses a change.
+    private let config: Locked<SpeakerConfig>
     private let streams = Locked<[AudioStreamID: SpeakerStream]>([:])
-    private let queue: AudioQueue?
-    private var worker: HookThread?
-    private let lifecycle = HookLock()
-    /// Sync mode: callbacks of different streams may run at once; their timings share one recorder.
-    private let timingLock = HookLock()
-    private var closed = false
+    private let queue: WorkQueue<SpeakerSlot>?
     private let closedFlag = Atomic<Bool>(false)
+    /// Sync mode: callbacks of different streams may run at once on different SDK threads;
+    /// their timings share one recorder, written under this lock (async: the worker writes
+    /// `processing` alone, SDK threads `callback` under this lock).
+    private let timingLock = HookLock()
+    private let lastErrorStore = Locked<ChainError?>(nil)
 
     /// - Parameters:
     ///   - chain: audio chain text applied to every stream; empty passes audio through.
@@ -73,27 +86,28 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
     public init(chain: String, registry: PluginRegistry, mode: ProcessingMode = .sync,
                 retainInAsync: Bool = false, flushOnLeave: Bool = true, sink: @escaping Sink) throws(ChainError) {
         self.registry = registry
-        chainText = chain
-        specs = chain.isEmpty ? [] : try FilterSpec.parseChain(chain)
+        let specs = chain.isEmpty ? [] : try FilterSpec.parseChain(chain)
+        // Build one instance now so a bad chain fails here, not on the SDK's thread.
+        _ = try AudioChain(specs: specs, registry: registry)
+        config = Locked(SpeakerConfig(text: chain, specs: specs))
         self.mode = mode
         self.retainInAsync = retainInAsync
         self.flushOnLeave = flushOnLeave
         self.sink = sink
-        // Build one instance now so a bad chain fails here, not on the SDK's thread.
-        if !specs.isEmpty { _ = try AudioChain(specs: specs, registry: registry) }
-        queue = mode.isAsync ? AudioQueue(capacityMilliseconds: mode.capacity) : nil
-        if let queue {
-            // Weak: the hook's deinit closes the queue and joins this thread.
-            worker = HookThread(name: "rawfx-speaker") { [weak self] in
-                let scratch = SpeakerScratch()
-                while let item = queue.pop(into: scratch) {
-                    guard let self else {
-                        if case .audio(_, _, _, _, let retained?) = item { retained.releaseRef() }
-                        continue
-                    }
-                    self.handle(item, scratch: scratch)
+        if mode.isAsync {
+            // Weak: the hook's deinit closes the queue, which joins its worker.
+            let owner = WeakReference<VirtualSpeakerHook>()
+            queue = WorkQueue(name: "rawfx-speaker", capacity: max(mode.capacity / 5, 1), whenFull: .grow,
+                              makeSlot: { SpeakerSlot() }) { slot in
+                guard let hook = owner.value else {
+                    slot.releaseRetained()
+                    return
                 }
+                hook.handle(slot)
             }
+            owner.value = self
+        } else {
+            queue = nil
         }
     }
 
@@ -101,10 +115,13 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
 
     // MARK: SDK callbacks
 
+    /// `onVirtualSpeakerMixedAudioReceived` [SDK audio thread].
     public func onVirtualSpeakerMixedAudioReceived(_ data: any AudioRawData) { receive(data, .mixed) }
 
+    /// `onVirtualSpeakerOneWayAudioReceived` [SDK audio thread].
     public func onVirtualSpeakerOneWayAudioReceived(_ data: any AudioRawData, user: SDKUser) { receive(data, .oneWay(user)) }
 
+    /// `onVirtualSpeakerSharedAudioReceived` [SDK audio thread].
     public func onVirtualSpeakerSharedAudioReceived(_ data: any AudioRawData) { receive(data, .shared) }
 
     /// The session delegate's onUserLeave: releases those users' streams.
@@ -112,15 +129,72 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
         for user in users { removeStream(.oneWay(user)) }
     }
 
-    /// Releases one stream's chain (flushing it to the sink first when `flushOnLeave`).
-    /// Async mode: queued after that stream's pending audio, so none of it is lost.
+    /// [any thread] Releases one stream's chain (flushing it to the sink first when
+    /// `flushOnLeave`). Async mode: queued after that stream's pending audio, so none of it is lost.
     public func removeStream(_ id: AudioStreamID) {
-        if let queue {
-            queue.pushControl(.remove(id))
-        } else {
+        guard let queue, let acquired = queue.acquire() else {
             finish(id)
+            return
+        }
+        acquired.slot.kind = .remove
+        acquired.slot.id = id
+        if !queue.enqueue(acquired.slot) { queue.giveBack(acquired.slot) }
+    }
+
+    // MARK: Run-time control
+
+    /// [any thread] Replaces the chain of every stream (and of streams created later). Each
+    /// stream's new chain is built and negotiated for that stream's format here; the stream
+    /// swaps it in before its next block, after flushing the old chain's pending samples to
+    /// the sink. Throws (keeping the chain in force) if the text does not parse or a filter
+    /// refuses to be created.
+    public func setChain(_ text: String) throws(ChainError) {
+        let specs = text.isEmpty ? [] : try FilterSpec.parseChain(text)
+        _ = try AudioChain(specs: specs, registry: registry)
+        try config.withLock { (c: inout SpeakerConfig) throws(ChainError) in
+            var prepared: [(SpeakerStream, AudioChain)] = []
+            for stream in streams.withLock({ Array($0.values) }) {
+                let chain = try AudioChain(specs: specs, registry: registry)
+                if let format = stream.knownFormat {
+                    // A refusal here is the stream's to report: its next block renegotiates and counts it.
+                    _ = try? chain.negotiate(format)
+                }
+                prepared.append((stream, chain))
+            }
+            for (stream, chain) in prepared {
+                stream.slot.replace(with: chain) { new, old in new.carryMetrics(from: old) }
+            }
+            c = SpeakerConfig(text: text, specs: specs)
         }
     }
+
+    /// [any thread] Sets a parameter (`"denoise.level"` or `"0.level"`) on every stream's
+    /// chain, keeping each stream's filter state; streams created later start with it.
+    /// Validated here: a bad address or value throws and changes nothing.
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) {
+        try edit(.parameter(address: address, value: value))
+    }
+
+    /// [any thread] Bypasses a stage (`"denoise"` or `"0"`) of every stream's chain, or
+    /// re-enables it; see `AudioChain.setBypass`.
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
+        try edit(.bypass(stage: stage, on: bypassed))
+    }
+
+    private func edit(_ change: SpeakerEdit) throws(ChainError) {
+        try config.withLock { (c: inout SpeakerConfig) throws(ChainError) in
+            let live = streams.withLock { Array($0.values) }
+            // Validate on a chain of the same text, so a bad change throws before any stream has it.
+            let first: AudioChain
+            if let stream = live.first { first = stream.slot.latest } else { first = try AudioChain(specs: c.specs, registry: registry) }
+            try change.apply(to: first)
+            for stream in live.dropFirst() { try change.apply(to: stream.slot.latest) }
+            c.record(change)
+        }
+    }
+
+    /// The chain text in force (or about to be, at each stream's next block).
+    public var chainText: String { config.withLock { $0.text } }
 
     /// Streams with a live chain.
     public var activeStreams: [AudioStreamID] { streams.withLock { Array($0.keys) } }
@@ -130,7 +204,7 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
         let perStream = streams.withLock { $0.map { ($0.key, $0.value) } }
         var filters: [Metrics] = []
         for (id, stream) in perStream.sorted(by: { $0.0.description < $1.0.description }) {
-            for var m in stream.chain?.metrics ?? [] {
+            for var m in stream.slot.latest.metrics {
                 m.name = "\(id)/\(m.name)"
                 filters.append(m)
             }
@@ -138,33 +212,31 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
         return stats.snapshot(filters: filters, async: mode.isAsync)
     }
 
-    /// Per-filter figures of one stream's chain (nil if it has no live chain).
+    /// Per-filter figures of one stream's chain (nil if it has no live chain); they continue
+    /// across `setChain` for filters at the same position.
     public func metrics(for id: AudioStreamID) -> [Metrics]? {
-        streams.withLock { $0[id] }?.chain?.metrics
+        streams.withLock { $0[id] }?.slot.latest.metrics
     }
 
-    /// Async: blocks until the worker has processed everything queued so far (not for SDK threads).
-    public func drain() { queue?.waitUntilEmpty() }
+    /// The last error a stream's chain reported, if any.
+    public var lastError: ChainError? { lastErrorStore.withLock { $0 } }
 
-    /// Async: audio waiting for the worker, in bytes (copied) and entries.
-    public var queuedEntries: Int { queue?.entryCount ?? 0 }
+    /// Async: blocks until the worker has processed everything queued so far (not for SDK threads).
+    public func drain() { queue?.waitUntilIdle() }
+
+    /// Async: callbacks waiting for the worker.
+    public var queuedEntries: Int { queue?.count ?? 0 }
 
     /// Flushes every stream to the sink and releases all chains; stops the worker.
     /// Afterwards callbacks are ignored (counted as refused).
     public func close() {
-        lifecycle.lock()
-        if closed {
-            lifecycle.unlock()
-            return
-        }
-        closed = true
-        closedFlag.store(true, ordering: .releasing)
-        lifecycle.unlock()
+        guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
         if let queue {
-            queue.pushControl(.closeAll)
-            queue.close()
-            worker?.join()
-            worker = nil
+            if let acquired = queue.acquire() {
+                acquired.slot.kind = .closeAll
+                if !queue.enqueue(acquired.slot) { queue.giveBack(acquired.slot) }
+            }
+            queue.close { $0.releaseRetained() }
         } else {
             for id in activeStreams { finish(id) }
         }
@@ -181,87 +253,119 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
             stats.recordError()
             return
         }
-        if let queue {
-            let format = AudioFormat(sampleRate: rate, channels: channels)
-            let retained = retainInAsync && data.canAddRef() && data.addRef()
-            let grew = queue.push(id: id, format: format, timeStamp: data.timeStamp,
-                                  bytes: retained ? nil : UnsafeRawPointer(buffer), length: length,
-                                  retained: retained ? data : nil)
-            if grew { stats.recordOverflow() }
-            stats.callback.record(nanoseconds: monotonicNanoseconds() &- start)
-            return
-        }
         guard !closedFlag.load(ordering: .acquiring) else {
             stats.recordRefused()
+            return
+        }
+        let format = AudioFormat(sampleRate: rate, channels: channels)
+        if let queue {
+            guard let acquired = queue.acquire() else {
+                stats.recordRefused()
+                return
+            }
+            if acquired.grew { stats.recordOverflow() }
+            let slot = acquired.slot
+            slot.kind = .audio
+            slot.id = id
+            slot.format = format
+            slot.timeStamp = data.timeStamp
+            slot.length = length
+            if retainInAsync && data.canAddRef() && data.addRef() {
+                slot.retained = data
+            } else {
+                slot.copy(UnsafeRawPointer(buffer), length)
+            }
+            if !queue.enqueue(slot) {
+                slot.releaseRetained()
+                queue.giveBack(slot)
+                stats.recordRefused()
+                return
+            }
+            let elapsed = monotonicNanoseconds() &- start
+            timingLock.lock()
+            stats.callback.record(nanoseconds: elapsed)
+            timingLock.unlock()
             return
         }
         // Two tries: if the user left while this block waited for the stream's lock, the
         // block starts the user's new stream.
         for _ in 0..<2 {
-            guard let stream = stream(for: id) else { return }
+            guard let stream = stream(for: id, format: format) else { return }
             stream.lock.lock()
             if stream.closed {
                 stream.lock.unlock()
                 continue
             }
-            process(stream, bytes: UnsafeRawPointer(buffer), length: length,
-                    format: AudioFormat(sampleRate: rate, channels: channels), timeStamp: data.timeStamp,
-                    scratch: stream.scratch)
+            process(stream, bytes: UnsafeRawPointer(buffer), length: length, format: format, timeStamp: data.timeStamp)
             stream.lock.unlock()
+            let elapsed = monotonicNanoseconds() &- start
             timingLock.lock()
-            stats.processing.record(nanoseconds: monotonicNanoseconds() &- start)
+            stats.processing.record(nanoseconds: elapsed)
             timingLock.unlock()
             return
         }
         stats.recordError()
     }
 
-    /// The stream's state, created on its first audio. Creation (plugin instances) happens
-    /// outside the map's lock.
-    private func stream(for id: AudioStreamID) -> SpeakerStream? {
+    /// The stream's state, created on its first audio and negotiated for `format` there
+    /// (with the run-time changes made so far). Creation (plugin instances) happens outside
+    /// the map's lock, under the configuration's.
+    private func stream(for id: AudioStreamID, format: AudioFormat) -> SpeakerStream? {
         if let s = streams.withLock({ $0[id] }) { return s }
-        let created: SpeakerStream
         do {
-            created = try SpeakerStream(id: id, chain: specs.isEmpty ? nil : AudioChain(specs: specs, registry: registry))
+            return try config.withLock { (c: inout SpeakerConfig) throws(ChainError) -> SpeakerStream in
+                if let s = streams.withLock({ $0[id] }) { return s }
+                let chain = try AudioChain(specs: c.specs, registry: registry)
+                try chain.negotiate(format)
+                for change in c.edits { try change.apply(to: chain) }
+                let created = SpeakerStream(id: id, chain: chain)
+                created.knownFormat = format
+                streams.withLock { $0[id] = created }
+                return created
+            }
         } catch {
             stats.recordError()
+            lastErrorStore.withLock { $0 = error }
             return nil
-        }
-        return streams.withLock { map in
-            if let existing = map[id] { return existing }
-            map[id] = created
-            return created
         }
     }
 
-    /// Runs one callback's PCM through the stream's chain (lock held, or on the worker).
-    private func process(_ stream: SpeakerStream, bytes: UnsafeRawPointer, length: Int, format: AudioFormat,
-                         timeStamp: UInt64, scratch: SpeakerScratch) {
+    /// Runs one callback's PCM through the stream's chain (stream lock held, or on the worker).
+    private func process(_ stream: SpeakerStream, bytes: UnsafeRawPointer, length: Int, format: AudioFormat, timeStamp: UInt64) {
+        let id = stream.id
         let frames = length / (2 * format.channels)
         // An odd address cannot be read as Int16: copy first (the SDK's buffer is never written).
         let samples: UnsafeMutablePointer<Int16>
         if Int(bitPattern: bytes) & 1 == 0 {
             samples = UnsafeMutablePointer(mutating: bytes.assumingMemoryBound(to: Int16.self))
         } else {
-            samples = scratch.samples(count: length / 2)
+            samples = stream.scratch.samples(count: length / 2)
             memcpy(samples, bytes, length)
         }
-        let id = stream.id
         let block = AudioBlock(samples: samples, frameCount: frames, format: format, source: id.source,
                                userID: id.userID, timestampMicroseconds: Int64(timeStamp) * 1000)
-        guard let chain = stream.chain else {
-            sink(id, block)
-            return
-        }
         do {
+            // A chain from setChain: the old one's pending samples go out first.
+            if stream.slot.hasPending { stream.slot.takePending { old in self.flush(old, of: id) } }
+            let chain = stream.slot.current
             if let current = chain.inputFormat, current != format {
                 // Rate or channels changed: finish the old format's blocks, then renegotiate.
                 try chain.flush { sink(id, $0) }
             }
             try chain.process(block) { sink(id, $0) }
+            if chain.inputFormat != stream.knownFormat { stream.knownFormat = chain.inputFormat }
         } catch {
             stats.recordError()
-            stream.lastError = error
+            lastErrorStore.withLock { $0 = error }
+        }
+    }
+
+    /// Pushes a chain's pending samples to the sink, with its stream's source and user.
+    private func flush(_ chain: AudioChain, of id: AudioStreamID) {
+        guard chain.inputFormat != nil else { return }
+        do { try chain.flush { sink(id, $0) } } catch {
+            stats.recordError()
+            lastErrorStore.withLock { $0 = error }
         }
     }
 
@@ -271,39 +375,33 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
         stream.lock.lock()
         defer { stream.lock.unlock() }
         stream.closed = true
-        if flushOnLeave, let chain = stream.chain, chain.inputFormat != nil {
-            do { try chain.flush { sink(id, $0) } } catch {
-                stats.recordError()
-            }
-        }
+        stream.slot.takePending { old in if self.flushOnLeave { self.flush(old, of: id) } }
+        if flushOnLeave { flush(stream.slot.current, of: id) }
     }
 
-    /// The worker's side of async mode.
-    private func handle(_ item: AudioQueue.Item, scratch: SpeakerScratch) {
-        switch item {
-        case .audio(let id, let format, let timeStamp, let length, let retained):
+    /// [worker] Async mode: one queued callback or control entry.
+    private func handle(_ slot: SpeakerSlot) {
+        switch slot.kind {
+        case .audio:
             let start = monotonicNanoseconds()
-            defer {
-                if let retained { retained.releaseRef() }
-            }
-            guard let stream = stream(for: id) else { return }
-            stream.lock.lock()
+            defer { slot.releaseRetained() }
+            guard let stream = stream(for: slot.id, format: slot.format) else { return }
             let bytes: UnsafeRawPointer
-            if let retained {
+            if let retained = slot.retained {
                 guard let b = retained.buffer else {
-                    stream.lock.unlock()
                     stats.recordError()
                     return
                 }
                 bytes = UnsafeRawPointer(b)
             } else {
-                bytes = UnsafeRawPointer(scratch.copied)
+                bytes = UnsafeRawPointer(slot.bytes)
             }
-            process(stream, bytes: bytes, length: length, format: format, timeStamp: timeStamp, scratch: scratch)
+            stream.lock.lock()
+            process(stream, bytes: bytes, length: slot.length, format: slot.format, timeStamp: slot.timeStamp)
             stream.lock.unlock()
             stats.processing.record(nanoseconds: monotonicNanoseconds() &- start)
-        case .remove(let id):
-            finish(id)
+        case .remove:
+            finish(slot.id)
         case .closeAll:
             for id in activeStreams { finish(id) }
         }
@@ -312,43 +410,108 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
 
 /// The Meeting SDK delivers the same streams through its audio raw-data delegate.
 extension VirtualSpeakerHook: SDKAudioRawDataDelegate {
-    public func onMixedAudioRawDataReceived(_ data: any AudioRawData) { onVirtualSpeakerMixedAudioReceived(data) }
+    /// `onMixedAudioRawDataReceived` (both SDKs' delegates) [SDK audio thread].
+    public func onMixedAudioRawDataReceived(_ data: any AudioRawData) { receive(data, .mixed) }
 
+    /// Meeting SDK `onOneWayAudioRawDataReceived(data, user_id)` [SDK audio thread].
     public func onOneWayAudioRawDataReceived(_ data: any AudioRawData, userID: UInt32) {
-        onVirtualSpeakerOneWayAudioReceived(data, user: SDKUser(UInt64(userID)))
+        receive(data, .oneWay(SDKUser(UInt64(userID))))
     }
 
-    /// Share audio is one stream whoever shares (`userID` names the sharer).
-    public func onShareAudioRawDataReceived(_ data: any AudioRawData, userID: UInt32) { onVirtualSpeakerSharedAudioReceived(data) }
+    /// Meeting SDK `onShareAudioRawDataReceived`. Share audio is one stream whoever shares
+    /// (`userID` names the sharer) [SDK audio thread].
+    public func onShareAudioRawDataReceived(_ data: any AudioRawData, userID: UInt32) { receive(data, .shared) }
 }
 
-/// One stream's chain and its lock (held while the chain runs; taken by leave to flush).
+/// The Video SDK delivers them through its session delegate, with its own spellings.
+extension VirtualSpeakerHook: SDKVideoSDKAudioRawDataDelegate {
+    /// Video SDK `onOneWayAudioRawDataReceived(AudioRawData*, IZoomVideoSDKUser*)` [SDK audio thread].
+    public func onOneWayAudioRawDataReceived(_ data: any AudioRawData, user: SDKUser) { receive(data, .oneWay(user)) }
+
+    /// Video SDK `onSharedAudioRawDataReceived` [SDK audio thread].
+    public func onSharedAudioRawDataReceived(_ data: any AudioRawData) { receive(data, .shared) }
+}
+
+/// A run-time change made on the speaker, kept to be replayed on streams created later.
+enum SpeakerEdit: Equatable {
+    case parameter(address: String, value: String)
+    case bypass(stage: String, on: Bool)
+
+    /// Two changes to the same thing: only the later one needs replaying.
+    func replaces(_ other: SpeakerEdit) -> Bool {
+        switch (self, other) {
+        case (.parameter(let a, _), .parameter(let b, _)): return a == b
+        case (.bypass(let a, _), .bypass(let b, _)): return a == b
+        default: return false
+        }
+    }
+
+    func apply(to chain: AudioChain) throws(ChainError) {
+        switch self {
+        case .parameter(let address, let value): try chain.setParameter(address, value)
+        case .bypass(let stage, let on): try chain.setBypass(stage, on)
+        }
+    }
+}
+
+/// The speaker's chain and the changes made to it since it was set.
+struct SpeakerConfig {
+    var text: String
+    var specs: [FilterSpec]
+    var edits: [SpeakerEdit] = []
+
+    mutating func record(_ change: SpeakerEdit) {
+        edits.removeAll { change.replaces($0) }
+        edits.append(change)
+    }
+}
+
+/// A weak reference set once, before any other thread can read it (a worker's way back to
+/// the hook that owns it, without a retain cycle).
+final class WeakReference<Object: AnyObject>: @unchecked Sendable {
+    /// Written once in the owner's init, before the worker that reads it exists.
+    weak var value: Object?
+}
+
+/// One stream of the speaker.
+///
+/// `lock` is held while the stream's chain runs (sync: the SDK thread of its callback; async:
+/// the worker) and by `finish` (leave, close); `closed` and `scratch` are used under it.
+/// `slot` hands chains over from `setChain` (any thread) to the processing side.
 final class SpeakerStream: @unchecked Sendable {
     let id: AudioStreamID
-    let chain: AudioChain?
+    let slot: ChainSlot<AudioChain>
     let lock = HookLock()
+    /// Guarded by `lock`.
     var closed = false
-    var lastError: ChainError?
+    /// Guarded by `lock`.
     let scratch = SpeakerScratch()
+    /// The format the chain is negotiated for: written by the processing side when it
+    /// changes, read by `setChain` to negotiate a new chain on the control side.
+    private let formatBits = Atomic<UInt64>(0)
 
-    init(id: AudioStreamID, chain: AudioChain?) {
+    init(id: AudioStreamID, chain: AudioChain) {
         self.id = id
-        self.chain = chain
+        slot = ChainSlot(chain)
+    }
+
+    var knownFormat: AudioFormat? {
+        get {
+            let bits = formatBits.load(ordering: .acquiring)
+            return bits == 0 ? nil : AudioFormat(sampleRate: Int(bits >> 16), channels: Int(bits & 0xffff))
+        }
+        set {
+            formatBits.store(newValue.map { UInt64($0.sampleRate) << 16 | UInt64($0.channels) } ?? 0, ordering: .releasing)
+        }
     }
 }
 
-/// Scratch memory reused across blocks: an aligned copy of a misaligned SDK buffer, and the
-/// async worker's copy of a queued entry.
-final class SpeakerScratch: @unchecked Sendable {
-    private(set) var copied = UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 16)
-    private var copiedCapacity = 4096
+/// An aligned copy of a misaligned SDK buffer, reused across blocks. Used under its stream's lock.
+final class SpeakerScratch {
     private var aligned = UnsafeMutablePointer<Int16>.allocate(capacity: 2048)
     private var alignedCapacity = 2048
 
-    deinit {
-        copied.deallocate()
-        aligned.deallocate()
-    }
+    deinit { aligned.deallocate() }
 
     func samples(count: Int) -> UnsafeMutablePointer<Int16> {
         if count > alignedCapacity {
@@ -358,214 +521,41 @@ final class SpeakerScratch: @unchecked Sendable {
         }
         return aligned
     }
-
-    func reserveCopy(_ bytes: Int) -> UnsafeMutableRawPointer {
-        if bytes > copiedCapacity {
-            copied.deallocate()
-            copied = .allocate(byteCount: bytes, alignment: 16)
-            copiedCapacity = bytes
-        }
-        return copied
-    }
 }
 
-/// The async speaker's queue: PCM copied into a byte ring (or retained SDK objects), plus
-/// control entries (remove a stream, close). Never drops: when an entry does not fit, the
-/// ring (or the entry list) doubles and `push` reports the overflow.
-final class AudioQueue: @unchecked Sendable {
-    enum Item {
-        case audio(AudioStreamID, AudioFormat, UInt64, Int, (any AudioRawData)?)
-        case remove(AudioStreamID)
-        case closeAll
-    }
-
-    private struct Entry {
-        var kind: UInt8 = 0          // 0 audio, 1 remove, 2 close all
-        var id: AudioStreamID = .mixed
-        var format = AudioFormat(sampleRate: 0, channels: 0)
-        var timeStamp: UInt64 = 0
-        var offset = 0
-        var length = 0
-        var retained: (any AudioRawData)?
-    }
-
-    private let lock = HookLock()
-    private var storage: UnsafeMutableRawPointer
-    private var capacity: Int
-    private var head = 0
-    private var tail = 0
-    private var entries: [Entry]
-    private var first = 0
-    private var count = 0
-    private var closed = false
-    private var busy = false
-    /// Queued entries whose PCM is in the ring.
-    private var byteEntries = 0
-
-    /// `capacityMilliseconds` of 48 kHz stereo (192 bytes per ms), in entries of 5 ms or more.
-    init(capacityMilliseconds: Int) {
-        capacity = max(capacityMilliseconds, 10) * 192
-        storage = .allocate(byteCount: capacity, alignment: 16)
-        entries = Array(repeating: Entry(), count: max(capacityMilliseconds / 5, 16) + 16)
-    }
+/// One entry of the async speaker's `WorkQueue`: a callback's PCM (copied, or the SDK's
+/// object kept with addRef) or a control entry. Owned by one thread at a time: the producer
+/// between `acquire` and `enqueue`, then the worker; the queue's lock orders the hand-over.
+final class SpeakerSlot {
+    enum Kind { case audio, remove, closeAll }
+    var kind = Kind.audio
+    var id = AudioStreamID.mixed
+    var format = AudioFormat(sampleRate: 0, channels: 0)
+    var timeStamp: UInt64 = 0
+    var length = 0
+    /// The copied PCM (16-byte aligned); grows to the largest callback seen, then is reused.
+    private(set) var bytes = UnsafeMutableRawPointer.allocate(byteCount: 3840, alignment: 16)
+    private var capacity = 3840
+    var retained: (any AudioRawData)?
 
     deinit {
-        // Retained objects left behind (close without drain) are released here.
-        for i in 0..<entries.count { entries[i].retained?.releaseRef() }
-        storage.deallocate()
+        retained?.releaseRef()
+        bytes.deallocate()
     }
 
-    var entryCount: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return count
+    func copy(_ source: UnsafeRawPointer, _ count: Int) {
+        if count > capacity {
+            bytes.deallocate()
+            bytes = .allocate(byteCount: count, alignment: 16)
+            capacity = count
+        }
+        memcpy(bytes, source, count)
     }
 
-    /// [SDK thread] Queues one callback's audio: a copy of `bytes`, or `retained` (already
-    /// addRef'd). Returns true when the queue had to grow (an overflow).
-    func push(id: AudioStreamID, format: AudioFormat, timeStamp: UInt64, bytes: UnsafeRawPointer?, length: Int,
-              retained: (any AudioRawData)?) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed else {
-            retained?.releaseRef()
-            return false
-        }
-        var grew = false
-        if count == entries.count {
-            growEntries()
-            grew = true
-        }
-        var offset = 0
-        if let bytes {
-            if let o = reserve(length) {
-                offset = o
-            } else {
-                growStorage(atLeast: length)
-                grew = true
-                offset = reserve(length)!
-            }
-            memcpy(storage + offset, bytes, length)
-            byteEntries += 1
-        }
-        let index = (first + count) % entries.count
-        entries[index] = Entry(kind: 0, id: id, format: format, timeStamp: timeStamp,
-                               offset: bytes == nil ? -1 : offset, length: length, retained: retained)
-        count += 1
-        lock.broadcast()
-        return grew
-    }
-
-    func pushControl(_ item: Item) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed || { if case .closeAll = item { return true } else { return false } }() else { return }
-        if count == entries.count { growEntries() }
-        let index = (first + count) % entries.count
-        switch item {
-        case .remove(let id): entries[index] = Entry(kind: 1, id: id, offset: -1)
-        default: entries[index] = Entry(kind: 2, offset: -1)
-        }
-        count += 1
-        lock.broadcast()
-    }
-
-    /// [worker] The next item, its PCM copied into `scratch.copied`; nil once closed and empty.
-    func pop(into scratch: SpeakerScratch) -> Item? {
-        lock.lock()
-        defer { lock.unlock() }
-        busy = false
-        lock.broadcast()
-        while count == 0 {
-            if closed { return nil }
-            lock.wait()
-        }
-        var entry = entries[first]
-        entries[first].retained = nil
-        first = (first + 1) % entries.count
-        count -= 1
-        busy = true
-        switch entry.kind {
-        case 1: return .remove(entry.id)
-        case 2: return .closeAll
-        default:
-            if entry.offset >= 0 {
-                memcpy(scratch.reserveCopy(entry.length), storage + entry.offset, entry.length)
-                head = entry.offset + entry.length
-                byteEntries -= 1
-            }
-            if count == 0 {
-                head = 0
-                tail = 0
-            }
-            let retained = entry.retained
-            entry.retained = nil
-            return .audio(entry.id, entry.format, entry.timeStamp, entry.length, retained)
-        }
-    }
-
-    /// Blocks until every queued item has been processed.
-    func waitUntilEmpty() {
-        lock.lock()
-        defer { lock.unlock() }
-        while (count > 0 || busy) && !(closed && count == 0) { lock.wait() }
-    }
-
-    func close() {
-        lock.lock()
-        closed = true
-        lock.broadcast()
-        lock.unlock()
-    }
-
-    /// A contiguous region of `n` bytes in the ring, or nil.
-    private func reserve(_ n: Int) -> Int? {
-        if byteEntries == 0 {
-            head = 0
-            tail = 0
-        }
-        if tail >= head {
-            if capacity - tail >= n {
-                defer { tail += n }
-                return tail
-            }
-            if n < head {
-                tail = n
-                return 0
-            }
-            return nil
-        }
-        if head - tail > n {
-            defer { tail += n }
-            return tail
-        }
-        return nil
-    }
-
-    private func growEntries() {
-        var grown = Array(repeating: Entry(), count: entries.count * 2)
-        for i in 0..<count { grown[i] = entries[(first + i) % entries.count] }
-        entries = grown
-        first = 0
-    }
-
-    /// Doubles the ring (at least) and compacts the pending PCM to its start.
-    private func growStorage(atLeast n: Int) {
-        var newCapacity = capacity * 2
-        while newCapacity < capacity + n { newCapacity *= 2 }
-        let grown = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
-        var offset = 0
-        for i in 0..<count {
-            let index = (first + i) % entries.count
-            guard entries[index].offset >= 0 else { continue }
-            memcpy(grown + offset, storage + entries[index].offset, entries[index].length)
-            entries[index].offset = offset
-            offset += entries[index].length
-        }
-        storage.deallocate()
-        storage = grown
-        capacity = newCapacity
-        head = 0
-        tail = offset
+    /// Releases the SDK's object, once.
+    func releaseRetained() {
+        guard let retained else { return }
+        self.retained = nil
+        retained.releaseRef()
     }
 }

@@ -45,6 +45,8 @@ package final class WorkQueue<Slot: AnyObject>: @unchecked Sendable {
     private var busy = false
     private var closed = false
     private var worker: HookThread?
+    /// A `close` is joining the worker: other closers wait for it rather than join twice.
+    private var joining = false
 
     /// - Parameters:
     ///   - capacity: queued slots before `whenFull` applies (at least 1).
@@ -130,7 +132,6 @@ package final class WorkQueue<Slot: AnyObject>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         while !queued.isEmpty || busy {
-            if closed && worker == nil { return }
             lock.wait()
         }
     }
@@ -144,10 +145,21 @@ package final class WorkQueue<Slot: AnyObject>: @unchecked Sendable {
         closed = true
         lock.broadcast()
         let thread = worker
-        lock.unlock()
-        thread?.join()
-        lock.lock()
         worker = nil
+        if thread == nil {
+            while joining { lock.wait() }
+        } else {
+            joining = true
+        }
+        lock.unlock()
+        if let thread {
+            thread.join()
+            lock.lock()
+            joining = false
+            lock.broadcast()
+            lock.unlock()
+        }
+        lock.lock()
         let remaining = Array(queued)
         queued.removeAll()
         lock.broadcast()

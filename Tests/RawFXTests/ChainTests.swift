@@ -255,6 +255,7 @@ final class FrameStorageTests: XCTestCase {
         _ = try chain!.negotiate(input.format)
         let output = try chain!.process(input.frame)
         chain = nil
+        XCTAssertTrue(output.storage is VideoBuffer, "the output holds the scaler's buffer")
         XCTAssertEqual(output.width, 32)
         XCTAssertEqual(output.plane(0)[0], 200, "a flat picture stays flat through the scaler")
     }

@@ -384,7 +384,7 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(reversed.clashes, [FilterIDClash(id: "scale", skippedPath: third, keptPath: yuv)])
         XCTAssertEqual(try reversed.filterType("scale").library.path, yuv)
         XCTAssertEqual(try reversed.filterType("extra").library.path, third)
-        XCTAssertEqual(reversed.filterTypes.map(\.id), ["extra", "mirror", "rotate", "scale"])
+        XCTAssertEqual(reversed.filterTypes.map(\.id), ["extra", "mirror", "range", "rotate", "scale"])
     }
 }
 

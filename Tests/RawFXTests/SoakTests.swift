@@ -105,9 +105,10 @@ final class SoakTests: XCTestCase {
         let cameraSession = videoEmulator.videoSourceSession(camera, supported: [capability], suggested: capability)
         let share = try processor.configureShareSource(chain: shareChains[0])
         let shareSession = publishEmulator.shareSession(share)
-        let studio = try processor.configureProductionStudio(capability: psCapability, videoChain: "mirror", audioChain: "gain=db=-1",
-                                                             pacing: .caller)
-        let studioSession = audioEmulator.productionStudioSession(studio, capability: psCapability)
+        // The default pacing: the PS pacer thread sends audio and video (one producer), while
+        // the app pushes video and audio from two threads.
+        let studio = try processor.configureProductionStudio(capability: psCapability, videoChain: "mirror", audioChain: "gain=db=-1")
+        let studioSession = audioEmulator.productionStudioSession(studio)
         let mic = try processor.configureVirtualMic(chain: micChains[0], pacing: .caller)
         let micSession = audioEmulator.micSession(mic)
         for sender in [cameraSession.sender, shareSession.sender, studioSession.sender, micSession.sender] as [FakeSenderBase] {
@@ -314,6 +315,8 @@ final class SoakTests: XCTestCase {
         let deadline = monotonicNanoseconds() + 10_000_000_000
         while camera.queuedFrames > 0 || camera.metrics.hook.frames + camera.metrics.hook.errors < UInt64(counts.published),
               monotonicNanoseconds() < deadline { usleep(1000) }
+        // The PS pacer sends its audio in real time: wait for the last chunks.
+        while studio.queuedAudioChunks > 0, monotonicNanoseconds() < deadline { usleep(1000) }
         cameraSession.stopSend()
         cameraSession.uninitialize()
         shareSession.stop()

@@ -1,6 +1,8 @@
 import RawFX
 @testable import RawFXSDK
+@testable import RawFX
 import RawFXAllocCounter
+import Foundation
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -103,5 +105,73 @@ final class WorkQueueTests: XCTestCase {
         }
         XCTAssertEqual(rawfx_thread_allocation_count() - before, 0)
         queue.close()
+    }
+}
+
+/// The one hand-off: latest value wins, and what the processing thread retires is released on
+/// the control side.
+final class MailboxTests: XCTestCase {
+    final class Tracked {
+        static let deinitThreads = Locked<[UInt]>([])
+        deinit { Tracked.deinitThreads.withLock { $0.append(UInt(pthread_self())) } }
+    }
+
+    func testRetiredValuesAreReleasedByTheControlSideOnly() {
+        Tracked.deinitThreads.withLock { $0 = [] }
+        let mailbox = Mailbox<Tracked>()
+        let control = UInt(pthread_self())
+        let processingThread = Locked<UInt>(0)
+        // The processing side retires four values with no control call in between.
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            processingThread.withLock { $0 = UInt(pthread_self()) }
+            for _ in 0..<4 { mailbox.retire(Tracked()) }
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        XCTAssertEqual(Tracked.deinitThreads.withLock { $0 }, [], "nothing released on the processing thread")
+        XCTAssertEqual(mailbox.releasedOnProcessingThread, 0)
+        mailbox.collect()
+        XCTAssertEqual(Tracked.deinitThreads.withLock { $0 }, [control, control, control, control])
+        XCTAssertNotEqual(processingThread.withLock { $0 }, control)
+    }
+
+    func testTheLatestPostWins() {
+        let mailbox = Mailbox<Tracked>()
+        let first = Tracked(), second = Tracked()
+        mailbox.post { _ in first }
+        mailbox.post { waiting in
+            XCTAssertTrue(waiting === first, "the waiting value is offered to the next post")
+            return second
+        }
+        XCTAssertTrue(mailbox.take() === second)
+        XCTAssertNil(mailbox.take())
+    }
+}
+
+extension WorkQueueTests {
+    /// Two threads closing at once: the worker is joined once, both return after the drain.
+    func testConcurrentClosesJoinOnceAndBothSeeTheDrain() {
+        let processed = Locked<Int>(0)
+        let queue = WorkQueue<Box>(name: "test", capacity: 64, whenFull: .grow, makeSlot: Box.init) { _ in
+            usleep(1000)
+            processed.withLock { $0 += 1 }
+        }
+        for i in 0..<20 {
+            let a = queue.acquire()!
+            a.slot.value = i
+            queue.enqueue(a.slot)
+        }
+        let group = DispatchGroup()
+        let seenAtReturn = Locked<[Int]>([])
+        for _ in 0..<2 {
+            DispatchQueue.global().async(group: group) {
+                queue.close()
+                seenAtReturn.withLock { $0.append(processed.withLock { $0 }) }
+            }
+        }
+        group.wait()
+        XCTAssertEqual(seenAtReturn.withLock { $0 }, [20, 20], "each close returns after every queued slot ran")
     }
 }

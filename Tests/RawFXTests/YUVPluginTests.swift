@@ -35,10 +35,10 @@ final class YUVPluginTests: XCTestCase {
 
     // MARK: Loading and parameters
 
-    func testPluginProvidesThreeFiltersWithDescribedParameters() throws {
+    func testPluginProvidesFourFiltersWithDescribedParameters() throws {
         let library = try XCTUnwrap(registry.libraries.first)
         XCTAssertEqual(library.name, "rawfx-yuv")
-        XCTAssertEqual(registry.filterTypes.map(\.id), ["mirror", "rotate", "scale"])
+        XCTAssertEqual(registry.filterTypes.map(\.id), ["mirror", "range", "rotate", "scale"])
         for type in registry.filterTypes {
             XCTAssertEqual(type.mediaKind, .video)
             XCTAssertEqual(type.processing, .outOfPlace)
