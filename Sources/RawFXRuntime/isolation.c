@@ -210,6 +210,10 @@ static uint32_t post(iso_instance *inst, uint32_t command) {
 
 /* Waits for the reply to `seq`, at most `timeout_ns`. A reply_seq that is neither
  * the answer nor DEAD is garbage: it runs into the deadline. */
+/* True on the supervisor thread: nobody else would notice its helper's death, so it
+ * looks for itself while it waits. */
+static __thread int on_supervisor;
+
 static int wait_reply(iso_instance *inst, uint32_t seq, int64_t timeout_ns) {
     int64_t end = now_ns() + timeout_ns;
     for (;;) {
@@ -218,6 +222,15 @@ static int wait_reply(iso_instance *inst, uint32_t seq, int64_t timeout_ns) {
         if (reply == RFX_ISO_DEAD) return REPLY_DEAD;
         int64_t left = end - now_ns();
         if (left <= 0) return REPLY_TIMEOUT;
+        if (on_supervisor) {
+            siginfo_t info;
+            memset(&info, 0, sizeof info);
+            if (waitid(P_PID, (id_t)atomic_load(&inst->pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0) {
+                inst->exit_status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
+                return REPLY_DEAD;
+            }
+            if (left > 20000000) left = 20000000;
+        }
         futex_wait(&inst->control->reply_seq, reply, left);
     }
 }
@@ -457,6 +470,7 @@ static void sleep_interruptible(iso_instance *inst, int64_t ns) {
 /* [supervisor] Spawn, bring up, wait for the exit, restart with back-off. */
 static void *supervise(void *argument) {
     iso_instance *inst = argument;
+    on_supervisor = 1;
     int64_t backoff = inst->type->backoff_min_ns;
     int first = 1;
     pthread_mutex_lock(&inst->lock);
@@ -493,21 +507,20 @@ static void *supervise(void *argument) {
                 pthread_mutex_unlock(&inst->lock);
                 /* Exit seen, not reaped: the pid stays ours while a caller may still signal it. */
                 siginfo_t info;
+                memset(&info, 0, sizeof info);
                 while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {}
+                /* Down, and a caller waiting on the channel (a frame, or a configure that
+                 * holds the lock) wakes now rather than at its deadline. */
+                int expected_up = STATE_UP;
+                atomic_compare_exchange_strong(&inst->state, &expected_up, STATE_DOWN);
+                inst->exit_status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
+                store_release(&inst->control->reply_seq, RFX_ISO_DEAD);
+                futex_wake(&inst->control->reply_seq);
                 pthread_mutex_lock(&inst->lock);
             } else {
                 kill(pid, SIGKILL);
             }
-            int expected_up = STATE_UP;
-            atomic_compare_exchange_strong(&inst->state, &expected_up, STATE_DOWN);
             int status = 0;
-            /* Wake a caller waiting on the channel, and wait until it has left it. */
-            siginfo_t info;
-            memset(&info, 0, sizeof info);
-            waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT);
-            inst->exit_status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
-            store_release(&inst->control->reply_seq, RFX_ISO_DEAD);
-            futex_wake(&inst->control->reply_seq);
             while (atomic_load(&inst->in_call)) {
                 pthread_mutex_unlock(&inst->lock);
                 struct timespec pause = { 0, 200000 };

@@ -57,7 +57,12 @@ final class IsolationTests: XCTestCase {
         let chain = try VideoChain(text, registry: registry)
         let reference = try VideoChain(referenceText, registry: registry)
         var outcomes: [Outcome] = []
-        for seed in 1...5 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
+        for seed in 1...2 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
+        // A run-time change before the fault: the restarted helper must get it again.
+        let stage = chain.filters[0].type.id
+        try chain.setParameter("\(stage).delta", "23")
+        try reference.setParameter("\(stage).delta", "23")
+        for seed in 3...5 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
         XCTAssertEqual(outcomes, [.processed, .processed, .processed, .processed, .passedThrough])
         XCTAssertEqual(chain.filters[0].isolation?.faults, 1)
         // While the helper restarts, frames pass (or are processed, once it is back).
@@ -89,5 +94,101 @@ final class IsolationTests: XCTestCase {
 
     func testWrongOutputSizeIsAProtocolViolation() throws {
         try checkFaultOnFifthFrame("faulty_oop@isolate(deadline=10000ms)", reference: "faulty_oop=at=1000000")
+    }
+
+    func testCrashInConfigureNegotiatesAsPassthroughThenComesBack() throws {
+        let registry = try faultyRegistry()
+        let marker = temporaryDirectory().appendingPathComponent("configured-once").path
+        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms)=fault=configure:marker='\(marker)'", registry: registry)
+        let reference = try VideoChain("faulty_video", registry: registry)
+        // The first helper dies in configure: the chain still negotiates, as a passthrough.
+        try chain.negotiate(VideoFormat(width: 64, height: 48))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: marker), "the first configure ran in the helper")
+        XCTAssertEqual(chain.filters[0].isolation?.faults, 1)
+        var outcomes = [try runFrame(chain, reference: reference, seed: 1)]
+        waitUntilUp(chain.filters[0])
+        for seed in 2...4 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
+        XCTAssertEqual(Array(outcomes.dropFirst()), [.processed, .processed, .processed], "configured again after the restart")
+        XCTAssertEqual(chain.metrics[0].isolation?.restarts, 1)
+    }
+
+    func testZeroAllocationsPerFrameOnTheHostSide() throws {
+        let registry = try faultyRegistry()
+        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms),faulty_oop@isolate(deadline=10000ms)=at=1000000", registry: registry)
+        let buffer = patternBuffer(width: 64, height: 36, extraStride: 3)
+        for _ in 0..<3 { _ = try chain.process(buffer.frame) }
+        let before = rawfx_thread_allocation_count()
+        for _ in 0..<200 { _ = try chain.process(buffer.frame) }
+        XCTAssertEqual(rawfx_thread_allocation_count() - before, 0)
+        XCTAssertEqual(chain.filters.map { $0.isolation?.passthrough }, [0, 0], "every frame crossed to the helpers")
+    }
+
+    /// Audio: a crash on the 5th block passes that block through unchanged, with its length
+    /// and time; every block comes out, in order.
+    func checkAudioFault(_ fault: String, deadline: String) throws {
+        let registry = try faultyRegistry()
+        let chain = try AudioChain("faulty_audio@isolate(deadline=\(deadline))=fault=\(fault)", registry: registry)
+        let reference = try AudioChain("faulty_audio", registry: registry)
+        let format = AudioFormat(sampleRate: 48000, channels: 1)
+        var outcomes: [Outcome] = []
+        func block(_ n: Int) throws {
+            var input = [Int16](repeating: 0, count: 480)
+            for i in input.indices { input[i] = Int16(truncatingIfNeeded: (i * 37 + n * 1013) % 20000 - 10000) }
+            var expected = input
+            var output: [[Int16]] = []
+            let before = chain.filters[0].isolation!.passthrough
+            try input.withUnsafeMutableBufferPointer { b in
+                try chain.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format,
+                                             timestampMicroseconds: Int64(n) * 10_000)) { out in
+                    XCTAssertEqual(out.timestampMicroseconds, Int64(n) * 10_000)
+                    output.append(Array(UnsafeBufferPointer(start: out.samples, count: out.frameCount)))
+                }
+            }
+            XCTAssertEqual(output.count, 1, "block \(n) came out once")
+            if chain.filters[0].isolation!.passthrough == before + 1 {
+                XCTAssertEqual(output.first, input, "block \(n) passed through unchanged")
+                outcomes.append(.passedThrough)
+            } else {
+                var referenceOutput: [Int16] = []
+                try expected.withUnsafeMutableBufferPointer { b in
+                    try reference.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format)) {
+                        referenceOutput = Array(UnsafeBufferPointer(start: $0.samples, count: $0.frameCount))
+                    }
+                }
+                XCTAssertEqual(output.first, referenceOutput, "block \(n) as the in-process filter makes it")
+                outcomes.append(.processed)
+            }
+        }
+        for n in 1...5 { try block(n) }
+        XCTAssertEqual(outcomes, [.processed, .processed, .processed, .processed, .passedThrough])
+        waitUntilUp(chain.filters[0])
+        try block(6)
+        XCTAssertEqual(outcomes.last, .processed)
+        XCTAssertEqual(chain.metrics[0].isolation?.faults, 1)
+        XCTAssertEqual(chain.metrics[0].isolation?.restarts, 1)
+    }
+
+    func testAudioSegfaultPassesTheBlockThrough() throws { try checkAudioFault("segv", deadline: "10000ms") }
+    func testAudioHangPassesTheBlockThrough() throws { try checkAudioFault("hang", deadline: "500ms") }
+    func testAudioExitPassesTheBlockThrough() throws { try checkAudioFault("exit", deadline: "10000ms") }
+
+    func testStageOptionSyntax() throws {
+        let specs = try FilterSpec.parseChain("watermark@isolate=image=logo.png,scale@isolate(deadline=40ms)=width=640,null")
+        XCTAssertEqual(specs.map(\.isolation), [StageIsolation(), StageIsolation(deadlineMicroseconds: 40_000), nil])
+        XCTAssertEqual(FilterSpec.chainText(specs), "watermark@isolate=image=logo.png,scale@isolate(deadline=40ms)=width=640,null")
+        XCTAssertEqual(try FilterSpec.parseChain("a@isolate(deadline=2500us)").first?.description, "a@isolate(deadline=2500us)")
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@sandbox")) { XCTAssertTrue("\($0)".contains("expected '@isolate'"), "\($0)") }
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(deadline=soon)")) { XCTAssertTrue("\($0)".contains("deadline=40ms"), "\($0)") }
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate@isolate")) { XCTAssertTrue("\($0)".contains("twice"), "\($0)") }
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(deadline=5ms")) { XCTAssertTrue("\($0)".contains("not closed"), "\($0)") }
+    }
+
+    func testMissingHelperIsAClearError() throws {
+        let registry = try faultyRegistry()
+        setenv(Isolation.helperVariable, "/nonexistent/rawfx-isolate", 1)
+        defer { unsetenv(Isolation.helperVariable) }
+        XCTAssertThrowsChainError(try VideoChain("faulty_video@isolate(deadline=123ms)", registry: registry)) {
+            XCTAssertTrue("\($0)".contains("/nonexistent/rawfx-isolate"), "\($0)")
+        }
     }
 }
