@@ -1,6 +1,9 @@
 import Foundation
 import RawFX
 import RawFXAllocCounter
+import RawFXEmulator
+import RawFXMedia
+import RawFXSDK
 import XCTest
 
 /// Isolated stages (`name@isolate`, docs/isolation.md) with filters that crash, hang, exit,
@@ -190,5 +193,77 @@ final class IsolationTests: XCTestCase {
         XCTAssertThrowsChainError(try VideoChain("faulty_video@isolate(deadline=123ms)", registry: registry)) {
             XCTAssertTrue("\($0)".contains("/nonexistent/rawfx-isolate"), "\($0)")
         }
+    }
+}
+
+/// An isolated stage at an SDK hook driven by the emulator, and `rawfx run --isolate`.
+final class IsolationIntegrationTests: XCTestCase, RawfxCommandTesting {
+    func faultyPluginDirectory() throws -> URL {
+        let directory = temporaryDirectory()
+        _ = try compileCPlugin(repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/faulty_plugin.c"),
+                               into: directory, name: "libfaulty.so")
+        return directory
+    }
+
+    func testPreProcessorHookKeepsEveryFrameThroughACrashingIsolatedFilter() throws {
+        let registry = PluginRegistry.empty(environment: [:])
+        registry.scan([try faultyPluginDirectory().path])
+        let hook = try PreProcessorHook(chain: "faulty_video@isolate(deadline=10000ms)=fault=segv:delta=7", registry: registry)
+        let emulator = SDKSessionEmulator()
+        var outcomes: [String] = []
+        func deliver(_ seed: Int) {
+            let picture = patternBuffer(width: 66, height: 38, seed: seed)
+            let capture = emulator.makeCaptureFrame(format: picture.format, padding: 24)
+            let before = hook.metrics.filters[0].isolation!.passthrough
+            let out = emulator.deliverPreProcess(hook, picture: picture.frame, into: capture)
+            let processed = planeBytes(picture.frame, 0).map { $0 &+ 7 }
+            if hook.metrics.filters[0].isolation!.passthrough == before + 1 {
+                XCTAssertEqual(planeBytes(out, 0), planeBytes(picture.frame, 0), "frame \(seed) unchanged")
+                outcomes.append("passed")
+            } else {
+                XCTAssertEqual(planeBytes(out, 0), processed, "frame \(seed) filtered")
+                outcomes.append("processed")
+            }
+            XCTAssertEqual(planeBytes(out, 1), planeBytes(picture.frame, 1))
+            XCTAssertTrue(capture.paddingIntact)
+        }
+        for seed in 1...5 { deliver(seed) }
+        XCTAssertEqual(outcomes, ["processed", "processed", "processed", "processed", "passed"])
+        let deadline = Date().addingTimeInterval(60)
+        while hook.metrics.filters[0].isolation?.isUp != true, Date() < deadline { usleep(5000) }
+        deliver(6)
+        XCTAssertEqual(outcomes.last, "processed", "the stage came back after the restart")
+        XCTAssertEqual(hook.metrics.hook.frames, 6, "every frame went through the hook")
+        XCTAssertEqual(hook.metrics.hook.errors, 0)
+        XCTAssertEqual(hook.metrics.filters[0].isolation?.faults, 1)
+        XCTAssertTrue(emulator.violations.isEmpty, "\(emulator.violations)")
+    }
+
+    func testRunIsolateWritesEveryFrameAndWarnsAboutTheFaults() throws {
+        try requireRawfx()
+        let plugins = try faultyPluginDirectory()
+        let dir = temporaryDirectory()
+        let input = try makeY4M(dir, frames: 12)
+        let output = dir.appendingPathComponent("out.y4m").path
+        let outcome = try rawfx("run", "--isolate", "--plugin-path", plugins.path, "--vf", "faulty_video=fault=segv", input, output)
+        XCTAssertEqual(outcome.status, 0, outcome.stderr)
+        let warning = outcome.stderrLines.first { $0.contains("warning: filter 'faulty_video'") }
+        XCTAssertNotNil(warning, outcome.stderr)
+        XCTAssertNotNil(warning?.range(of: #"faulted [1-9][0-9]* times? in its helper process"#, options: .regularExpression), outcome.stderr)
+        // Every frame is there, each the input itself or the input filtered (+10 on luma).
+        let inReader = try Y4MReader(MediaInput(path: input))
+        let outReader = try Y4MReader(MediaInput(path: output))
+        var frames = 0, passed = 0
+        while let inFrame = try inReader.readFrame() {
+            let source = (0..<3).map { planeBytes(inFrame, $0) }
+            guard let outFrame = try outReader.readFrame() else { return XCTFail("frame \(frames) is missing") }
+            let result = (0..<3).map { planeBytes(outFrame, $0) }
+            XCTAssertEqual(result[1...], source[1...], "frame \(frames): chroma untouched")
+            if result[0] == source[0] { passed += 1 } else { XCTAssertEqual(result[0], source[0].map { $0 &+ 10 }, "frame \(frames)") }
+            frames += 1
+        }
+        XCTAssertNil(try outReader.readFrame(), "no frame added")
+        XCTAssertEqual(frames, 12)
+        XCTAssertGreaterThanOrEqual(passed, 1, "the 5th frame passed through")
     }
 }
