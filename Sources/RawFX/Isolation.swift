@@ -91,7 +91,9 @@ public struct IsolationMetrics: Hashable, Sendable, CustomStringConvertible {
 extension FilterInstance {
     /// [any] The isolation figures of a proxy instance (`@isolate`), nil for an in-process one.
     public var isolation: IsolationMetrics? {
-        guard let pointer = extensionPointer(RFX_ISOLATION_EXTENSION) else { return nil }
+        // Only a proxy is asked: a real plugin's get_extension must not run during process.
+        guard rfx_isolation_is_proxy(type.descriptor) != 0,
+              let pointer = extensionPointer(RFX_ISOLATION_EXTENSION) else { return nil }
         var c = rfx_isolation_counters()
         rfx_isolation_read_counters(pointer, &c)
         return IsolationMetrics(faults: c.faults, restarts: c.restarts, passthrough: c.passthrough,

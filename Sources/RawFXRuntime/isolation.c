@@ -1024,6 +1024,10 @@ rawfx_filter_descriptor *rfx_isolation_descriptor_create(const rawfx_filter_desc
     return &t->descriptor;
 }
 
+int32_t rfx_isolation_is_proxy(const rawfx_filter_descriptor *descriptor) {
+    return descriptor->create == proxy_create;
+}
+
 void rfx_isolation_descriptor_destroy(rawfx_filter_descriptor *descriptor) {
     iso_type *t = (iso_type *)descriptor;
     free(t->helper_path);

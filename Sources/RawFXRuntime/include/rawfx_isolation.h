@@ -38,6 +38,10 @@ rawfx_filter_descriptor *rfx_isolation_descriptor_create(const rawfx_filter_desc
                                                          const rfx_isolation_config *config);
 void rfx_isolation_descriptor_destroy(rawfx_filter_descriptor *descriptor);
 
+/* [any] 1 when `descriptor` is a proxy's (so its instances answer the extension below
+ * from any thread); a real plugin's get_extension is a [control] call. */
+int32_t rfx_isolation_is_proxy(const rawfx_filter_descriptor *descriptor);
+
 /* The proxy's extension: its counters (filter->get_extension). */
 #define RFX_ISOLATION_EXTENSION "rawfx.isolation/1"
 
