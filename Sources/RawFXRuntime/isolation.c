@@ -167,6 +167,11 @@ static void log_line(iso_instance *inst, rawfx_log_severity severity, const char
     rfx_runtime_log(severity, inst->type->filter_id, message);
 }
 
+/* A wait status (as waitpid gives) from what waitid saw. */
+static int wait_status_of(const siginfo_t *info) {
+    return info->si_code == CLD_EXITED ? (info->si_status & 0xff) << 8 : (info->si_status & 0x7f);
+}
+
 static void describe_exit(int status, char *out, size_t capacity) {
     if (WIFSIGNALED(status))
         snprintf(out, capacity, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -226,7 +231,7 @@ static int wait_reply(iso_instance *inst, uint32_t seq, int64_t timeout_ns) {
             siginfo_t info;
             memset(&info, 0, sizeof info);
             if (waitid(P_PID, (id_t)atomic_load(&inst->pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0) {
-                inst->exit_status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
+                inst->exit_status = wait_status_of(&info);
                 return REPLY_DEAD;
             }
             if (left > 20000000) left = 20000000;
@@ -235,20 +240,24 @@ static int wait_reply(iso_instance *inst, uint32_t seq, int64_t timeout_ns) {
     }
 }
 
-/* A command round trip; on failure the helper is taken down with `what` in the log. */
-static int call(iso_instance *inst, uint32_t command, int64_t timeout_ns, const char *what) {
-    uint32_t seq = post(inst, command);
-    int result = wait_reply(inst, seq, timeout_ns);
-    if (result == REPLY_OK) return REPLY_OK;
+/* Takes the helper down after a wait for `what` ended without a reply. */
+static void fail_wait(iso_instance *inst, int result, const char *what, int64_t timeout_ns) {
     char reason[160];
     if (result == REPLY_DEAD) {
         char how[80];
         describe_exit(inst->exit_status, how, sizeof how);
         snprintf(reason, sizeof reason, "%s during %s", how, what);
     } else {
-        snprintf(reason, sizeof reason, "did not answer %s within %.1f ms", what, (double)timeout_ns / 1e6);
+        snprintf(reason, sizeof reason, "did not finish %s within the %.2f ms deadline", what, (double)timeout_ns / 1e6);
     }
     take_down(inst, reason);
+}
+
+/* A command round trip; on failure the helper is taken down with `what` in the log. */
+static int call(iso_instance *inst, uint32_t command, int64_t timeout_ns, const char *what) {
+    uint32_t seq = post(inst, command);
+    int result = wait_reply(inst, seq, timeout_ns);
+    if (result != REPLY_OK) fail_wait(inst, result, what, timeout_ns);
     return result;
 }
 
@@ -513,7 +522,7 @@ static void *supervise(void *argument) {
                  * holds the lock) wakes now rather than at its deadline. */
                 int expected_up = STATE_UP;
                 atomic_compare_exchange_strong(&inst->state, &expected_up, STATE_DOWN);
-                inst->exit_status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
+                inst->exit_status = wait_status_of(&info);
                 store_release(&inst->control->reply_seq, RFX_ISO_DEAD);
                 futex_wake(&inst->control->reply_seq);
                 pthread_mutex_lock(&inst->lock);
@@ -765,15 +774,7 @@ static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_
     int result = wait_reply(inst, seq, inst->deadline_ns);
     rawfx_status status = RAWFX_OK;
     if (result != REPLY_OK) {
-        char reason[160];
-        if (result == REPLY_DEAD) {
-            char how[80];
-            describe_exit(inst->exit_status, how, sizeof how);
-            snprintf(reason, sizeof reason, "%s during process", how);
-        } else {
-            snprintf(reason, sizeof reason, "did not finish a frame within the %.1f ms deadline", (double)inst->deadline_ns / 1e6);
-        }
-        take_down(inst, reason);
+        fail_wait(inst, result, "a frame", inst->deadline_ns);
         video_passthrough(inst, in, out);
     } else if ((status = c->status) != RAWFX_OK) {
         copy_error(inst);
@@ -884,14 +885,13 @@ static rawfx_status proxy_process_audio(const rawfx_filter *filter, const rawfx_
             violation = "reported another rate or channel count than negotiated";
     }
     if (result != REPLY_OK || violation) {
-        char reason[160];
-        if (violation) snprintf(reason, sizeof reason, "broke the protocol: it %s", violation);
-        else if (result == REPLY_DEAD) {
-            char how[80];
-            describe_exit(inst->exit_status, how, sizeof how);
-            snprintf(reason, sizeof reason, "%s during process", how);
-        } else snprintf(reason, sizeof reason, "did not finish a block within the %.2f ms deadline", (double)inst->deadline_ns / 1e6);
-        take_down(inst, reason);
+        if (violation) {
+            char reason[160];
+            snprintf(reason, sizeof reason, "broke the protocol: it %s", violation);
+            take_down(inst, reason);
+        } else {
+            fail_wait(inst, result, "a block", inst->deadline_ns);
+        }
         audio_passthrough(inst, in, out);
     } else if (status != RAWFX_OK) {
         copy_error(inst);
