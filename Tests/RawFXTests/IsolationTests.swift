@@ -55,7 +55,9 @@ final class IsolationTests: XCTestCase {
 
     /// A fault on the 5th frame: frames 1-4 processed, the 5th passed through, the stage back
     /// after the restart (whose own 5th frame faults again), every frame accounted for.
-    func checkFaultOnFifthFrame(_ text: String, reference referenceText: String) throws {
+    func checkFaultOnFifthFrame(_ text: String, reference referenceText: String, logged: String) throws {
+        let log = LogCapture()
+        defer { log.stop() }
         let registry = try faultyRegistry()
         let chain = try VideoChain(text, registry: registry)
         let reference = try VideoChain(referenceText, registry: registry)
@@ -79,24 +81,34 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(metrics.isolation?.passthrough, UInt64(outcomes.filter { $0 == .passedThrough }.count))
         XCTAssertGreaterThan(outcomes.filter { $0 == .processed }.count, processedBefore)
         XCTAssertEqual(outcomes.count, 8, "every frame came out")
+        // Each fault is one warning line of the engine log, naming the filter and what happened.
+        RawFXLog.sync()
+        let faultLines = log.records.filter { $0.severity == .warning && $0.message.contains("isolated helper") }
+        XCTAssertEqual(UInt64(faultLines.count), metrics.isolation?.faults, "\(faultLines)")
+        XCTAssertEqual(faultLines.first?.source, chain.filters[0].type.id)
+        XCTAssertTrue(faultLines.first?.message.contains(logged) == true, "\(faultLines)")
     }
 
     func testSegfaultOnTheFifthFramePassesItThroughAndRestarts() throws {
-        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=10000ms)=fault=segv", reference: "faulty_video")
+        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=10000ms)=fault=segv", reference: "faulty_video",
+                                   logged: "killed by signal 11 (Segmentation fault) during a frame")
     }
 
     func testEndlessLoopPastTheDeadlinePassesTheFrameThrough() throws {
         // The deadline is what ends the hang: short enough to keep the test quick, far above
         // the microseconds a 64x48 frame takes, so only the hang runs into it.
-        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=500ms)=fault=hang", reference: "faulty_video")
+        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=500ms)=fault=hang", reference: "faulty_video",
+                                   logged: "did not finish a frame within the 500.00 ms deadline")
     }
 
     func testExitInProcessPassesTheFrameThrough() throws {
-        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=10000ms)=fault=exit", reference: "faulty_video")
+        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=10000ms)=fault=exit", reference: "faulty_video",
+                                   logged: "exited with status 3 during a frame")
     }
 
     func testWrongOutputSizeIsAProtocolViolation() throws {
-        try checkFaultOnFifthFrame("faulty_oop@isolate(deadline=10000ms)", reference: "faulty_oop=at=1000000")
+        try checkFaultOnFifthFrame("faulty_oop@isolate(deadline=10000ms)", reference: "faulty_oop=at=1000000",
+                                   logged: "broke the protocol: it reported a 66x48 frame")
     }
 
     func testCrashInConfigureNegotiatesAsPassthroughThenComesBack() throws {
