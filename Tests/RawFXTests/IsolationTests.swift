@@ -97,8 +97,8 @@ final class IsolationTests: XCTestCase {
     func testEndlessLoopPastTheDeadlinePassesTheFrameThrough() throws {
         // The deadline is what ends the hang: short enough to keep the test quick, far above
         // the microseconds a 64x48 frame takes, so only the hang runs into it.
-        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=500ms)=fault=hang", reference: "faulty_video",
-                                   logged: "did not finish a frame within the 500.00 ms deadline")
+        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=2000ms)=fault=hang", reference: "faulty_video",
+                                   logged: "did not finish a frame within the 2000.00 ms deadline")
     }
 
     func testExitInProcessPassesTheFrameThrough() throws {
@@ -184,7 +184,7 @@ final class IsolationTests: XCTestCase {
     }
 
     func testAudioSegfaultPassesTheBlockThrough() throws { try checkAudioFault("segv", deadline: "10000ms") }
-    func testAudioHangPassesTheBlockThrough() throws { try checkAudioFault("hang", deadline: "500ms") }
+    func testAudioHangPassesTheBlockThrough() throws { try checkAudioFault("hang", deadline: "2000ms") }
     func testAudioExitPassesTheBlockThrough() throws { try checkAudioFault("exit", deadline: "10000ms") }
 
     func testStageOptionSyntax() throws {
