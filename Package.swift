@@ -11,6 +11,7 @@
 //   Sources/RawFXMedia      Y4M, WAV, PNG and test signals (files and pipes, the demo)
 //   Sources/RawFXEmulator   an SDK session that drives the hooks with the SDK's contracts
 //   Sources/RawFXPluginKit  write a filter in Swift: a protocol and one line of export
+//   Sources/RawFXEmbed      librawfx.so: the engine behind a C API (Sources/CRawFXEmbed: its header)
 //   Sources/rawfx           the command-line tool
 //   Sources/rawfx-isolate   the helper process of an isolated stage (docs/isolation.md)
 //   Sources/C*              system libraries: libyuv, SpeexDSP, libpng
@@ -39,6 +40,10 @@ let package = Package(
         .library(name: "RawFXMedia", targets: ["RawFXMedia"]),
         .library(name: "RawFXPluginKit", targets: ["RawFXPluginKit"]),
         .library(name: "RawFXValidate", targets: ["RawFXValidate"]),
+        // The C API for embedding (rawfx_embed.h), for C, C++ and Python hosts: libRawFXEmbed.so,
+        // installed as librawfx.so (a product named `rawfx` would clash with the command; the
+        // library has no SONAME, so a program linked with -lrawfx needs librawfx.so).
+        .library(name: "RawFXEmbed", type: .dynamic, targets: ["RawFXEmbed"]),
         plugin("RawFXWatermark", target: "WatermarkPlugin"),
         plugin("RawFXYUV", target: "YUVPlugin"),
         plugin("RawFXSpeex", target: "SpeexPlugin"),
@@ -71,6 +76,8 @@ let package = Package(
         .target(name: "RawFXMedia", dependencies: ["RawFX", "CLibPNG"], path: "Sources/RawFXMedia"),
         .target(name: "RawFXEmulator", dependencies: ["RawFX", "RawFXSDK", "RawFXMedia"], path: "Sources/RawFXEmulator"),
         .target(name: "RawFXPluginKit", dependencies: ["CRawFX"], path: "Sources/RawFXPluginKit"),
+        .target(name: "CRawFXEmbed", dependencies: ["CRawFX"], path: "Sources/CRawFXEmbed"),
+        .target(name: "RawFXEmbed", dependencies: ["RawFX", "CRawFXEmbed"], path: "Sources/RawFXEmbed"),
         .executableTarget(
             name: "rawfx",
             dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXValidate",
@@ -100,7 +107,7 @@ let package = Package(
         .testTarget(
             name: "RawFXTests",
             dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter", "RawFXValidate",
-                           "RawFXRuntime", "CLibYUV", "CSpeexDSP", "CLibPNG"],
+                           "RawFXRuntime", "RawFXEmbed", "CLibYUV", "CSpeexDSP", "CLibPNG"],
             path: "Tests/RawFXTests",
             exclude: ["Fixtures"]),
     ]

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the system libraries RawFX builds against, on Debian 12 (and Ubuntu):
 #   libyuv-dev (scale/rotate/convert), libspeexdsp-dev (denoise/resample), libpng-dev (PNG),
-#   pkg-config (SwiftPM finds speexdsp and libpng through it), ffmpeg (end-to-end tests).
+#   pkg-config (SwiftPM finds speexdsp and libpng through it; embedders find rawfx.pc), ffmpeg
+#   (end-to-end tests), python3 and python3-venv (the Python package's tests, in a venv: Debian's
+#   own Python refuses `pip install` outside one).
 # Idempotent: when everything is installed it only checks and exits. Not root: prints the command.
 set -euo pipefail
 
-packages=(libyuv-dev libspeexdsp-dev libpng-dev pkg-config ffmpeg)
+packages=(libyuv-dev libspeexdsp-dev libpng-dev pkg-config ffmpeg python3 python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -58,6 +58,15 @@ public final class PluginRegistry: @unchecked Sendable {
                   environment: environment)
     }
 
+    /// Loads exactly `entries`, in order, and nothing from the standard search path (an
+    /// embedder, whose executable's directory is no plugin directory, builds its own path).
+    /// An entry that does not exist is recorded in `failures`. `environment` is read for
+    /// `RAWFX_ALLOW_UNTRUSTED_PLUGINS` only.
+    public static func scanning(_ entries: [String],
+                                environment: [String: String] = ProcessInfo.processInfo.environment) -> PluginRegistry {
+        PluginRegistry(scanning: entries, environment: environment)
+    }
+
     /// A registry that has loaded nothing; add files with `load(path:)` or `scan(_:)`.
     /// `environment` is read for `RAWFX_ALLOW_UNTRUSTED_PLUGINS` only.
     public static func empty(environment: [String: String] = ProcessInfo.processInfo.environment) -> PluginRegistry {
@@ -67,21 +76,39 @@ public final class PluginRegistry: @unchecked Sendable {
     /// Every registered filter type, sorted by id (skipped clashing filters are not listed).
     public var filterTypes: [FilterType] { byID.values.sorted { $0.id < $1.id } }
 
-    /// The search path: explicit entries, then RAWFX_PLUGIN_PATH, then the executable's directory.
+    /// The search path: explicit entries, then RAWFX_PLUGIN_PATH, then `defaults` (nil: the
+    /// executable's directory, and `../lib/rawfx/plugins` from it when that exists, where
+    /// scripts/install.sh puts the plugins; an embedding library passes its own directory).
     public static func searchPath(explicit: [String] = [],
-                                  environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+                                  environment: [String: String] = ProcessInfo.processInfo.environment,
+                                  defaults: [String]? = nil) -> [String] {
         var path = explicit
         if let value = environment[environmentVariable] {
             path += value.split(separator: ":").map(String.init).filter { !$0.isEmpty }
         }
-        if let executable = Bundle.main.executableURL?.resolvingSymlinksInPath() {
-            path.append(executable.deletingLastPathComponent().path)
+        if let defaults {
+            path += defaults
+        } else if let executable = Bundle.main.executableURL?.resolvingSymlinksInPath() {
+            let directory = executable.deletingLastPathComponent()
+            path.append(directory.path)
+            // An installed command (PREFIX/bin/rawfx) finds the plugins installed with it.
+            let installed = directory.deletingLastPathComponent().appendingPathComponent("lib/rawfx/plugins").path
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: installed, isDirectory: &isDirectory), isDirectory.boolValue {
+                path.append(installed)
+            }
         }
         var seen = Set<String>()
         return path.filter { seen.insert($0).inserted }
     }
 
-    /// Loads every `*.so` in each directory (in name order) and each entry that is a file.
+    /// The embedding library (the engine behind a C API: built as libRawFXEmbed.so beside the
+    /// plugins, installed as librawfx.so): a directory scan passes over it, as it is the host,
+    /// never a plugin.
+    public static let hostLibraries: Set<String> = ["libRawFXEmbed.so", "librawfx.so"]
+
+    /// Loads every `*.so` in each directory (in name order, the embedding library excepted)
+    /// and each entry that is a file.
     /// Nothing is opened before it is known to be a regular file. Failures, missing entries
     /// included, are kept in `failures`.
     public func scan(_ entries: [String]) {
@@ -103,7 +130,7 @@ public final class PluginRegistry: @unchecked Sendable {
                 continue
             }
             let directory = entry.hasSuffix("/") ? entry : entry + "/"
-            for name in names.filter({ $0.hasSuffix(".so") }).sorted() {
+            for name in names.filter({ $0.hasSuffix(".so") && !PluginRegistry.hostLibraries.contains($0) }).sorted() {
                 loadRecordingFailure(directory + name)
             }
         }

@@ -1,0 +1,269 @@
+/*
+ * rawfx_embed.h — run RawFX filter chains from C, C++ or any language with a C FFI.
+ *
+ * The HOST side of RawFX, exported by librawfx.so (`pkg-config --cflags --libs rawfx`).
+ * rawfx.h, next to this header, is the PLUGIN side; this header reuses its frame and format
+ * structs (rawfx_video_frame, rawfx_audio_frame, rawfx_video_format, rawfx_audio_format).
+ * Pure C99; compiles as C++ too.
+ *
+ * Conventions
+ * - Handles are opaque pointers: rawfx_registry, rawfx_video_chain, rawfx_audio_chain. Each
+ *   is created by a *_open / *_create function and freed by its *_close / *_destroy; a
+ *   chain keeps what it needs of its registry, so the registry may be closed first.
+ * - Structs the caller fills in start with `uint32_t struct_size`, set to sizeof as the
+ *   caller compiled it; fields beyond it read as zero, so new fields are appended.
+ * - Every function that can fail returns rawfx_result. On failure (anything but RAWFX_OK) it
+ *   stores a message for the calling thread that rawfx_last_error() returns: it names what
+ *   was wrong and what was expected. Bad arguments are reported, never a crash.
+ * - Thread tags, as in rawfx.h:
+ *     [any]      any thread, at any time.
+ *     [control]  any thread, but not concurrently with another [control] or [process] call
+ *                on the same handle (may allocate, lock, load files).
+ *     [process]  the one thread that runs frames or audio through a chain. Once the chain is
+ *                negotiated and the format does not change, REAL-TIME: no heap allocation,
+ *                no lock, no I/O inside the engine (plugins keep the rawfx.h contract).
+ *     [control, concurrent] any thread, concurrently with [process] calls on the same chain:
+ *                the change is applied between two frames or chunks.
+ * - Strings passed in are UTF-8 and NUL-terminated; they are copied, never kept.
+ */
+#ifndef RAWFX_EMBED_H
+#define RAWFX_EMBED_H
+
+#include "rawfx.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this API. Minor versions only append functions and struct fields. */
+#define RAWFX_EMBED_VERSION_MAJOR 1
+#define RAWFX_EMBED_VERSION_MINOR 0
+
+/* [any] The version of the library loaded, as RAWFX_EMBED_VERSION_MAJOR * 1000 + MINOR.
+ * A program built against a newer minor than the library checks this before calling the
+ * newer functions. */
+uint32_t rawfx_embed_version(void);
+
+/* ----------------------------------------------------------------- errors -- */
+
+/* RAWFX_OK (0, from rawfx.h) is success; failures are positive, unlike a plugin's
+ * rawfx_status. */
+typedef int32_t rawfx_result;
+enum {
+    RAWFX_E_INVALID_ARGUMENT   = 1, /* a NULL handle, a bad struct_size, a bad format or frame */
+    RAWFX_E_NOT_FOUND          = 2, /* a search-path entry, a filter, a stage or parameter */
+    RAWFX_E_CHAIN              = 3, /* chain text, a parameter value, wrong media kind */
+    RAWFX_E_NEGOTIATION        = 4, /* a filter refused the format */
+    RAWFX_E_PROCESS            = 5, /* a filter failed while processing */
+    RAWFX_E_STATE              = 6, /* not negotiated yet, or a call out of order */
+    RAWFX_E_BUFFER_TOO_SMALL   = 7  /* the caller's buffer cannot hold the result */
+};
+
+/* [any] The message of the last failed call on the calling thread ("" if none). Valid
+ * until the next failing call on this thread. */
+const char *rawfx_last_error(void);
+
+/* [any] The name of a result code ("RAWFX_E_CHAIN"); a static string. */
+const char *rawfx_result_name(rawfx_result result);
+
+/* --------------------------------------------------------------- registry -- */
+
+typedef struct rawfx_registry rawfx_registry;
+
+/* Where plugin files are looked for, in this order (earlier entries win a filter id):
+ *   1. search_path entries (a directory of *.so files, or one .so file); one that does not
+ *      exist is an error (RAWFX_E_NOT_FOUND);
+ *   2. if use_environment: the colon-separated entries of $RAWFX_PLUGIN_PATH (one that does
+ *      not exist is listed as a failure and the scan goes on);
+ *   3. unless skip_default_directory: the plugins installed with librawfx
+ *      (<libdir>/rawfx/plugins), or, when that does not exist, the directory of librawfx.so
+ *      itself (where `swift build` puts the plugins).
+ * Trust, as the engine applies it (docs/cli.md): a plugin file and every directory above it
+ * must be owned by root or the current user and not writable by group or others. With
+ * allow_untrusted (or RAWFX_ALLOW_UNTRUSTED_PLUGINS=1 in the environment when
+ * use_environment is set) only the regular-file rule applies. */
+typedef struct rawfx_registry_options {
+    uint32_t struct_size;
+    const char *const *search_path; /* search_path_count entries; may be NULL when 0 */
+    size_t search_path_count;
+    int32_t use_environment;        /* nonzero: read RAWFX_PLUGIN_PATH and RAWFX_ALLOW_UNTRUSTED_PLUGINS */
+    int32_t skip_default_directory; /* nonzero: do not scan librawfx's own plugin directory */
+    int32_t allow_untrusted;        /* nonzero: lift the ownership and permission rule */
+} rawfx_registry_options;
+
+/* [control] Scans the search path and loads every trusted plugin. `options` may be NULL:
+ * the environment and the default directory. A file that fails to load does not fail the
+ * call: it is listed by rawfx_registry_failure. On success *registry is set; close it with
+ * rawfx_registry_close. */
+rawfx_result rawfx_registry_open(const rawfx_registry_options *options, rawfx_registry **registry);
+
+/* [control] Frees the registry. Chains made from it stay valid. NULL is ignored. */
+void rawfx_registry_close(rawfx_registry *registry);
+
+/* [control] The entries scanned, in order (index < count). The string is valid until the
+ * registry is closed. */
+size_t rawfx_registry_search_path_count(const rawfx_registry *registry);
+const char *rawfx_registry_search_path_entry(const rawfx_registry *registry, size_t index);
+
+/* [control] The plugin files that failed to load or were refused by the trust rule, each
+ * with its reason ("/x/a.so: not loaded: directory /x is writable by its group ..."). The
+ * string is valid until the registry is closed; NULL for an index past the end. */
+size_t rawfx_registry_failure_count(const rawfx_registry *registry);
+const char *rawfx_registry_failure(const rawfx_registry *registry, size_t index);
+
+/* [control] The registered filter ids, sorted ("denoise", "rotate", ...). Valid until the
+ * registry is closed; NULL for an index past the end. */
+size_t rawfx_registry_filter_count(const rawfx_registry *registry);
+const char *rawfx_registry_filter_id(const rawfx_registry *registry, size_t index);
+
+/* ---------------------------------------------------------------- metrics -- */
+
+/* Figures for one stage of a chain (a filter), as `rawfx run --metrics` would print. */
+typedef struct rawfx_stage_metrics {
+    uint32_t struct_size;
+    char name[64];          /* the filter id, NUL-terminated (cut at 63 bytes) */
+    uint64_t frames;        /* frames or blocks processed */
+    uint64_t errors;        /* process calls that failed */
+    uint64_t drops;
+    uint64_t bypassed;      /* frames or blocks passed on while bypassed (not in frames) */
+    uint64_t p50_ns;        /* median and 99th percentile time per call, recent calls */
+    uint64_t p99_ns;
+} rawfx_stage_metrics;
+
+/* ------------------------------------------------------------ video chain -- */
+
+typedef struct rawfx_video_chain rawfx_video_chain;
+
+/* [control] Builds a video chain from the chain syntax of `rawfx run --vf`
+ * ("watermark=image=logo.png,scale=width=1280:height=720,rotate=angle=90"; "" copies).
+ * The chain can be replaced later as a whole (rawfx_video_chain_replace). */
+rawfx_result rawfx_video_chain_create(rawfx_registry *registry, const char *chain_text,
+                                      rawfx_video_chain **chain);
+
+/* [control] Frees the chain and its buffers. NULL is ignored. */
+void rawfx_video_chain_destroy(rawfx_video_chain *chain);
+
+/* [control] Negotiates every filter for `input` (I420) and allocates the buffers, so that
+ * processing frames of this format allocates nothing. Writes the chain's output format to
+ * `output` (may be NULL). Optional: the first frame negotiates too. */
+rawfx_result rawfx_video_chain_negotiate(rawfx_video_chain *chain, const rawfx_video_format *input,
+                                         rawfx_video_format *output);
+
+/* [process] Runs `input` (the caller's planes and strides; borrowed for the call) through
+ * the chain. `*output` receives a view of the result: the caller's own planes when every
+ * filter works in place, otherwise an engine buffer, valid until the next process or drain
+ * call on this chain or its destruction. A frame of another format than the negotiated one
+ * renegotiates first (allocating). The caller's planes may be edited by in-place filters. */
+rawfx_result rawfx_video_chain_process(rawfx_video_chain *chain, const rawfx_video_frame *input,
+                                       rawfx_video_frame *output);
+
+/* [process] As rawfx_video_chain_process, then copies the result into `destination`'s
+ * planes (its own strides), which must have the output's width and height. `destination`
+ * may be `input` itself when the chain keeps the size (an SDK pre-processor's frame). */
+rawfx_result rawfx_video_chain_process_into(rawfx_video_chain *chain, const rawfx_video_frame *input,
+                                            const rawfx_video_frame *destination);
+
+/* Receives one frame from rawfx_video_chain_drain; the view is valid during the call. */
+typedef void (*rawfx_video_emit)(void *user_data, const rawfx_video_frame *frame);
+
+/* [process] Frames of delay from input to output (the sum of the filters' latencies),
+ * known once negotiated (a pending replacement chain is installed first, as process does). A file's first `latency` outputs precede any input: drop them, and
+ * call rawfx_video_chain_drain at the end. */
+uint32_t rawfx_video_chain_latency(const rawfx_video_chain *chain);
+
+/* [process] At the end of a stream, pushes out the `latency` frames a delaying filter still
+ * holds by repeating `last_input` (the last frame given to process); emits nothing for a
+ * chain without latency. */
+rawfx_result rawfx_video_chain_drain(rawfx_video_chain *chain, const rawfx_video_frame *last_input,
+                                     rawfx_video_emit emit, void *user_data);
+
+/* [control, concurrent] Sets a parameter while frames flow: "scale.width" (filter id) or
+ * "1.width" (stage index), value in chain syntax ("960"). Validated now (a bad value fails
+ * here); applied between two frames, keeping the filter's state. */
+rawfx_result rawfx_video_chain_set_parameter(rawfx_video_chain *chain, const char *address, const char *value);
+
+/* [control, concurrent] Bypasses (nonzero) or re-enables (0) a stage: "watermark" or "0". A
+ * stage that changes the size cannot be bypassed (RAWFX_E_CHAIN). */
+rawfx_result rawfx_video_chain_set_bypass(rawfx_video_chain *chain, const char *stage, int32_t bypassed);
+
+/* [control, concurrent] Replaces the whole chain with one built from `chain_text`, from the
+ * next frame: no frame dropped, none split between the two chains. If `negotiate_for` is not
+ * NULL the new chain is negotiated now, so a refusal fails this call, not a frame. The old
+ * chain is freed on a later control call, never on the processing thread. Parameters and
+ * bypasses set afterwards go to the new chain. */
+rawfx_result rawfx_video_chain_replace(rawfx_video_chain *chain, rawfx_registry *registry,
+                                       const char *chain_text, const rawfx_video_format *negotiate_for);
+
+/* [any] How many times the processing thread has switched to a replacement chain. */
+uint64_t rawfx_video_chain_swap_count(const rawfx_video_chain *chain);
+
+/* [process] (allocates: call it between frames, not for each) The figures of the chain in
+ * force, one per stage, into `metrics[0..capacity)`
+ * (each with struct_size set by the caller, or 0 for this header's size); `*count` receives
+ * the number of stages. RAWFX_E_BUFFER_TOO_SMALL (with *count set) when capacity is smaller. */
+rawfx_result rawfx_video_chain_metrics(const rawfx_video_chain *chain, rawfx_stage_metrics *metrics,
+                                       size_t capacity, size_t *count);
+
+/* [process] (allocates, as above) The same figures as one JSON object, {"stages":[{"name":..,"frames":..,...}]},
+ * NUL-terminated into `buffer` (capacity bytes). `*length` receives the length without the
+ * NUL; RAWFX_E_BUFFER_TOO_SMALL when it does not fit (call again with length + 1). */
+rawfx_result rawfx_video_chain_metrics_json(const rawfx_video_chain *chain, char *buffer, size_t capacity,
+                                            size_t *length);
+
+/* ------------------------------------------------------------ audio chain -- */
+
+typedef struct rawfx_audio_chain rawfx_audio_chain;
+
+/* Receives one block of interleaved 16-bit PCM that left the chain; valid during the call. */
+typedef void (*rawfx_audio_emit)(void *user_data, const rawfx_audio_frame *block);
+
+/* [control] Builds an audio chain from the syntax of `rawfx run --af`
+ * ("denoise=level=-30,resample=rate=16000"; "" copies). */
+rawfx_result rawfx_audio_chain_create(rawfx_registry *registry, const char *chain_text,
+                                      rawfx_audio_chain **chain);
+
+/* [control] Frees the chain. NULL is ignored. */
+void rawfx_audio_chain_destroy(rawfx_audio_chain *chain);
+
+/* [control] Negotiates for `input` (interleaved s16) and sizes the FIFOs and buffers.
+ * Writes the output format to `output` (may be NULL). Samples still pending are dropped. */
+rawfx_result rawfx_audio_chain_negotiate(rawfx_audio_chain *chain, const rawfx_audio_format *input,
+                                         rawfx_audio_format *output);
+
+/* [process] Runs a chunk of any size (`input->frame_count` frames, 0 included); `emit`
+ * receives every block that comes out, in order, during the call. A filter that works on
+ * fixed blocks (SpeexDSP: 10 ms) gets exactly those: the chain re-blocks. */
+rawfx_result rawfx_audio_chain_process(rawfx_audio_chain *chain, const rawfx_audio_frame *input,
+                                       rawfx_audio_emit emit, void *user_data);
+
+/* [process] Frames (at the output rate) by which the output lags the input. Known once
+ * negotiated. A file's first `latency` output frames precede the input: drop them. */
+uint32_t rawfx_audio_chain_latency(const rawfx_audio_chain *chain);
+
+/* [process] At the end of a stream: feeds silence until every input sample has come out,
+ * and cuts the last block there, so that with the first `latency` frames dropped the output
+ * has the input's length and lines up with it sample for sample (as `rawfx run`). */
+rawfx_result rawfx_audio_chain_drain(rawfx_audio_chain *chain, rawfx_audio_emit emit, void *user_data);
+
+/* [control, concurrent] As rawfx_video_chain_set_parameter: "denoise.level", "-15". A
+ * parameter without RECONFIGURE keeps the filter's state (a denoiser's noise estimate). */
+rawfx_result rawfx_audio_chain_set_parameter(rawfx_audio_chain *chain, const char *address, const char *value);
+
+/* [control, concurrent] As rawfx_video_chain_set_bypass; a bypassed stage's input is delayed
+ * by its latency so the stream never shifts. A resampler cannot be bypassed. */
+rawfx_result rawfx_audio_chain_set_bypass(rawfx_audio_chain *chain, const char *stage, int32_t bypassed);
+
+/* [process] (allocates) As rawfx_video_chain_metrics and rawfx_video_chain_metrics_json. */
+rawfx_result rawfx_audio_chain_metrics(const rawfx_audio_chain *chain, rawfx_stage_metrics *metrics,
+                                       size_t capacity, size_t *count);
+rawfx_result rawfx_audio_chain_metrics_json(const rawfx_audio_chain *chain, char *buffer, size_t capacity,
+                                            size_t *length);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RAWFX_EMBED_H */

@@ -1,0 +1,73 @@
+import CRawFXEmbed
+import RawFX
+
+/// What the C API does alike on video and audio chains: run-time control and metrics.
+protocol EmbeddedChain: AnyObject {
+    func setParameter(_ address: String, _ value: String) throws(ChainError)
+    func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError)
+    /// [process] The figures of the chain in force.
+    var stageMetrics: [Metrics] { get }
+}
+
+extension AudioChain: EmbeddedChain {
+    var stageMetrics: [Metrics] { metrics }
+}
+
+extension SwappableVideoChain: EmbeddedChain {
+    var stageMetrics: [Metrics] { chain.metrics }
+}
+
+/// The chain behind a handle, or the failure for NULL.
+private func chain<C: EmbeddedChain>(_ pointer: OpaquePointer?, _ type: C.Type, _ function: String) -> Result<C, RawFXCallError> {
+    guard let pointer else { return .failure(RawFXCallError(invalid(function, "chain is NULL"))) }
+    return .success(object(pointer, as: type))
+}
+
+func setParameter<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,
+                                    _ address: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> rawfx_result {
+    guard let address = string(address) else { return invalid(function, "address is NULL; expected \"filter.parameter\"") }
+    guard let value = string(value) else { return invalid(function, "value is NULL") }
+    switch chain(pointer, type, function) {
+    case .failure(let error): return error.code
+    case .success(let chain):
+        do {
+            try chain.setParameter(address, value)
+            return rawfxOK
+        } catch {
+            return fail(error)
+        }
+    }
+}
+
+func setBypass<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,
+                                 _ stage: UnsafePointer<CChar>?, _ bypassed: Int32) -> rawfx_result {
+    guard let stage = string(stage) else { return invalid(function, "stage is NULL; expected a filter id or stage index") }
+    switch chain(pointer, type, function) {
+    case .failure(let error): return error.code
+    case .success(let chain):
+        do {
+            try chain.setBypass(stage, bypassed != 0)
+            return rawfxOK
+        } catch {
+            return fail(error)
+        }
+    }
+}
+
+func metrics<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,
+                               _ out: UnsafeMutablePointer<rawfx_stage_metrics>?, _ capacity: Int,
+                               _ count: UnsafeMutablePointer<Int>?) -> rawfx_result {
+    switch chain(pointer, type, function) {
+    case .failure(let error): return error.code
+    case .success(let chain): return writeMetrics(chain.stageMetrics, out, capacity: capacity, count: count, function)
+    }
+}
+
+func metricsJSON<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,
+                                   _ buffer: UnsafeMutablePointer<CChar>?, _ capacity: Int,
+                                   _ length: UnsafeMutablePointer<Int>?) -> rawfx_result {
+    switch chain(pointer, type, function) {
+    case .failure(let error): return error.code
+    case .success(let chain): return writeString(metricsJSON(chain.stageMetrics), buffer, capacity: capacity, length: length, function)
+    }
+}

@@ -1,0 +1,136 @@
+"""Finding and declaring librawfx (rawfx_embed.h) for ctypes."""
+import ctypes
+import os
+import subprocess
+
+# The file names: installed by scripts/install.sh, and as `swift build` leaves it.
+INSTALLED_NAME = "librawfx.so"
+BUILD_NAME = "libRawFXEmbed.so"
+
+
+def candidates():
+    """Where librawfx is looked for, in order: $RAWFX_LIBRARY, pkg-config's libdir for rawfx,
+    then a SwiftPM build folder (.build/release, .build/debug) above the working directory or
+    above this package (a source checkout)."""
+    explicit = os.environ.get("RAWFX_LIBRARY")
+    if explicit:
+        yield explicit
+        return
+    try:
+        libdir = subprocess.run(["pkg-config", "--variable=libdir", "rawfx"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+        if libdir:
+            yield os.path.join(libdir, INSTALLED_NAME)
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    seen = set()
+    for start in (os.getcwd(), os.path.dirname(os.path.abspath(__file__))):
+        directory = start
+        while directory not in seen:
+            seen.add(directory)
+            for configuration in ("release", "debug"):
+                yield os.path.join(directory, ".build", configuration, BUILD_NAME)
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+
+
+def load():
+    tried = []
+    for path in candidates():
+        if os.path.isfile(path):
+            return _declare(ctypes.CDLL(path)), path
+        tried.append(path)
+    raise OSError("librawfx not found; set RAWFX_LIBRARY to its path, install RawFX "
+                  "(scripts/install.sh; pkg-config finds it), or build it (swift build). Tried: "
+                  + ", ".join(tried[:6]) + (", ..." if len(tried) > 6 else ""))
+
+
+class VideoFormat(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
+                ("pixel_format", ctypes.c_uint32), ("color_range", ctypes.c_uint32), ("rotation", ctypes.c_uint32)]
+
+
+class VideoFrame(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
+                ("pixel_format", ctypes.c_uint32), ("color_range", ctypes.c_uint32), ("rotation", ctypes.c_uint32),
+                ("planes", ctypes.c_void_p * 3), ("strides", ctypes.c_int32 * 3), ("timestamp_us", ctypes.c_int64)]
+
+
+class AudioFormat(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("sample_rate", ctypes.c_uint32), ("channels", ctypes.c_uint32)]
+
+
+class AudioFrame(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("samples", ctypes.c_void_p), ("frame_count", ctypes.c_uint32),
+                ("sample_rate", ctypes.c_uint32), ("channels", ctypes.c_uint32), ("source", ctypes.c_uint32),
+                ("user_id", ctypes.c_uint64), ("flags", ctypes.c_uint32), ("timestamp_us", ctypes.c_int64)]
+
+
+class RegistryOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("search_path", ctypes.POINTER(ctypes.c_char_p)),
+                ("search_path_count", ctypes.c_size_t), ("use_environment", ctypes.c_int32),
+                ("skip_default_directory", ctypes.c_int32), ("allow_untrusted", ctypes.c_int32)]
+
+
+class StageMetrics(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("name", ctypes.c_char * 64), ("frames", ctypes.c_uint64),
+                ("errors", ctypes.c_uint64), ("drops", ctypes.c_uint64), ("bypassed", ctypes.c_uint64),
+                ("p50_ns", ctypes.c_uint64), ("p99_ns", ctypes.c_uint64)]
+
+
+VIDEO_EMIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(VideoFrame))
+AUDIO_EMIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(AudioFrame))
+
+PIXEL_I420 = 1  # RAWFX_PIXEL_I420
+AUDIO_SOURCE_FILE = 4
+
+
+def _declare(lib):
+    P, c = ctypes.c_void_p, ctypes
+    result = c.c_int32
+    signatures = {
+        "rawfx_embed_version": (c.c_uint32, []),
+        "rawfx_last_error": (c.c_char_p, []),
+        "rawfx_result_name": (c.c_char_p, [result]),
+        "rawfx_registry_open": (result, [c.POINTER(RegistryOptions), c.POINTER(P)]),
+        "rawfx_registry_close": (None, [P]),
+        "rawfx_registry_search_path_count": (c.c_size_t, [P]),
+        "rawfx_registry_search_path_entry": (c.c_char_p, [P, c.c_size_t]),
+        "rawfx_registry_failure_count": (c.c_size_t, [P]),
+        "rawfx_registry_failure": (c.c_char_p, [P, c.c_size_t]),
+        "rawfx_registry_filter_count": (c.c_size_t, [P]),
+        "rawfx_registry_filter_id": (c.c_char_p, [P, c.c_size_t]),
+        "rawfx_video_chain_create": (result, [P, c.c_char_p, c.POINTER(P)]),
+        "rawfx_video_chain_destroy": (None, [P]),
+        "rawfx_video_chain_negotiate": (result, [P, c.POINTER(VideoFormat), c.POINTER(VideoFormat)]),
+        "rawfx_video_chain_process": (result, [P, c.POINTER(VideoFrame), c.POINTER(VideoFrame)]),
+        "rawfx_video_chain_process_into": (result, [P, c.POINTER(VideoFrame), c.POINTER(VideoFrame)]),
+        "rawfx_video_chain_latency": (c.c_uint32, [P]),
+        "rawfx_video_chain_drain": (result, [P, c.POINTER(VideoFrame), VIDEO_EMIT, P]),
+        "rawfx_video_chain_set_parameter": (result, [P, c.c_char_p, c.c_char_p]),
+        "rawfx_video_chain_set_bypass": (result, [P, c.c_char_p, c.c_int32]),
+        "rawfx_video_chain_replace": (result, [P, P, c.c_char_p, c.POINTER(VideoFormat)]),
+        "rawfx_video_chain_swap_count": (c.c_uint64, [P]),
+        "rawfx_video_chain_metrics": (result, [P, c.POINTER(StageMetrics), c.c_size_t, c.POINTER(c.c_size_t)]),
+        "rawfx_video_chain_metrics_json": (result, [P, c.c_char_p, c.c_size_t, c.POINTER(c.c_size_t)]),
+        "rawfx_audio_chain_create": (result, [P, c.c_char_p, c.POINTER(P)]),
+        "rawfx_audio_chain_destroy": (None, [P]),
+        "rawfx_audio_chain_negotiate": (result, [P, c.POINTER(AudioFormat), c.POINTER(AudioFormat)]),
+        "rawfx_audio_chain_process": (result, [P, c.POINTER(AudioFrame), AUDIO_EMIT, P]),
+        "rawfx_audio_chain_latency": (c.c_uint32, [P]),
+        "rawfx_audio_chain_drain": (result, [P, AUDIO_EMIT, P]),
+        "rawfx_audio_chain_set_parameter": (result, [P, c.c_char_p, c.c_char_p]),
+        "rawfx_audio_chain_set_bypass": (result, [P, c.c_char_p, c.c_int32]),
+        "rawfx_audio_chain_metrics": (result, [P, c.POINTER(StageMetrics), c.c_size_t, c.POINTER(c.c_size_t)]),
+        "rawfx_audio_chain_metrics_json": (result, [P, c.c_char_p, c.c_size_t, c.POINTER(c.c_size_t)]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    major = lib.rawfx_embed_version() // 1000
+    if major != 1:
+        raise OSError("librawfx has API version %d.x; this package needs 1.x" % major)
+    return lib

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# CI's check of scripts/install.sh: installs into a temporary prefix, builds the example plugin
+# (docs/examples/invert.c) and the example embedder (docs/examples/embed.c) with nothing but
+# `pkg-config --cflags --libs rawfx`, runs them against the installed command and library
+# only (no build folder on any path), then uninstalls and checks the prefix is empty.
+#
+#   scripts/test-install.sh [--configuration release|debug]   (default release)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+configuration=${2:-release}
+[ "${1:-}" = --configuration ] || configuration=release
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+scripts/install.sh --prefix "$prefix" --configuration "$configuration" --no-build
+
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+unset RAWFX_PLUGIN_PATH
+cd "$work"
+cc -std=c99 -Wall -Wextra -Werror -shared -fPIC $(pkg-config --cflags rawfx) "$OLDPWD/docs/examples/invert.c" -o invert.so
+cc -std=c99 -Wall -Wextra -Werror "$OLDPWD/docs/examples/embed.c" $(pkg-config --cflags --libs rawfx) -o embed
+ldd ./embed | grep -q "librawfx.so => $prefix/lib/librawfx.so" || { echo "test-install: embed does not load $prefix/lib/librawfx.so" >&2; ldd ./embed >&2; exit 1; }
+
+# A Y4M and a WAV; the installed library finds the installed plugins by default.
+ffmpeg -nostdin -loglevel error -f lavfi -i testsrc2=size=320x240:rate=25 -frames:v 5 -pix_fmt yuv420p in.y4m
+ffmpeg -nostdin -loglevel error -f lavfi -i 'sine=frequency=300:sample_rate=16000:duration=0.5' -c:a pcm_s16le in.wav
+chain='invert=chroma=true,scale=width=160:height=120,rotate=angle=270'
+"$prefix/bin/rawfx" run --plugin-path invert.so --vf "$chain" in.y4m ref.y4m
+./embed --plugin-path invert.so --vf "$chain" in.y4m out.y4m
+cmp ref.y4m out.y4m
+"$prefix/bin/rawfx" run --af denoise in.wav ref.wav
+./embed --af denoise in.wav out.wav
+cmp ref.wav out.wav
+"$prefix/bin/rawfx" validate invert.so > /dev/null
+echo "test-install: the plugin and the embedder built with pkg-config alone; outputs identical to rawfx run"
+
+cd "$OLDPWD"
+scripts/uninstall.sh --prefix "$prefix"
+left=$(find "$prefix" -mindepth 1 | head -5)
+[ -z "$left" ] || { echo "test-install: uninstall left: $left" >&2; exit 1; }
+echo "test-install: uninstall removed everything"
