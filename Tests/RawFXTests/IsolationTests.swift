@@ -187,6 +187,41 @@ final class IsolationTests: XCTestCase {
     func testAudioHangPassesTheBlockThrough() throws { try checkAudioFault("hang", deadline: "2000ms") }
     func testAudioExitPassesTheBlockThrough() throws { try checkAudioFault("exit", deadline: "10000ms") }
 
+    func testDelayingAudioStagePassesTheInputDelayedByItsLatency() throws {
+        // The filter delays by 100 frames: its passthrough must too, or the stream's timing
+        // would jump by 100 frames when the filter drops out.
+        let registry = try faultyRegistry()
+        let chain = try AudioChain("faulty_audio@isolate(deadline=10000ms)=fault=segv:latency=100", registry: registry)
+        let reference = try AudioChain("faulty_audio=latency=100", registry: registry)
+        let format = AudioFormat(sampleRate: 48000, channels: 1)
+        var inputs: [[Int16]] = []
+        for n in 1...5 {
+            var input = (0..<480).map { Int16(truncatingIfNeeded: ($0 * 31 + n * 977) % 16000 - 8000) }
+            inputs.append(input)
+            var expected = input
+            var output: [Int16] = [], referenceOutput: [Int16] = []
+            try input.withUnsafeMutableBufferPointer { b in
+                try chain.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format)) {
+                    output += UnsafeBufferPointer(start: $0.samples, count: $0.frameCount)
+                }
+            }
+            try expected.withUnsafeMutableBufferPointer { b in
+                try reference.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format)) {
+                    referenceOutput += UnsafeBufferPointer(start: $0.samples, count: $0.frameCount)
+                }
+            }
+            if n < 5 {
+                XCTAssertEqual(output, referenceOutput, "block \(n) as the in-process filter makes it")
+            } else {
+                // The input delayed by 100 frames: the last 100 of block 4, then block 5's first 380.
+                XCTAssertEqual(output, Array(inputs[3].suffix(100) + inputs[4].prefix(380)), "block 5 passed through, delayed")
+            }
+        }
+        XCTAssertEqual(chain.latency, 100)
+        XCTAssertEqual(chain.metrics[0].isolation?.passthrough, 1)
+        XCTAssertEqual(chain.metrics[0].isolation?.faults, 1)
+    }
+
     func testStageOptionSyntax() throws {
         let specs = try FilterSpec.parseChain("watermark@isolate=image=logo.png,scale@isolate(deadline=40ms)=width=640,null")
         XCTAssertEqual(specs.map(\.isolation), [StageIsolation(), StageIsolation(deadlineMicroseconds: 40_000), nil])

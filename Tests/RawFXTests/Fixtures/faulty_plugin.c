@@ -7,8 +7,9 @@
  *                 so the first helper dies there and the restarted one works.
  *   faulty_oop    out of place: the input plus `delta` into the output; on frame `at` it
  *                 reports a width two pixels wider than negotiated.
- *   faulty_audio  in place: adds `delta` to every sample; on block `at` it does `fault`
- *                 (segv, hang, exit).
+ *   faulty_audio  in place: adds `delta` to every sample, delayed by `latency` frames (mono
+ *                 ring; the negotiation says so); on block `at` it does `fault` (segv, hang,
+ *                 exit).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,7 +22,8 @@ static const char *const fault_names[] = { "none", "segv", "hang", "exit", "conf
 
 typedef struct faulty {
     rawfx_filter filter;
-    int delta, at, fault, count;
+    int delta, at, fault, count, latency, position;
+    int16_t *ring;
     char marker[1024];
     char error[128];
 } faulty;
@@ -37,13 +39,29 @@ static const rawfx_param_descriptor params[] = {
       RAWFX_PARAM_STRING, 0, 0.0, 0.0, 0.0, "", NULL, 0 },
 };
 
+/* faulty_audio's: delta, at, fault, then latency. */
+static const rawfx_param_descriptor audio_params[] = {
+    { sizeof(rawfx_param_descriptor), "delta", "Delta", "Added to every sample.", "",
+      RAWFX_PARAM_INT, 0, 10.0, -100.0, 100.0, NULL, NULL, 0 },
+    { sizeof(rawfx_param_descriptor), "at", "At", "The block (from 1) the fault happens on.", "",
+      RAWFX_PARAM_INT, 0, 5.0, 1.0, 1000000.0, NULL, NULL, 0 },
+    { sizeof(rawfx_param_descriptor), "fault", "Fault", "What goes wrong.", "",
+      RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, 5 },
+    { sizeof(rawfx_param_descriptor), "latency", "Latency", "Frames the output is delayed by (mono).", "frames",
+      RAWFX_PARAM_INT, RAWFX_PARAM_FLAG_RECONFIGURE, 0.0, 0.0, 4800.0, NULL, NULL, 0 },
+};
+
 static faulty *of(const rawfx_filter *f) { return (faulty *)f->filter_data; }
-static void destroy(const rawfx_filter *f) { free(of(f)); }
+static void destroy(const rawfx_filter *f) {
+    free(of(f)->ring);
+    free(of(f));
+}
 static rawfx_status set_param(const rawfx_filter *f, uint32_t i, const rawfx_param_value *v) {
     faulty *s = of(f);
     if (i == 0) s->delta = (int)v->int_value;
     else if (i == 1) s->at = (int)v->int_value;
     else if (i == 2) s->fault = (int)v->int_value;
+    else if (f->descriptor->media_kind == RAWFX_MEDIA_AUDIO) s->latency = (int)v->int_value;
     else snprintf(s->marker, sizeof s->marker, "%s", v->string_value ? v->string_value : "");
     return RAWFX_OK;
 }
@@ -54,9 +72,18 @@ static void crash(void) {
 }
 
 static rawfx_status configure(const rawfx_filter *f, const rawfx_format *in, rawfx_negotiation *r) {
-    (void)in; (void)r;
     faulty *s = of(f);
     s->count = 0;
+    if (in->kind == RAWFX_MEDIA_AUDIO) {
+        if (s->latency > 0 && in->audio.channels != 1) {
+            snprintf(s->error, sizeof s->error, "latency needs mono, got %u channels", in->audio.channels);
+            return RAWFX_ERR_UNSUPPORTED;
+        }
+        free(s->ring);
+        s->ring = s->latency > 0 ? calloc((size_t)s->latency, sizeof(int16_t)) : NULL;
+        s->position = 0;
+        r->latency = (uint32_t)s->latency;
+    }
     if (s->fault == FAULT_CONFIGURE) {
         FILE *exists = fopen(s->marker, "r");
         if (exists) fclose(exists);
@@ -103,7 +130,16 @@ static rawfx_status process_audio(const rawfx_filter *f, const rawfx_audio_frame
     (void)in;
     faulty *s = of(f);
     maybe_fail(s);
-    for (uint32_t i = 0; i < out->frame_count * out->channels; i++) out->samples[i] = (int16_t)(out->samples[i] + s->delta);
+    for (uint32_t i = 0; i < out->frame_count * out->channels; i++) {
+        int16_t x = out->samples[i];
+        if (s->ring) {
+            int16_t delayed = s->ring[s->position];
+            s->ring[s->position] = x;
+            s->position = (s->position + 1) % s->latency;
+            x = delayed;
+        }
+        out->samples[i] = (int16_t)(x + s->delta);
+    }
     return RAWFX_OK;
 }
 
@@ -135,7 +171,7 @@ static const rawfx_filter_descriptor filters[] = {
     { sizeof(rawfx_filter_descriptor), "faulty_oop", "Faulty out of place", "1.0", "Reports a wrong size on purpose.",
       RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_OUT_OF_PLACE, params, 2, create, NULL },
     { sizeof(rawfx_filter_descriptor), "faulty_audio", "Faulty audio", "1.0", "Fails on purpose.",
-      RAWFX_MEDIA_AUDIO, RAWFX_PROCESS_IN_PLACE, params, 3, create, NULL },
+      RAWFX_MEDIA_AUDIO, RAWFX_PROCESS_IN_PLACE, audio_params, 4, create, NULL },
 };
 
 static rawfx_status init(const rawfx_host_info *host, char *error, size_t capacity) {
