@@ -13,6 +13,7 @@
 //   Sources/RawFXPluginKit  write a filter in Swift: a protocol and one line of export
 //   Sources/RawFXEmbed      librawfx.so: the engine behind a C API (Sources/CRawFXEmbed: its header)
 //   Sources/rawfx           the command-line tool
+//   Sources/rawfx-isolate   the helper process of an isolated stage (docs/isolation.md)
 //   Sources/C*              system libraries: libyuv, SpeexDSP, libpng
 //   Plugins/*               one folder per plugin .so, loaded at run time, never linked
 //   Benchmarks/bench        `swift run -c release bench`
@@ -30,6 +31,8 @@ let package = Package(
     products: [
         .executable(name: "rawfx", targets: ["rawfx"]),
         .executable(name: "bench", targets: ["bench"]),
+        // The helper process of an isolated stage (`name@isolate`), found beside the engine.
+        .executable(name: "rawfx-isolate", targets: ["rawfx-isolate"]),
         .library(name: "RawFX", targets: ["RawFX"]),
         .library(name: "RawFXSDK", targets: ["RawFXSDK"]),
         // A session emulator apps drive their own integration tests with (as swift-nio ships NIOEmbedded).
@@ -80,6 +83,8 @@ let package = Package(
             dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXValidate",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Sources/rawfx"),
+
+        .executableTarget(name: "rawfx-isolate", dependencies: ["RawFX", "RawFXRuntime"], path: "Sources/rawfx-isolate"),
 
         // Counts heap allocations per thread (malloc interposition) for tests and bench.
         .target(name: "RawFXAllocCounter", path: "Sources/RawFXAllocCounter"),

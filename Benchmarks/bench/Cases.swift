@@ -205,6 +205,23 @@ func videoCases() -> [BenchCase] {
                              references: [.init(short: "raw-abi", label: RawABIVideo.summary, workload: raw)])
             }))
     }
+    // Isolation (docs/isolation.md): the same chain in a helper process against in process;
+    // the "direct" column is the in-process engine, so the difference is the added cost.
+    for r in resolutions {
+        for filter in ["null", "watermark"] {
+            cases.append(BenchCase(
+                name: "isolated-\(filter)-\(r.name)", kind: .video, filters: [filter], unit: "frame",
+                summary: "\(filter)@isolate on \(r.name): one copy into shared memory, a futex round trip, the filter in rawfx-isolate",
+                directSummary: "the same \(filter) in process (the engine)",
+                make: { context in
+                    let plain = filter == "null" ? "null" : watermarkChain(logo: try context.logo(), frameWidth: r.width)
+                    let isolated = plain.replacingOccurrences(of: filter, with: "\(filter)@isolate(deadline=1000ms)", options: .anchored)
+                    let e = try engine(context, isolated, r)
+                    let inProcess = try engine(context, plain, r)
+                    return .init(chain: isolated, engine: e, direct: inProcess, filterCount: 1)
+                }))
+        }
+    }
     return cases
 }
 
@@ -258,6 +275,17 @@ func audioCases() -> [BenchCase] {
                                     beforeChunk: { chain, i in try chain.setParameter("denoise.level", i % 2 == 0 ? "-20" : "-30") })
             return .init(chain: chain + " + setParameter per block", engine: e,
                          direct: DirectDenoise(pool: pool, level: -30, alternateLevel: -20), sampleRate: 48_000, filterCount: 1)
+        }))
+    cases.append(BenchCase(
+        name: "isolated-denoise-48k", kind: .audio, filters: ["denoise"], unit: "block",
+        summary: "denoise@isolate=level=-30, 48kHz mono in 10 ms blocks: the block crosses to rawfx-isolate and back",
+        directSummary: "the same denoise in process (the engine)",
+        make: { context in
+            let pool = context.audioPool(sampleRate: 48_000, multiple: 480)
+            let chain = "denoise@isolate(deadline=1000ms)=level=-30"
+            let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [480])
+            let inProcess = try EngineAudio(chain: AudioChain("denoise=level=-30", registry: context.registry), pool: pool, chunkSizes: [480])
+            return .init(chain: chain, engine: e, direct: inProcess, sampleRate: 48_000, filterCount: 1)
         }))
     cases.append(BenchCase(
         name: "resample-44k1-48k", kind: .audio, filters: ["resample"], unit: "block",

@@ -207,7 +207,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         }
     }
 
-    public var metrics: [Metrics] { stages.map { $0.timing.snapshot(name: $0.instance.type.id) } }
+    public var metrics: [Metrics] { stages.map { $0.timing.snapshot(of: $0.instance) } }
 
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one
     /// replaces (the same filter, k-th occurrence to k-th: same recorder); see `VideoChain.carryMetrics`.

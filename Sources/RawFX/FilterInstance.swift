@@ -156,7 +156,7 @@ public final class FilterInstance: @unchecked Sendable {
 
     /// Runs one video frame (`process_video`). Returns the plugin's status.
     @inline(__always)
-    func processVideo(_ input: UnsafePointer<rawfx_video_frame>, _ output: UnsafeMutablePointer<rawfx_video_frame>) -> rawfx_status {
+    package func processVideo(_ input: UnsafePointer<rawfx_video_frame>, _ output: UnsafeMutablePointer<rawfx_video_frame>) -> rawfx_status {
         // The chain leaves once after the frame (`HostContext.leaveProcess`).
         hostContext.enterProcess()
         return fields.process_video(filter, input, output)
@@ -164,7 +164,7 @@ public final class FilterInstance: @unchecked Sendable {
 
     /// Runs one audio block (`process_audio`). Returns the plugin's status.
     @inline(__always)
-    func processAudio(_ input: UnsafePointer<rawfx_audio_frame>, _ output: UnsafeMutablePointer<rawfx_audio_frame>) -> rawfx_status {
+    package func processAudio(_ input: UnsafePointer<rawfx_audio_frame>, _ output: UnsafeMutablePointer<rawfx_audio_frame>) -> rawfx_status {
         hostContext.enterProcess()
         return fields.process_audio(filter, input, output)
     }

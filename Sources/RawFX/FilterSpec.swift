@@ -1,6 +1,10 @@
 /// One filter in a chain's text: `name=key=value:key=value` or `name=value:value` (positional,
 /// in the order the filter declares its parameters), FFmpeg's `-vf` syntax.
 ///
+/// A stage option follows the name after `@`: `watermark@isolate=image=logo.png` runs the filter
+/// in a helper process (docs/isolation.md), `@isolate(deadline=40ms)` with its own per-frame
+/// deadline. `@` cannot occur in a filter name, so an option never clashes with a parameter.
+///
 /// Chains separate filters with `,`. Inside a value, `\` escapes the next character and
 /// `'…'` quotes a run (so a path may hold `:` or `,`): `watermark=image='/tmp/a,b.png'`.
 public struct FilterSpec: Hashable, Sendable, CustomStringConvertible {
@@ -13,10 +17,13 @@ public struct FilterSpec: Hashable, Sendable, CustomStringConvertible {
 
     public var name: String
     public var arguments: [Argument]
+    /// Set by `@isolate`: the stage runs in a helper process.
+    public var isolation: StageIsolation?
 
-    public init(name: String, arguments: [Argument] = []) {
+    public init(name: String, arguments: [Argument] = [], isolation: StageIsolation? = nil) {
         self.name = name
         self.arguments = arguments
+        self.isolation = isolation
     }
 
     public init(_ name: String, _ keyed: [(String, String)]) {
@@ -24,8 +31,9 @@ public struct FilterSpec: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        guard !arguments.isEmpty else { return name }
-        return name + "=" + arguments.map { ($0.key.map { $0 + "=" } ?? "") + FilterSpec.quote($0.value) }.joined(separator: ":")
+        let head = name + (isolation.map { "@" + $0.description } ?? "")
+        guard !arguments.isEmpty else { return head }
+        return head + "=" + arguments.map { ($0.key.map { $0 + "=" } ?? "") + FilterSpec.quote($0.value) }.joined(separator: ":")
     }
 
     /// The value as the parser reads it back: quoted when it holds a separator, a quote or a
@@ -107,10 +115,15 @@ private struct ChainParser {
         var specs: [FilterSpec] = []
         if chars.allSatisfy(isBlank) { return [] }
         while true {
-            let (name, _) = try token(stops: ["=", ",", ":"])
+            let (name, _) = try token(stops: ["=", ",", ":", "@"])
             guard !name.isEmpty else { throw error("a filter name is missing") }
             guard FilterType.isValidIdentifier(name) else { throw error("'\(name)' is not a filter name (\(FilterType.identifierRule))") }
             var spec = FilterSpec(name: name)
+            while i < chars.count, chars[i] == "@" {
+                i += 1
+                guard spec.isolation == nil else { throw error("filter '\(name)' has '@isolate' twice") }
+                spec.isolation = try stageOption(filter: name)
+            }
             if i < chars.count, chars[i] == ":" { throw error("':' after a filter name; write name=key=value:key=value") }
             if i < chars.count, chars[i] == "=" {
                 i += 1
@@ -142,6 +155,47 @@ private struct ChainParser {
             i += 1
         }
         return specs
+    }
+}
+
+extension ChainParser {
+    /// `isolate` or `isolate(deadline=40ms)` after a `@` (docs/isolation.md).
+    mutating func stageOption(filter: String) throws(ChainError) -> StageIsolation {
+        var word = String.UnicodeScalarView()
+        while i < chars.count, !"=,:@(".unicodeScalars.contains(chars[i]) { word.append(chars[i]); i += 1 }
+        guard String(word) == "isolate" else {
+            throw error("'@\(String(word))' after filter '\(filter)' is not a stage option; expected '@isolate' or '@isolate(deadline=40ms)'")
+        }
+        guard i < chars.count, chars[i] == "(" else { return StageIsolation() }
+        i += 1
+        var inside = String.UnicodeScalarView()
+        while i < chars.count, chars[i] != ")" { inside.append(chars[i]); i += 1 }
+        guard i < chars.count else { throw error("'@isolate(' is not closed with ')'") }
+        i += 1
+        let text = String(inside)
+        guard text.hasPrefix("deadline="), let microseconds = StageIsolation.parseDuration(String(text.dropFirst(9))) else {
+            throw error("'@isolate(\(text))': expected '@isolate(deadline=N)' with N in ms or us, e.g. deadline=40ms")
+        }
+        return StageIsolation(deadlineMicroseconds: microseconds)
+    }
+}
+
+/// How an isolated stage runs (`@isolate`): in a helper process, with a per-frame deadline
+/// (nil: half a video frame, one audio block; see docs/isolation.md).
+public struct StageIsolation: Hashable, Sendable, CustomStringConvertible {
+    public var deadlineMicroseconds: Int?
+    public init(deadlineMicroseconds: Int? = nil) { self.deadlineMicroseconds = deadlineMicroseconds }
+
+    public var description: String {
+        guard let us = deadlineMicroseconds else { return "isolate" }
+        return "isolate(deadline=" + (us % 1000 == 0 ? "\(us / 1000)ms" : "\(us)us") + ")"
+    }
+
+    /// `40ms` or `2500us` (a whole, positive number) in microseconds, or nil.
+    static func parseDuration(_ text: String) -> Int? {
+        let (digits, scale) = text.hasSuffix("ms") ? (text.dropLast(2), 1000) : text.hasSuffix("us") ? (text.dropLast(2), 1) : (Substring(""), 0)
+        guard scale > 0, let n = Int(digits), n > 0, n <= 60_000_000 / scale else { return nil }
+        return n * scale
     }
 }
 

@@ -45,7 +45,7 @@ public final class HostContext: @unchecked Sendable {
     /// instance's `enterProcess` or `leaveProcess` (one TLS store, inlined).
     @inline(__always) func enterProcess() { rfx_host_context_enter_process(context) }
     /// [process] The calling thread processes no instance (after a frame).
-    @inline(__always) static func leaveProcess() { rfx_host_context_leave_process() }
+    @inline(__always) package static func leaveProcess() { rfx_host_context_leave_process() }
 }
 
 /// Severity of an engine or plugin log line (`rawfx_log_severity`).

@@ -57,6 +57,13 @@ public final class TimingRecorder: @unchecked Sendable {
     @inline(__always) public func recordDrop() { dropCount.wrappingAdd(1, ordering: .relaxed) }
     @inline(__always) public func recordBypass() { bypassCount.store(bypassCount.load(ordering: .relaxed) &+ 1, ordering: .relaxed) }
 
+    /// The figures of a chain's stage: its timing, and its isolation figures when isolated.
+    func snapshot(of instance: FilterInstance) -> Metrics {
+        var metrics = snapshot(name: instance.type.id)
+        metrics.isolation = instance.isolation
+        return metrics
+    }
+
     /// A copy of the figures with p50 and p99 over the last `window` frames.
     public func snapshot(name: String) -> Metrics {
         let frames = self.frames
@@ -81,9 +88,12 @@ public struct Metrics: Hashable, Sendable, CustomStringConvertible {
     public var bypassed: UInt64 = 0
     public var p50Nanoseconds: UInt64
     public var p99Nanoseconds: UInt64
+    /// An isolated stage's faults, restarts and passed-through frames (nil: in process).
+    public var isolation: IsolationMetrics? = nil
 
     public var description: String {
         "\(name): \(frames) frames, \(errors) errors, \(drops) drops, \(bypassed) bypassed, p50 \(Double(p50Nanoseconds) / 1000) µs, p99 \(Double(p99Nanoseconds) / 1000) µs"
+            + (isolation.map { ", \($0)" } ?? "")
     }
 }
 

@@ -170,7 +170,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     }
 
     /// Frames, errors, bypassed frames and p50/p99 time per filter.
-    public var metrics: [Metrics] { stages.map { $0.timing.snapshot(name: $0.instance.type.id) } }
+    public var metrics: [Metrics] { stages.map { $0.timing.snapshot(of: $0.instance) } }
 
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one
     /// replaces: a filter also in the old chain (its k-th occurrence matching the old k-th)
@@ -311,7 +311,10 @@ struct TimestampDelay {
 func makeInstances(_ specs: [FilterSpec], registry: PluginRegistry, kind: MediaKind) throws(ChainError) -> [FilterInstance] {
     var instances: [FilterInstance] = []
     for spec in specs {
-        let type = try registry.filterType(spec.name)
+        var type = try registry.filterType(spec.name)
+        if let isolation = spec.isolation {
+            type = try Isolation.proxyType(for: type, isolation, allowUntrusted: registry.allowsUntrustedPlugins)
+        }
         guard type.mediaKind == kind else {
             throw .wrongMediaKind(filter: type.id, filterKind: type.mediaKind, chainKind: kind)
         }

@@ -51,6 +51,10 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("af"), help: ArgumentHelp("The audio chain, e.g. denoise=level=-30.", valueName: "chain"))
     var audioChain: String?
 
+    @Flag(name: .customLong("isolate"),
+          help: "Run every filter in a helper process (as name@isolate, docs/isolation.md): a filter that crashes or hangs passes its frames through unchanged and is restarted; rawfx warns at the end.")
+    var isolate = false
+
     @Option(name: .customLong("plugin-path"),
             help: ArgumentHelp("A directory (or .so file) to search for plugins first; repeatable.", valueName: "dir"))
     var pluginPath: [String] = []
@@ -148,11 +152,29 @@ struct RunCommand: ParsableCommand {
         }
     }
 
+    /// The chain's stages, each isolated with `--isolate` (a stage's own `@isolate` options stay).
+    private func chainSpecs(_ text: String?) throws(ChainError) -> [FilterSpec] {
+        var specs = try FilterSpec.parseChain(text ?? "")
+        if isolate {
+            for index in specs.indices where specs[index].isolation == nil { specs[index].isolation = StageIsolation() }
+        }
+        return specs
+    }
+
+    /// One warning per isolated stage that faulted: the run went on, its frames passed through.
+    private func warnAboutFaults(_ metrics: [Metrics]) {
+        for (index, stage) in metrics.enumerated() {
+            guard let isolation = stage.isolation, isolation.faults > 0 else { continue }
+            printWarning("filter '\(stage.name)' (stage \(index)) faulted \(isolation.faults) time\(isolation.faults == 1 ? "" : "s") in its helper process and was restarted \(isolation.restarts) time\(isolation.restarts == 1 ? "" : "s"); \(isolation.passthrough) frame\(isolation.passthrough == 1 ? "" : "s") passed through it unchanged")
+        }
+    }
+
     // MARK: - Video
 
     private func runVideo(_ source: MediaInput, registry: PluginRegistry) throws {
         let chain: VideoChain
-        do { chain = try VideoChain(videoChain ?? "", registry: registry) } catch { throw explain(error, registry: registry) }
+        do { chain = try VideoChain(specs: chainSpecs(videoChain), registry: registry) } catch { throw explain(error, registry: registry) }
+        defer { warnAboutFaults(chain.metrics) }
         let reader = try Y4MReader(source)
         let inFormat = reader.header.format
         let limit = try maxFramePixels()
@@ -237,7 +259,8 @@ struct RunCommand: ParsableCommand {
 
     private func runAudio(_ source: MediaInput, registry: PluginRegistry) throws {
         let chain: AudioChain
-        do { chain = try AudioChain(audioChain ?? "", registry: registry) } catch { throw explain(error, registry: registry) }
+        do { chain = try AudioChain(specs: chainSpecs(audioChain), registry: registry) } catch { throw explain(error, registry: registry) }
+        defer { warnAboutFaults(chain.metrics) }
         let reader = try WAVReader(source)
         let inFormat = reader.format
         let outFormat = try chain.negotiate(inFormat)

@@ -1,0 +1,120 @@
+/*
+ * rawfx_isolation.h — an isolated stage: a proxy rawfx_filter whose calls run
+ * the real filter in a helper process (rawfx-isolate), through shared memory.
+ *
+ * The proxy looks like any other filter to the chains. The helper maps one
+ * memfd: a control block (command, arguments, reply, futex words) followed by
+ * the stage's input and output frames. A crash, an exit, a hang past the
+ * deadline or a reply that breaks the protocol turns into a passthrough of the
+ * frame; a supervisor thread per instance restarts the helper with back-off and
+ * replays the parameters and the negotiation. See docs/isolation.md.
+ */
+#ifndef RAWFX_ISOLATION_H
+#define RAWFX_ISOLATION_H
+
+#include "rawfx.h"
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How an isolated type runs its instances. Strings are copied. */
+typedef struct rfx_isolation_config {
+    const char *helper_path;      /* the rawfx-isolate executable */
+    const char *plugin_path;      /* the real plugin file */
+    int32_t allow_untrusted;      /* the helper loads with the trust rule skipped */
+    int64_t deadline_ns;          /* per frame; 0: half a video frame, one audio block */
+    int64_t control_timeout_ns;   /* start, configure, parameters before configure */
+    int64_t backoff_min_ns;       /* first restart delay, doubled up to backoff_max_ns */
+    int64_t backoff_max_ns;
+} rfx_isolation_config;
+
+/* A descriptor that creates proxies of `real` (read at the host's size, as the
+ * engine normalised it). The proxy of a video filter is out of place (its output
+ * lies in shared memory: no copy back); audio keeps the real processing. Lives
+ * until rfx_isolation_descriptor_destroy. */
+rawfx_filter_descriptor *rfx_isolation_descriptor_create(const rawfx_filter_descriptor *real,
+                                                         const rfx_isolation_config *config);
+void rfx_isolation_descriptor_destroy(rawfx_filter_descriptor *descriptor);
+
+/* [any] 1 when `descriptor` is a proxy's (so its instances answer the extension below
+ * from any thread); a real plugin's get_extension is a [control] call. */
+int32_t rfx_isolation_is_proxy(const rawfx_filter_descriptor *descriptor);
+
+/* The proxy's extension: its counters (filter->get_extension). */
+#define RFX_ISOLATION_EXTENSION "rawfx.isolation/1"
+
+typedef struct rfx_isolation_counters {
+    uint64_t faults;       /* crashes, exits, hangs past the deadline, protocol violations */
+    uint64_t restarts;     /* helpers brought back after a fault */
+    uint64_t passthrough;  /* frames or blocks passed unchanged while the helper was down */
+    int32_t up;            /* 1 when the helper is serving frames now */
+    int32_t pid;           /* the current helper's pid, or 0 */
+    int64_t deadline_ns;   /* the deadline in force (derived or configured) */
+} rfx_isolation_counters;
+
+/* [any] Reads the counters of a proxy through its extension pointer. */
+void rfx_isolation_read_counters(const void *extension, rfx_isolation_counters *out);
+
+/* ------------------------------------------------------- helper's side -- */
+
+/* Commands of the protocol (rfx_iso_control.command). */
+enum {
+    RFX_ISO_HELLO = 1,       /* load the plugin, create the instance */
+    RFX_ISO_SET_PARAM = 2,
+    RFX_ISO_CONFIGURE = 3,
+    RFX_ISO_MAP = 4,         /* the memfd grew to data_size: map it again */
+    RFX_ISO_PROCESS_VIDEO = 5,
+    RFX_ISO_PROCESS_AUDIO = 6,
+    RFX_ISO_RESET = 7
+};
+
+#define RFX_ISO_MAGIC 0x52465849u   /* "RFXI" */
+#define RFX_ISO_STRING_MAX 4096
+#define RFX_ISO_ERROR_MAX 512
+/* reply_seq after the supervisor reaped the helper. */
+#define RFX_ISO_DEAD 0xFFFFFFFFu
+
+/* The control block at offset 0 of the shared memory. Offsets, not pointers:
+ * the two processes map it at different addresses. The host never trusts what
+ * the helper wrote: it copies each field once and checks it. */
+typedef struct rfx_iso_control {
+    uint32_t magic;
+    uint32_t request_seq;     /* host: bumped after writing a command; futex word */
+    uint32_t reply_seq;       /* helper: set to request_seq when done; futex word */
+    uint32_t command;
+    int32_t status;           /* reply: a rawfx_status */
+    uint32_t mapped_size_lo;  /* MAP: the size to map (bytes) */
+    uint32_t mapped_size_hi;
+    /* SET_PARAM */
+    uint32_t param_index;
+    rawfx_param_type param_type;
+    int64_t param_int;
+    double param_float;
+    char param_string[RFX_ISO_STRING_MAX];
+    /* CONFIGURE */
+    rawfx_format input;
+    rawfx_negotiation negotiation; /* reply */
+    /* PROCESS_VIDEO: frames at offsets from the start of the mapping */
+    rawfx_video_frame video_in;    /* planes as offsets (uintptr_t) */
+    rawfx_video_frame video_out;   /* in: layout; reply: what the filter left */
+    /* PROCESS_AUDIO */
+    rawfx_audio_frame audio_in;    /* samples as an offset */
+    rawfx_audio_frame audio_out;
+    char error[RFX_ISO_ERROR_MAX]; /* reply: the filter's message on failure */
+} rfx_iso_control;
+
+/* [helper] Waits for the next command (request_seq != reply_seq); returns it. */
+uint32_t rfx_iso_helper_wait(rfx_iso_control *control);
+/* [helper] Publishes the reply to the command being served. */
+void rfx_iso_helper_reply(rfx_iso_control *control, int32_t status);
+/* [helper] Least privilege before the plugin loads: no new privileges, die with
+ * the host's supervisor thread. Returns 0, or -1 when the kernel refuses. */
+int rfx_iso_helper_restrict(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RAWFX_ISOLATION_H */

@@ -1,0 +1,1037 @@
+/*
+ * isolation.c — the host side of an isolated stage (rawfx_isolation.h).
+ *
+ * Threads: the chain's process thread calls process/reset/set_param without any
+ * lock (it only looks at `state`); control calls (create, configure, set_param
+ * before configure, destroy) hold `lock`; one supervisor thread per instance
+ * spawns the helper, waits for it to exit, and restarts it with back-off while
+ * holding `lock`. The process thread and the supervisor meet through `state`
+ * and `in_call` (sequentially consistent), so the supervisor never rewrites the
+ * control block while a frame is in flight, and a pid is never signalled after
+ * it could have been reused (the helper stays a zombie until that point).
+ */
+#define _GNU_SOURCE
+#include "rawfx_isolation.h"
+#include "rawfx_runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* ------------------------------------------------------------ primitives -- */
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Shared (not PRIVATE) futex operations: the word lives in a MAP_SHARED memfd. */
+static void futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns) {
+    struct timespec ts = { (time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000) };
+    syscall(SYS_futex, word, FUTEX_WAIT, expected, timeout_ns >= 0 ? &ts : NULL, NULL, 0);
+}
+
+static void futex_wake(uint32_t *word) {
+    syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static uint32_t load_acquire(uint32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
+static void store_release(uint32_t *word, uint32_t value) { __atomic_store_n(word, value, __ATOMIC_RELEASE); }
+
+static size_t round_page(size_t n) { return (n + 4095) & ~(size_t)4095; }
+
+/* ------------------------------------------------------------ the helper -- */
+
+uint32_t rfx_iso_helper_wait(rfx_iso_control *control) {
+    for (;;) {
+        uint32_t request = load_acquire(&control->request_seq);
+        if (request != __atomic_load_n(&control->reply_seq, __ATOMIC_RELAXED)) return control->command;
+        futex_wait(&control->request_seq, request, -1);
+    }
+}
+
+void rfx_iso_helper_reply(rfx_iso_control *control, int32_t status) {
+    control->status = status;
+    store_release(&control->reply_seq, __atomic_load_n(&control->request_seq, __ATOMIC_RELAXED));
+    futex_wake(&control->reply_seq);
+}
+
+int rfx_iso_helper_restrict(void) {
+    int result = 0;
+    /* No setuid gain through exec, for the plugin or anything it starts. */
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) result = -1;
+    /* Gone with the host (the supervisor thread that spawned us). */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) result = -1;
+    /* Descriptors the host left open (sockets, pipes): the plugin needs none of them. */
+    syscall(SYS_close_range, 4u, ~0u, 0u);
+    return result;
+}
+
+/* ------------------------------------------------------------ the types -- */
+
+typedef struct iso_type {
+    rawfx_filter_descriptor descriptor; /* first: the proxy's create gets this pointer */
+    rawfx_processing real_processing;
+    char *helper_path;
+    char *plugin_path;
+    char *filter_id;
+    int32_t allow_untrusted;
+    int64_t deadline_ns;
+    int64_t control_timeout_ns;
+    int64_t backoff_min_ns;
+    int64_t backoff_max_ns;
+} iso_type;
+
+/* A parameter value as last set, replayed into a restarted helper. */
+typedef struct param_slot {
+    int32_t set;
+    rawfx_param_type type;
+    int64_t int_value;
+    double float_value;
+    char string_value[RFX_ISO_STRING_MAX];
+} param_slot;
+
+enum { STATE_DOWN = 0, STATE_UP = 1, STATE_QUIT = 2 };
+
+typedef struct iso_instance {
+    rawfx_filter filter;                /* first: the chain holds a pointer to it */
+    const iso_type *type;
+    char error[RFX_ISO_ERROR_MAX];
+
+    /* Shared memory: the control block, then the input and output frames. */
+    int memfd;
+    uint8_t *map;
+    size_t map_size;
+    rfx_iso_control *control;
+    uint32_t seq;                       /* the host's own copy of request_seq */
+
+    /* The helper and its supervisor. */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    pthread_t supervisor;
+    _Atomic int state;
+    _Atomic int in_call;                /* the process thread is using the channel */
+    _Atomic int pid;
+    _Atomic int fault_claimed;          /* this helper's fault is counted (once) */
+    int exit_status;                    /* of the last helper, for the log line */
+    int started;                        /* the first start finished (ok or not) */
+    int start_ok;
+
+    /* The negotiation, replayed after a restart. */
+    int configured;
+    int provisional;                    /* answered as a passthrough: the helper died in configure */
+    rawfx_format input;
+    rawfx_negotiation negotiation;
+    size_t in_offset, out_offset, audio_in_frames, audio_out_frames;
+
+    /* Parameters, replayed after a restart. */
+    param_slot *params;
+    uint32_t param_count;
+    _Atomic uint32_t param_generation;
+
+    /* Deadline: configured, or derived from the stream. */
+    int64_t deadline_ns;
+    int64_t last_timestamp;
+
+    /* Audio passthrough: the input delayed by the stage's latency (same format only). */
+    int16_t *delay;
+    uint32_t delay_frames, delay_position, channels;
+    uint64_t frames_in, frames_out;     /* for the passthrough length of a rate change */
+
+    /* Counters (rfx_isolation_counters). */
+    _Atomic uint64_t faults, restarts, passthrough;
+} iso_instance;
+
+static iso_instance *instance_of(const rawfx_filter *filter) { return (iso_instance *)filter->filter_data; }
+
+/* -------------------------------------------------------------- logging -- */
+
+/* [any] One engine log line, named by the filter. Real-time: the runtime's ring. */
+static void log_line(iso_instance *inst, rawfx_log_severity severity, const char *message) {
+    rfx_runtime_log(severity, inst->type->filter_id, message);
+}
+
+/* A wait status (as waitpid gives) from what waitid saw. */
+static int wait_status_of(const siginfo_t *info) {
+    return info->si_code == CLD_EXITED ? (info->si_status & 0xff) << 8 : (info->si_status & 0x7f);
+}
+
+static void describe_exit(int status, char *out, size_t capacity) {
+    if (WIFSIGNALED(status))
+        snprintf(out, capacity, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else if (WIFEXITED(status))
+        snprintf(out, capacity, "exited with status %d", WEXITSTATUS(status));
+    else
+        snprintf(out, capacity, "stopped");
+}
+
+/* [any] Counts and logs this helper's fault once, whoever sees it first. */
+static void claim_fault(iso_instance *inst, const char *reason) {
+    if (atomic_exchange(&inst->fault_claimed, 1)) return;
+    atomic_fetch_add(&inst->faults, 1);
+    char line[RAWFX_LOG_MESSAGE_MAX];
+    snprintf(line, sizeof line, "isolated helper (pid %d) %s: frames pass through unchanged until it restarts",
+             atomic_load(&inst->pid), reason);
+    log_line(inst, RAWFX_LOG_WARNING, line);
+}
+
+/* [process or control] The helper is faulty: down, and killed (it may hang). The
+ * pid cannot be reused yet: the supervisor reaps only after in_call drops. */
+static void take_down(iso_instance *inst, const char *reason) {
+    claim_fault(inst, reason);
+    atomic_store(&inst->state, STATE_DOWN);
+    int pid = atomic_load(&inst->pid);
+    if (pid > 0) kill(pid, SIGKILL);
+}
+
+/* ------------------------------------------------------------- protocol -- */
+
+enum { REPLY_OK = 0, REPLY_TIMEOUT = 1, REPLY_DEAD = 2 };
+
+static uint32_t post(iso_instance *inst, uint32_t command) {
+    inst->control->command = command;
+    inst->seq += 1;
+    if (inst->seq == 0 || inst->seq == RFX_ISO_DEAD) inst->seq = 1;
+    store_release(&inst->control->request_seq, inst->seq);
+    futex_wake(&inst->control->request_seq);
+    return inst->seq;
+}
+
+/* Waits for the reply to `seq`, at most `timeout_ns`. A reply_seq that is neither
+ * the answer nor DEAD is garbage: it runs into the deadline. */
+/* True on the supervisor thread: nobody else would notice its helper's death, so it
+ * looks for itself while it waits. */
+static __thread int on_supervisor;
+
+static int wait_reply(iso_instance *inst, uint32_t seq, int64_t timeout_ns) {
+    int64_t end = now_ns() + timeout_ns;
+    for (;;) {
+        uint32_t reply = load_acquire(&inst->control->reply_seq);
+        if (reply == seq) return REPLY_OK;
+        if (reply == RFX_ISO_DEAD) return REPLY_DEAD;
+        int64_t left = end - now_ns();
+        if (left <= 0) return REPLY_TIMEOUT;
+        if (on_supervisor) {
+            siginfo_t info;
+            memset(&info, 0, sizeof info);
+            if (waitid(P_PID, (id_t)atomic_load(&inst->pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0) {
+                inst->exit_status = wait_status_of(&info);
+                return REPLY_DEAD;
+            }
+            if (left > 20000000) left = 20000000;
+        }
+        futex_wait(&inst->control->reply_seq, reply, left);
+    }
+}
+
+/* Takes the helper down after a wait for `what` ended without a reply. */
+static void fail_wait(iso_instance *inst, int result, const char *what, int64_t timeout_ns) {
+    char reason[160];
+    if (result == REPLY_DEAD) {
+        char how[80];
+        describe_exit(inst->exit_status, how, sizeof how);
+        snprintf(reason, sizeof reason, "%s during %s", how, what);
+    } else {
+        snprintf(reason, sizeof reason, "did not finish %s within the %.2f ms deadline", what, (double)timeout_ns / 1e6);
+    }
+    take_down(inst, reason);
+}
+
+/* A command round trip; on failure the helper is taken down with `what` in the log. */
+static int call(iso_instance *inst, uint32_t command, int64_t timeout_ns, const char *what) {
+    uint32_t seq = post(inst, command);
+    int result = wait_reply(inst, seq, timeout_ns);
+    if (result != REPLY_OK) fail_wait(inst, result, what, timeout_ns);
+    return result;
+}
+
+static void copy_error(iso_instance *inst) {
+    memcpy(inst->error, inst->control->error, RFX_ISO_ERROR_MAX);
+    inst->error[RFX_ISO_ERROR_MAX - 1] = 0;
+}
+
+/* ------------------------------------------------------ memory layout -- */
+
+static size_t plane_bytes(uint32_t w, uint32_t h) {
+    return (size_t)w * h + 2 * (size_t)((w + 1) / 2) * ((h + 1) / 2);
+}
+
+static void video_layout(rawfx_video_frame *f, const rawfx_video_format *format, size_t offset) {
+    memset(f, 0, sizeof *f);
+    f->struct_size = sizeof *f;
+    f->width = format->width;
+    f->height = format->height;
+    f->pixel_format = format->pixel_format;
+    f->color_range = format->color_range;
+    f->rotation = format->rotation;
+    int32_t cw = (int32_t)((format->width + 1) / 2);
+    size_t ysize = (size_t)format->width * format->height, csize = (size_t)cw * ((format->height + 1) / 2);
+    f->planes[0] = (uint8_t *)(uintptr_t)offset;
+    f->planes[1] = (uint8_t *)(uintptr_t)(offset + ysize);
+    f->planes[2] = (uint8_t *)(uintptr_t)(offset + ysize + csize);
+    f->strides[0] = (int32_t)format->width;
+    f->strides[1] = cw;
+    f->strides[2] = cw;
+}
+
+/* [control] Grows the memfd and the host's mapping to `size` (the helper maps again on MAP). */
+static int ensure_size(iso_instance *inst, size_t size) {
+    if (size <= inst->map_size) return 0;
+    if (ftruncate(inst->memfd, (off_t)size) != 0) return -1;
+    void *grown = mremap(inst->map, inst->map_size, size, MREMAP_MAYMOVE);
+    if (grown == MAP_FAILED) return -1;
+    inst->map = grown;
+    inst->control = grown;
+    inst->map_size = size;
+    return 0;
+}
+
+/* ----------------------------------------------------------- handshake -- */
+
+static int32_t send_param(iso_instance *inst, uint32_t index, const param_slot *slot, int64_t timeout_ns) {
+    rfx_iso_control *c = inst->control;
+    c->param_index = index;
+    c->param_type = slot->type;
+    c->param_int = slot->int_value;
+    c->param_float = slot->float_value;
+    memcpy(c->param_string, slot->string_value, RFX_ISO_STRING_MAX);
+    if (call(inst, RFX_ISO_SET_PARAM, timeout_ns, "set_param") != REPLY_OK) return RAWFX_ERR_INTERNAL;
+    int32_t status = c->status;
+    if (status != RAWFX_OK) copy_error(inst);
+    return status;
+}
+
+/* [control, lock held] CONFIGURE then MAP: returns the plugin's status, or
+ * RAWFX_ERR_INTERNAL with inst->error set when the helper failed. Fills
+ * `result` and the layout. */
+static int32_t negotiate(iso_instance *inst, const rawfx_format *input, rawfx_negotiation *result) {
+    rfx_iso_control *c = inst->control;
+    c->input = *input;
+    c->negotiation = *result;
+    if (call(inst, RFX_ISO_CONFIGURE, inst->type->control_timeout_ns, "configure") != REPLY_OK) {
+        snprintf(inst->error, sizeof inst->error, "the isolated helper failed during configure");
+        return RAWFX_ERR_INTERNAL;
+    }
+    if (c->status != RAWFX_OK) {
+        copy_error(inst);
+        return c->status;
+    }
+    rawfx_negotiation answered = c->negotiation; /* copied once, then checked */
+    if (answered.output.kind != input->kind) {
+        take_down(inst, "answered configure with another media kind");
+        snprintf(inst->error, sizeof inst->error, "the isolated helper answered another media kind");
+        return RAWFX_ERR_INTERNAL;
+    }
+    size_t header = round_page(sizeof(rfx_iso_control));
+    size_t in_size, out_size = 0;
+    if (input->kind == RAWFX_MEDIA_VIDEO) {
+        const rawfx_video_format *o = &answered.output.video;
+        if (o->width == 0 || o->height == 0 || o->width > 16384 || o->height > 16384) {
+            take_down(inst, "answered an impossible output size");
+            snprintf(inst->error, sizeof inst->error, "the isolated helper answered output %ux%u", o->width, o->height);
+            return RAWFX_ERR_INTERNAL;
+        }
+        in_size = round_page(plane_bytes(input->video.width, input->video.height));
+        if (inst->type->real_processing == RAWFX_PROCESS_OUT_OF_PLACE) out_size = round_page(plane_bytes(o->width, o->height));
+    } else {
+        const rawfx_audio_format *i = &input->audio, *o = &answered.output.audio;
+        if (o->channels == 0 || o->channels > 64 || o->sample_rate == 0 || o->sample_rate > 1000000) {
+            take_down(inst, "answered an impossible audio format");
+            snprintf(inst->error, sizeof inst->error, "the isolated helper answered %u Hz, %u channels", o->sample_rate, o->channels);
+            return RAWFX_ERR_INTERNAL;
+        }
+        /* One second per call (or the block the filter asked for): larger chunks pass through. */
+        size_t frames = answered.block_frames > i->sample_rate ? answered.block_frames : i->sample_rate;
+        inst->audio_in_frames = frames;
+        in_size = round_page(frames * i->channels * sizeof(int16_t));
+        if (inst->type->real_processing == RAWFX_PROCESS_OUT_OF_PLACE) {
+            size_t bound = frames * o->sample_rate / i->sample_rate + 16;
+            if (answered.max_output_frames > bound) bound = answered.max_output_frames;
+            inst->audio_out_frames = bound;
+            out_size = round_page(bound * o->channels * sizeof(int16_t));
+        }
+    }
+    inst->in_offset = header;
+    inst->out_offset = header + in_size;
+    size_t total = header + in_size + out_size;
+    if (ensure_size(inst, total) != 0) {
+        snprintf(inst->error, sizeof inst->error, "cannot grow the shared memory to %zu bytes: %s", total, strerror(errno));
+        return RAWFX_ERR_OUT_OF_MEMORY;
+    }
+    c = inst->control;
+    c->mapped_size_lo = (uint32_t)inst->map_size;
+    c->mapped_size_hi = (uint32_t)((uint64_t)inst->map_size >> 32);
+    if (call(inst, RFX_ISO_MAP, inst->type->control_timeout_ns, "mapping the shared memory") != REPLY_OK || c->status != RAWFX_OK) {
+        snprintf(inst->error, sizeof inst->error, "the isolated helper could not map %zu bytes of shared memory", inst->map_size);
+        return RAWFX_ERR_INTERNAL;
+    }
+    *result = answered;
+    return RAWFX_OK;
+}
+
+static int same_negotiation(const rawfx_negotiation *a, const rawfx_negotiation *b) {
+    return memcmp(&a->output, &b->output, sizeof a->output) == 0 && a->block_frames == b->block_frames
+        && a->max_output_frames == b->max_output_frames && a->latency == b->latency;
+}
+
+/* [supervisor] Starts one helper: spawn with the memfd as fd 3 and stdout on /dev/null
+ * (the host's stdout may be a media pipe). Returns the pid or -1. */
+static int spawn_helper(iso_instance *inst) {
+    const iso_type *t = inst->type;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, inst->memfd, 3);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigfillset(&defaults);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    char *argv[] = { t->helper_path, "--plugin", t->plugin_path, "--filter", t->filter_id,
+                     t->allow_untrusted ? "--allow-untrusted" : NULL, NULL };
+    /* The host's environment, with the Swift runtime's crash backtracer off: a plugin's
+     * crash is the engine's to report (one log line), not a page on the host's stderr. */
+    size_t count = 0;
+    while (environ[count]) count++;
+    char **environment = calloc(count + 2, sizeof *environment);
+    size_t kept = 0;
+    for (size_t i = 0; environment && i < count; i++)
+        if (strncmp(environ[i], "SWIFT_BACKTRACE=", 16) != 0) environment[kept++] = environ[i];
+    if (environment) environment[kept] = "SWIFT_BACKTRACE=enable=no";
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, t->helper_path, &actions, &attributes, argv, environment ? environment : environ);
+    free(environment);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    if (rc != 0) {
+        snprintf(inst->error, sizeof inst->error, "cannot start the isolation helper %s: %s", t->helper_path, strerror(rc));
+        return -1;
+    }
+    return pid;
+}
+
+/* [supervisor, lock held] Brings a freshly spawned helper to the state the stage
+ * had: the instance, every parameter set so far, the negotiation. Returns 1 when
+ * it may serve frames. */
+static int bring_up(iso_instance *inst) {
+    int64_t timeout = inst->type->control_timeout_ns;
+    if (call(inst, RFX_ISO_HELLO, timeout, "start-up") != REPLY_OK) {
+        if (!inst->error[0]) snprintf(inst->error, sizeof inst->error, "the isolated helper did not start");
+        return 0;
+    }
+    if (inst->control->status != RAWFX_OK) {
+        copy_error(inst);
+        return 0;
+    }
+    uint32_t generation;
+    do {
+        generation = atomic_load(&inst->param_generation);
+        for (uint32_t i = 0; i < inst->param_count; i++) {
+            if (!inst->params[i].set) continue;
+            if (send_param(inst, i, &inst->params[i], timeout) != RAWFX_OK) return 0;
+        }
+    } while (generation != atomic_load(&inst->param_generation));
+    if (inst->configured) {
+        rawfx_negotiation answer = inst->negotiation;
+        if (negotiate(inst, &inst->input, &answer) != RAWFX_OK) return 0;
+        if (!same_negotiation(&answer, &inst->negotiation)) {
+            /* The chain was negotiated without the filter (it died in configure): the
+             * chain rebuilds this stage with a fresh configure. */
+            log_line(inst, RAWFX_LOG_WARNING, "the restarted helper negotiated another format than the chain holds: "
+                     "the stage stays passed through until the chain negotiates again");
+            return 0;
+        }
+        inst->provisional = 0;
+    }
+    return 1;
+}
+
+static void sleep_interruptible(iso_instance *inst, int64_t ns) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    int64_t t = (int64_t)until.tv_sec * 1000000000 + until.tv_nsec + ns;
+    until.tv_sec = t / 1000000000;
+    until.tv_nsec = t % 1000000000;
+    while (atomic_load(&inst->state) != STATE_QUIT)
+        if (pthread_cond_timedwait(&inst->changed, &inst->lock, &until) == ETIMEDOUT) break;
+}
+
+/* [supervisor] Spawn, bring up, wait for the exit, restart with back-off. */
+static void *supervise(void *argument) {
+    iso_instance *inst = argument;
+    on_supervisor = 1;
+    int64_t backoff = inst->type->backoff_min_ns;
+    int first = 1;
+    pthread_mutex_lock(&inst->lock);
+    while (atomic_load(&inst->state) != STATE_QUIT) {
+        /* A fresh channel: the last helper is reaped, nobody is in a call. */
+        inst->seq = 0;
+        inst->control->magic = RFX_ISO_MAGIC;
+        store_release(&inst->control->request_seq, 0);
+        store_release(&inst->control->reply_seq, 0);
+        inst->error[0] = 0;
+        int pid = spawn_helper(inst);
+        int up = 0;
+        if (pid > 0) {
+            atomic_store(&inst->pid, pid);
+            atomic_store(&inst->fault_claimed, 0);
+            up = bring_up(inst);
+        }
+        int64_t up_since = now_ns();
+        if (up && atomic_load(&inst->state) != STATE_QUIT) {
+            if (!first) {
+                atomic_fetch_add(&inst->restarts, 1);
+                log_line(inst, RAWFX_LOG_INFO, "isolated helper restarted: the stage processes frames again");
+            }
+            atomic_store(&inst->state, STATE_UP);
+        }
+        if (first) {
+            inst->started = 1;
+            inst->start_ok = up;
+            first = 0;
+            pthread_cond_broadcast(&inst->changed);
+        }
+        if (pid > 0) {
+            if (up) {
+                pthread_mutex_unlock(&inst->lock);
+                /* Exit seen, not reaped: the pid stays ours while a caller may still signal it. */
+                siginfo_t info;
+                memset(&info, 0, sizeof info);
+                while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {}
+                /* Down, and a caller waiting on the channel (a frame, or a configure that
+                 * holds the lock) wakes now rather than at its deadline. */
+                int expected_up = STATE_UP;
+                atomic_compare_exchange_strong(&inst->state, &expected_up, STATE_DOWN);
+                inst->exit_status = wait_status_of(&info);
+                store_release(&inst->control->reply_seq, RFX_ISO_DEAD);
+                futex_wake(&inst->control->reply_seq);
+                pthread_mutex_lock(&inst->lock);
+            } else {
+                kill(pid, SIGKILL);
+            }
+            int status = 0;
+            while (atomic_load(&inst->in_call)) {
+                pthread_mutex_unlock(&inst->lock);
+                struct timespec pause = { 0, 200000 };
+                nanosleep(&pause, NULL);
+                pthread_mutex_lock(&inst->lock);
+            }
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+            atomic_store(&inst->pid, 0);
+            if (up && atomic_load(&inst->state) != STATE_QUIT) {
+                char how[80], reason[120];
+                describe_exit(status, how, sizeof how);
+                snprintf(reason, sizeof reason, "%s between frames", how);
+                claim_fault(inst, reason);
+            }
+        }
+        if (atomic_load(&inst->state) == STATE_QUIT) break;
+        /* Back-off: doubled after a helper that did not last a second, reset after one that did. */
+        if (up && now_ns() - up_since > 1000000000) backoff = inst->type->backoff_min_ns;
+        sleep_interruptible(inst, backoff);
+        backoff = backoff * 2 > inst->type->backoff_max_ns ? inst->type->backoff_max_ns : backoff * 2;
+    }
+    pthread_mutex_unlock(&inst->lock);
+    return NULL;
+}
+
+/* ------------------------------------------------------ the proxy's ABI -- */
+
+static const char *proxy_get_error(const rawfx_filter *filter) { return instance_of(filter)->error; }
+
+static void proxy_destroy(const rawfx_filter *filter) {
+    iso_instance *inst = instance_of(filter);
+    pthread_mutex_lock(&inst->lock);
+    atomic_store(&inst->state, STATE_QUIT);
+    int pid = atomic_load(&inst->pid);
+    if (pid > 0) kill(pid, SIGKILL);
+    pthread_cond_broadcast(&inst->changed);
+    pthread_mutex_unlock(&inst->lock);
+    pthread_join(inst->supervisor, NULL);
+    munmap(inst->map, inst->map_size);
+    close(inst->memfd);
+    pthread_cond_destroy(&inst->changed);
+    pthread_mutex_destroy(&inst->lock);
+    free(inst->params);
+    free(inst->delay);
+    free(inst);
+}
+
+/* [process or control] Records the value (for restarts) and forwards it when the
+ * helper is up. Never blocks on the lock: while a restart holds it, the value is
+ * only recorded and the restart replays it. */
+static rawfx_status proxy_set_param(const rawfx_filter *filter, uint32_t index, const rawfx_param_value *value) {
+    iso_instance *inst = instance_of(filter);
+    inst->error[0] = 0;
+    if (index >= inst->param_count) {
+        snprintf(inst->error, sizeof inst->error, "parameter index %u, expected below %u", index, inst->param_count);
+        return RAWFX_ERR_INVALID_ARGUMENT;
+    }
+    param_slot slot = { 1, value->type, value->int_value, value->float_value, { 0 } };
+    if (value->type == RAWFX_PARAM_STRING && value->string_value) {
+        if (strlen(value->string_value) >= RFX_ISO_STRING_MAX) {
+            snprintf(inst->error, sizeof inst->error, "a string of %zu bytes, expected at most %d for an isolated filter",
+                     strlen(value->string_value), RFX_ISO_STRING_MAX - 1);
+            return RAWFX_ERR_INVALID_ARGUMENT;
+        }
+        strcpy(slot.string_value, value->string_value);
+    }
+    if (pthread_mutex_trylock(&inst->lock) != 0) {
+        inst->params[index] = slot;
+        atomic_fetch_add(&inst->param_generation, 1);
+        return RAWFX_OK;
+    }
+    rawfx_status status = RAWFX_OK;
+    if (atomic_load(&inst->state) == STATE_UP) {
+        atomic_store(&inst->in_call, 1);
+        if (atomic_load(&inst->state) == STATE_UP) {
+            int64_t timeout = inst->configured ? inst->deadline_ns : inst->type->control_timeout_ns;
+            status = send_param(inst, index, &slot, timeout);
+            /* A helper that failed here restarts; the value is replayed then. */
+            if (status == RAWFX_ERR_INTERNAL && atomic_load(&inst->state) != STATE_UP) status = RAWFX_OK;
+        }
+        atomic_store(&inst->in_call, 0);
+    }
+    if (status == RAWFX_OK) {
+        inst->params[index] = slot;
+        atomic_fetch_add(&inst->param_generation, 1);
+    }
+    pthread_mutex_unlock(&inst->lock);
+    return status;
+}
+
+static void reset_delay(iso_instance *inst) {
+    if (inst->delay) memset(inst->delay, 0, (size_t)inst->delay_frames * inst->channels * sizeof(int16_t));
+    inst->delay_position = 0;
+}
+
+static rawfx_status proxy_configure(const rawfx_filter *filter, const rawfx_format *input, rawfx_negotiation *result) {
+    iso_instance *inst = instance_of(filter);
+    inst->error[0] = 0;
+    pthread_mutex_lock(&inst->lock);
+    rawfx_status status;
+    rawfx_negotiation answer = *result;
+    int up = atomic_load(&inst->state) == STATE_UP;
+    if (up) {
+        status = negotiate(inst, input, &answer);
+    } else {
+        status = RAWFX_ERR_INTERNAL;
+    }
+    int helper_failed = status == RAWFX_ERR_INTERNAL && atomic_load(&inst->state) != STATE_UP;
+    if (status != RAWFX_OK && !helper_failed) {
+        pthread_mutex_unlock(&inst->lock);
+        return status;
+    }
+    if (helper_failed) {
+        /* The filter is down: the stage passes its input on, so it negotiates as a
+         * passthrough; a restarted helper that answers otherwise leaves it passed through. */
+        answer = *result;
+        answer.block_frames = 0;
+        answer.max_output_frames = 0;
+        answer.latency = 0;
+        inst->provisional = 1;
+        if (input->kind == RAWFX_MEDIA_AUDIO) inst->audio_in_frames = 0;
+    }
+    inst->input = *input;
+    inst->negotiation = answer;
+    inst->configured = 1;
+    *result = answer;
+    /* The deadline: configured, or half a frame at 30 fps until timestamps tell the rate;
+     * one 10 ms block for audio until blocks tell their length. */
+    inst->deadline_ns = inst->type->deadline_ns > 0 ? inst->type->deadline_ns
+                      : input->kind == RAWFX_MEDIA_VIDEO ? 1000000000 / 60 : 10000000;
+    inst->last_timestamp = INT64_MIN;
+    inst->frames_in = inst->frames_out = 0;
+    free(inst->delay);
+    inst->delay = NULL;
+    inst->delay_frames = 0;
+    if (input->kind == RAWFX_MEDIA_AUDIO) {
+        inst->channels = input->audio.channels;
+        if (answer.latency > 0 && answer.output.audio.sample_rate == input->audio.sample_rate
+            && answer.output.audio.channels == input->audio.channels) {
+            inst->delay = calloc((size_t)answer.latency * inst->channels, sizeof(int16_t));
+            inst->delay_frames = inst->delay ? answer.latency : 0;
+        }
+        reset_delay(inst);
+    }
+    pthread_mutex_unlock(&inst->lock);
+    return RAWFX_OK;
+}
+
+static void proxy_reset(const rawfx_filter *filter) {
+    iso_instance *inst = instance_of(filter);
+    reset_delay(inst);
+    if (pthread_mutex_trylock(&inst->lock) != 0) return; /* restarting: a fresh helper has no history */
+    if (atomic_load(&inst->state) == STATE_UP) {
+        atomic_store(&inst->in_call, 1);
+        if (atomic_load(&inst->state) == STATE_UP)
+            call(inst, RFX_ISO_RESET, inst->configured ? inst->deadline_ns : inst->type->control_timeout_ns, "reset");
+        atomic_store(&inst->in_call, 0);
+    }
+    pthread_mutex_unlock(&inst->lock);
+}
+
+/* [process] The frame goes on unchanged: the input itself, or black in the negotiated
+ * output format for a stage that changes the format (no input fits there). */
+static void video_passthrough(iso_instance *inst, const rawfx_video_frame *in, rawfx_video_frame *out) {
+    atomic_fetch_add_explicit(&inst->passthrough, 1, memory_order_relaxed);
+    const rawfx_video_format *o = &inst->negotiation.output.video;
+    if (o->width == in->width && o->height == in->height) {
+        int64_t timestamp = out->timestamp_us;
+        *out = *in;
+        out->timestamp_us = timestamp;
+        out->rotation = o->rotation;
+        out->color_range = o->color_range;
+        return;
+    }
+    for (int p = 0; p < 3; p++) {
+        uint32_t w = p ? (out->width + 1) / 2 : out->width, h = p ? (out->height + 1) / 2 : out->height;
+        for (uint32_t y = 0; y < h; y++) memset(out->planes[p] + (size_t)y * out->strides[p], p ? 128 : 16, w);
+    }
+}
+
+static void copy_plane(uint8_t *dst, int32_t dst_stride, const uint8_t *src, int32_t src_stride, uint32_t w, uint32_t h) {
+    if (dst_stride == src_stride && (uint32_t)dst_stride == w) {
+        memcpy(dst, src, (size_t)w * h);
+        return;
+    }
+    for (uint32_t y = 0; y < h; y++) memcpy(dst + (size_t)y * dst_stride, src + (size_t)y * src_stride, w);
+}
+
+/* [process] Half the frame interval the timestamps show (clamped to 2..100 ms). */
+static void derive_video_deadline(iso_instance *inst, int64_t timestamp) {
+    if (inst->type->deadline_ns > 0) return;
+    int64_t interval = timestamp - inst->last_timestamp;
+    if (inst->last_timestamp != INT64_MIN && interval > 0 && interval < 1000000) {
+        int64_t half = interval * 500;
+        inst->deadline_ns = half < 2000000 ? 2000000 : half > 100000000 ? 100000000 : half;
+    }
+    inst->last_timestamp = timestamp;
+}
+
+static int enter_call(iso_instance *inst) {
+    if (atomic_load(&inst->state) != STATE_UP) return 0;
+    atomic_store(&inst->in_call, 1);
+    if (atomic_load(&inst->state) == STATE_UP) return 1;
+    atomic_store(&inst->in_call, 0);
+    return 0;
+}
+
+static void leave_call(iso_instance *inst) { atomic_store(&inst->in_call, 0); }
+
+static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_video_frame *in, rawfx_video_frame *out) {
+    iso_instance *inst = instance_of(filter);
+    derive_video_deadline(inst, in->timestamp_us);
+    const rawfx_video_format *fi = &inst->input.video;
+    if (in->width != fi->width || in->height != fi->height) {
+        snprintf(inst->error, sizeof inst->error, "a %ux%u frame, negotiated %ux%u", in->width, in->height, fi->width, fi->height);
+        return RAWFX_ERR_INVALID_ARGUMENT;
+    }
+    if (inst->provisional || !enter_call(inst)) {
+        video_passthrough(inst, in, out);
+        return RAWFX_OK;
+    }
+    rfx_iso_control *c = inst->control;
+    rawfx_video_frame layout_in, layout_out;
+    video_layout(&layout_in, fi, inst->in_offset);
+    layout_in.timestamp_us = in->timestamp_us;
+    layout_in.rotation = in->rotation;
+    layout_in.color_range = in->color_range;
+    int in_place = inst->type->real_processing == RAWFX_PROCESS_IN_PLACE;
+    if (in_place) layout_out = layout_in;
+    else {
+        video_layout(&layout_out, &inst->negotiation.output.video, inst->out_offset);
+        layout_out.timestamp_us = in->timestamp_us;
+    }
+    /* The one copy: the borrowed frame into shared memory. */
+    for (int p = 0; p < 3; p++) {
+        uint32_t w = p ? (in->width + 1) / 2 : in->width, h = p ? (in->height + 1) / 2 : in->height;
+        copy_plane(inst->map + (uintptr_t)layout_in.planes[p], layout_in.strides[p], in->planes[p], in->strides[p], w, h);
+    }
+    c->video_in = layout_in;
+    c->video_out = layout_out;
+    uint32_t seq = post(inst, RFX_ISO_PROCESS_VIDEO);
+    int result = wait_reply(inst, seq, inst->deadline_ns);
+    rawfx_status status = RAWFX_OK;
+    if (result != REPLY_OK) {
+        fail_wait(inst, result, "a frame", inst->deadline_ns);
+        video_passthrough(inst, in, out);
+    } else if ((status = c->status) != RAWFX_OK) {
+        copy_error(inst);
+    } else {
+        rawfx_video_frame answered = in_place ? c->video_in : c->video_out; /* copied once, then checked */
+        const rawfx_video_frame *expected = in_place ? &layout_in : &layout_out;
+        int moved = 0;
+        for (int p = 0; p < 3; p++)
+            moved |= answered.planes[p] != expected->planes[p] || answered.strides[p] != expected->strides[p];
+        if (answered.width != expected->width || answered.height != expected->height
+            || answered.pixel_format != RAWFX_PIXEL_I420 || moved || answered.color_range > RAWFX_RANGE_FULL
+            || answered.rotation % 90 != 0 || answered.rotation >= 360) {
+            char reason[200];
+            snprintf(reason, sizeof reason, "broke the protocol: it reported a %ux%u frame (format %u, rotation %u%s), the negotiated output is %ux%u",
+                     answered.width, answered.height, answered.pixel_format, answered.rotation,
+                     moved ? ", planes moved" : "", expected->width, expected->height);
+            take_down(inst, reason);
+            video_passthrough(inst, in, out);
+        } else {
+            /* No copy back: the output view lies in shared memory until the next frame. */
+            int64_t timestamp = out->timestamp_us;
+            *out = *expected;
+            for (int p = 0; p < 3; p++) out->planes[p] = inst->map + (uintptr_t)expected->planes[p];
+            out->rotation = answered.rotation;
+            out->color_range = answered.color_range;
+            out->timestamp_us = timestamp;
+        }
+    }
+    leave_call(inst);
+    return status;
+}
+
+/* [process] Feeds `count` frames of `samples` through the delay line; with
+ * `delayed`, writes them delayed by the stage's latency there (may alias). */
+static void delay_push(iso_instance *inst, const int16_t *samples, int16_t *delayed, uint32_t count) {
+    if (!inst->delay) {
+        if (delayed && delayed != samples) memcpy(delayed, samples, (size_t)count * inst->channels * sizeof(int16_t));
+        return;
+    }
+    uint32_t ch = inst->channels;
+    for (uint32_t f = 0; f < count; f++) {
+        int16_t *slot = inst->delay + (size_t)inst->delay_position * ch;
+        for (uint32_t k = 0; k < ch; k++) {
+            int16_t x = samples[(size_t)f * ch + k];
+            if (delayed) delayed[(size_t)f * ch + k] = slot[k];
+            slot[k] = x;
+        }
+        inst->delay_position = inst->delay_position + 1 == inst->delay_frames ? 0 : inst->delay_position + 1;
+    }
+}
+
+/* [process] The block goes on unchanged: the input delayed by the stage's latency;
+ * for a stage that changes rate or channels, silence of the length it would have made. */
+static void audio_passthrough(iso_instance *inst, const rawfx_audio_frame *in, rawfx_audio_frame *out) {
+    atomic_fetch_add_explicit(&inst->passthrough, 1, memory_order_relaxed);
+    const rawfx_audio_format *o = &inst->negotiation.output.audio;
+    if (o->sample_rate == in->sample_rate && o->channels == in->channels) {
+        delay_push(inst, in->samples, out->samples, in->frame_count);
+        out->frame_count = in->frame_count;
+    } else {
+        uint64_t target = (inst->frames_in * o->sample_rate) / (in->sample_rate ? in->sample_rate : 1);
+        uint64_t count = target > inst->frames_out ? target - inst->frames_out : 0;
+        if (count > out->frame_count) count = out->frame_count;
+        memset(out->samples, 0, (size_t)count * o->channels * sizeof(int16_t));
+        out->frame_count = (uint32_t)count;
+    }
+    out->sample_rate = o->sample_rate;
+    out->channels = o->channels;
+}
+
+static rawfx_status proxy_process_audio(const rawfx_filter *filter, const rawfx_audio_frame *in, rawfx_audio_frame *out) {
+    iso_instance *inst = instance_of(filter);
+    inst->frames_in += in->frame_count;
+    if (inst->type->deadline_ns <= 0 && in->sample_rate > 0) {
+        int64_t block = (int64_t)in->frame_count * 1000000000 / in->sample_rate;
+        inst->deadline_ns = block < 2000000 ? 2000000 : block > 500000000 ? 500000000 : block;
+    }
+    int in_place = inst->type->real_processing == RAWFX_PROCESS_IN_PLACE;
+    if (inst->provisional || in->frame_count > inst->audio_in_frames || !enter_call(inst)) {
+        audio_passthrough(inst, in, out);
+        inst->frames_out += out->frame_count;
+        return RAWFX_OK;
+    }
+    rfx_iso_control *c = inst->control;
+    size_t bytes = (size_t)in->frame_count * in->channels * sizeof(int16_t);
+    memcpy(inst->map + inst->in_offset, in->samples, bytes);
+    rawfx_audio_frame layout_in = *in, layout_out = *out;
+    layout_in.samples = (int16_t *)(uintptr_t)inst->in_offset;
+    if (in_place) layout_out = layout_in;
+    else {
+        layout_out.samples = (int16_t *)(uintptr_t)inst->out_offset;
+        if (layout_out.frame_count > inst->audio_out_frames) layout_out.frame_count = (uint32_t)inst->audio_out_frames;
+    }
+    c->audio_in = layout_in;
+    c->audio_out = layout_out;
+    uint32_t seq = post(inst, RFX_ISO_PROCESS_AUDIO);
+    int result = wait_reply(inst, seq, inst->deadline_ns);
+    rawfx_status status = RAWFX_OK;
+    const char *violation = NULL;
+    rawfx_audio_frame answered;
+    if (result == REPLY_OK && (status = c->status) == RAWFX_OK) {
+        answered = in_place ? c->audio_in : c->audio_out; /* copied once, then checked */
+        if (answered.samples != layout_out.samples) violation = "moved the output samples";
+        else if (in_place ? answered.frame_count != in->frame_count : answered.frame_count > layout_out.frame_count)
+            violation = "reported more output frames than the buffer holds";
+        else if (answered.sample_rate != inst->negotiation.output.audio.sample_rate
+                 || answered.channels != inst->negotiation.output.audio.channels)
+            violation = "reported another rate or channel count than negotiated";
+    }
+    if (result != REPLY_OK || violation) {
+        if (violation) {
+            char reason[160];
+            snprintf(reason, sizeof reason, "broke the protocol: it %s", violation);
+            take_down(inst, reason);
+        } else {
+            fail_wait(inst, result, "a block", inst->deadline_ns);
+        }
+        audio_passthrough(inst, in, out);
+    } else if (status != RAWFX_OK) {
+        copy_error(inst);
+        delay_push(inst, in->samples, NULL, in->frame_count);
+    } else {
+        delay_push(inst, in->samples, NULL, in->frame_count);
+        size_t out_bytes = (size_t)answered.frame_count * answered.channels * sizeof(int16_t);
+        memcpy(out->samples, inst->map + (uintptr_t)answered.samples, out_bytes);
+        out->frame_count = answered.frame_count;
+        out->flags |= answered.flags;
+        if (!in_place) {
+            out->sample_rate = answered.sample_rate;
+            out->channels = answered.channels;
+        }
+    }
+    inst->frames_out += out->frame_count;
+    leave_call(inst);
+    return status;
+}
+
+static void counters_of(const void *extension, rfx_isolation_counters *out);
+
+static const void *proxy_get_extension(const rawfx_filter *filter, const char *id) {
+    if (strcmp(id, RFX_ISOLATION_EXTENSION) == 0) return instance_of(filter);
+    return NULL;
+}
+
+void rfx_isolation_read_counters(const void *extension, rfx_isolation_counters *out) { counters_of(extension, out); }
+
+static void counters_of(const void *extension, rfx_isolation_counters *out) {
+    iso_instance *inst = (iso_instance *)extension;
+    out->faults = atomic_load(&inst->faults);
+    out->restarts = atomic_load(&inst->restarts);
+    out->passthrough = atomic_load(&inst->passthrough);
+    out->up = atomic_load(&inst->state) == STATE_UP && !inst->provisional;
+    out->pid = atomic_load(&inst->pid);
+    out->deadline_ns = inst->deadline_ns;
+}
+
+/* [control] A proxy with a helper serving the real filter; NULL with a message
+ * when the helper cannot start (not found, the plugin refused, ...). */
+static const rawfx_filter *proxy_create(const rawfx_filter_descriptor *descriptor, char *error, size_t capacity) {
+    const iso_type *type = (const iso_type *)descriptor;
+    iso_instance *inst = calloc(1, sizeof *inst);
+    if (!inst) return NULL;
+    inst->type = type;
+    inst->param_count = descriptor->param_count;
+    inst->params = calloc(inst->param_count ? inst->param_count : 1, sizeof(param_slot));
+    inst->memfd = memfd_create("rawfx-isolate", MFD_CLOEXEC);
+    if (inst->memfd == 3) { /* dup2(3, 3) in the child would keep CLOEXEC */
+        int moved = fcntl(inst->memfd, F_DUPFD_CLOEXEC, 10);
+        close(inst->memfd);
+        inst->memfd = moved;
+    }
+    size_t header = round_page(sizeof(rfx_iso_control));
+    if (!inst->params || inst->memfd < 0 || ftruncate(inst->memfd, (off_t)header) != 0
+        || (inst->map = mmap(NULL, header, PROT_READ | PROT_WRITE, MAP_SHARED, inst->memfd, 0)) == MAP_FAILED) {
+        snprintf(error, capacity, "cannot make the shared memory of an isolated stage: %s", strerror(errno));
+        if (inst->memfd >= 0) close(inst->memfd);
+        free(inst->params);
+        free(inst);
+        return NULL;
+    }
+    inst->map_size = header;
+    inst->control = (rfx_iso_control *)inst->map;
+    inst->deadline_ns = type->deadline_ns > 0 ? type->deadline_ns : 1000000000 / 60;
+    pthread_mutex_init(&inst->lock, NULL);
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&inst->changed, &attributes);
+    pthread_condattr_destroy(&attributes);
+    inst->filter.struct_size = sizeof inst->filter;
+    inst->filter.descriptor = descriptor;
+    inst->filter.filter_data = inst;
+    inst->filter.destroy = proxy_destroy;
+    inst->filter.set_param = proxy_set_param;
+    inst->filter.configure = proxy_configure;
+    if (descriptor->media_kind == RAWFX_MEDIA_VIDEO) inst->filter.process_video = proxy_process_video;
+    else inst->filter.process_audio = proxy_process_audio;
+    inst->filter.reset = proxy_reset;
+    inst->filter.get_error = proxy_get_error;
+    inst->filter.get_extension = proxy_get_extension;
+    pthread_mutex_lock(&inst->lock);
+    if (pthread_create(&inst->supervisor, NULL, supervise, inst) != 0) {
+        pthread_mutex_unlock(&inst->lock);
+        snprintf(error, capacity, "cannot start the supervisor thread of an isolated stage");
+        munmap(inst->map, inst->map_size);
+        close(inst->memfd);
+        free(inst->params);
+        free(inst);
+        return NULL;
+    }
+    while (!inst->started) pthread_cond_wait(&inst->changed, &inst->lock);
+    int ok = inst->start_ok;
+    if (!ok) snprintf(error, capacity, "%s", inst->error[0] ? inst->error : "the isolated helper did not start");
+    pthread_mutex_unlock(&inst->lock);
+    if (!ok) {
+        proxy_destroy(&inst->filter);
+        return NULL;
+    }
+    return &inst->filter;
+}
+
+static const rawfx_filter *proxy_create_with_host(const rawfx_filter_descriptor *descriptor, const rawfx_host *host,
+                                                  char *error, size_t capacity) {
+    (void)host;
+    return proxy_create(descriptor, error, capacity);
+}
+
+rawfx_filter_descriptor *rfx_isolation_descriptor_create(const rawfx_filter_descriptor *real,
+                                                         const rfx_isolation_config *config) {
+    iso_type *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->descriptor = *real;
+    t->descriptor.struct_size = sizeof t->descriptor;
+    t->real_processing = real->processing;
+    /* Video: out of place, so the output is read where the helper wrote it. */
+    if (real->media_kind == RAWFX_MEDIA_VIDEO) t->descriptor.processing = RAWFX_PROCESS_OUT_OF_PLACE;
+    t->descriptor.create = proxy_create;
+    t->descriptor.create_with_host = proxy_create_with_host;
+    t->helper_path = strdup(config->helper_path);
+    t->plugin_path = strdup(config->plugin_path);
+    t->filter_id = strdup(real->id);
+    t->allow_untrusted = config->allow_untrusted;
+    t->deadline_ns = config->deadline_ns;
+    t->control_timeout_ns = config->control_timeout_ns > 0 ? config->control_timeout_ns : 10000000000;
+    t->backoff_min_ns = config->backoff_min_ns > 0 ? config->backoff_min_ns : 10000000;
+    t->backoff_max_ns = config->backoff_max_ns > t->backoff_min_ns ? config->backoff_max_ns : 2000000000;
+    return &t->descriptor;
+}
+
+int32_t rfx_isolation_is_proxy(const rawfx_filter_descriptor *descriptor) {
+    return descriptor->create == proxy_create;
+}
+
+void rfx_isolation_descriptor_destroy(rawfx_filter_descriptor *descriptor) {
+    iso_type *t = (iso_type *)descriptor;
+    free(t->helper_path);
+    free(t->plugin_path);
+    free(t->filter_id);
+    free(t);
+}

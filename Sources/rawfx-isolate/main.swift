@@ -1,0 +1,221 @@
+// rawfx-isolate: the helper process of an isolated stage (docs/isolation.md).
+//
+// Started by the engine's supervisor thread (Sources/RawFXRuntime/isolation.c) with the
+// shared memory as fd 3: `rawfx-isolate --plugin PATH --filter ID [--allow-untrusted]`.
+// It loads the plugin with the engine's loader and trust rules, creates one instance, and
+// serves commands from the control block until the host kills it. Everything runs on the
+// main thread; the futex wait is the only blocking call between frames.
+#if canImport(Glibc)
+import Glibc
+#endif
+import RawFX
+import RawFXRuntime
+
+/// Writes one line to stderr (the host's, inherited).
+func report(_ message: String) {
+    let line = Array("rawfx-isolate: \(message)\n".utf8)
+    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+func fail(_ message: String) -> Never {
+    report(message)
+    exit(2)
+}
+
+var pluginPath: String?
+var filterID: String?
+var allowUntrusted = false
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--plugin": pluginPath = arguments.popFirst()
+    case "--filter": filterID = arguments.popFirst()
+    case "--allow-untrusted": allowUntrusted = true
+    default: fail("unknown argument '\(argument)'; expected --plugin PATH --filter ID [--allow-untrusted]")
+    }
+}
+guard let pluginPath, let filterID else { fail("expected --plugin PATH --filter ID (started by the engine, not by hand)") }
+
+// Least privilege before any plugin code runs (a plugin cannot undo no_new_privs).
+if rfx_iso_helper_restrict() != 0 { report("the kernel refused a restriction (no_new_privs or pdeathsig); continuing") }
+
+let sharedFD: Int32 = 3
+var mapping = UnsafeMutableRawPointer(bitPattern: 1)!
+var mappedSize = 0
+
+/// Maps the memfd at its current size (at start, and after MAP).
+@MainActor func mapShared() -> Bool {
+    var status = stat()
+    guard fstat(sharedFD, &status) == 0, status.st_size >= MemoryLayout<rfx_iso_control>.size else { return false }
+    guard let p = mmap(nil, Int(status.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, sharedFD, 0), p != MAP_FAILED else { return false }
+    mapping = p
+    mappedSize = Int(status.st_size)
+    return true
+}
+
+guard mapShared() else { fail("fd 3 is not the shared memory of an isolated stage") }
+var control = mapping.assumingMemoryBound(to: rfx_iso_control.self)
+guard control.pointee.magic == RFX_ISO_MAGIC else { fail("fd 3 does not start with an isolation control block") }
+
+var registry: PluginRegistry?
+var instance: FilterInstance?
+/// Frames handed to the plugin: [0] input, [1] output; reused for every call.
+let videoFrames = UnsafeMutablePointer<rawfx_video_frame>.allocate(capacity: 2)
+videoFrames.initialize(repeating: rawfx_video_frame(), count: 2)
+let audioFrames = UnsafeMutablePointer<rawfx_audio_frame>.allocate(capacity: 2)
+audioFrames.initialize(repeating: rawfx_audio_frame(), count: 2)
+
+/// Writes the reply's message (cut to the block's size).
+@MainActor func setError(_ message: String) {
+    withUnsafeMutableBytes(of: &control.pointee.error) { buffer in
+        let bytes = Array(message.utf8.prefix(buffer.count - 1))
+        buffer.copyBytes(from: bytes)
+        buffer[bytes.count] = 0
+    }
+}
+
+/// The message of a ChainError as the plugin said it (the host adds the filter's name).
+@MainActor func message(of error: ChainError) -> String {
+    switch error {
+    case .refused(_, _, let message): return message
+    case .invalidValue(_, _, _, let expected): return expected
+    case .createFailed(_, let message): return message
+    default: return "\(error)"
+    }
+}
+
+/// An offset from the host, checked to lie inside the mapping with `bytes` after it.
+@MainActor func pointer<T>(_ offset: UnsafeMutablePointer<T>?, bytes: Int) -> UnsafeMutablePointer<T>? {
+    let value = Int(bitPattern: offset)
+    guard value > 0, bytes >= 0, value + bytes <= mappedSize else { return nil }
+    return (mapping + value).assumingMemoryBound(to: T.self)
+}
+
+@MainActor func toPointers(_ frame: inout rawfx_video_frame) -> Bool {
+    let cw = (Int(frame.width) + 1) / 2, ch = (Int(frame.height) + 1) / 2
+    guard let y = pointer(frame.planes.0, bytes: Int(frame.strides.0) * Int(frame.height)),
+          let u = pointer(frame.planes.1, bytes: Int(frame.strides.1) * ch),
+          let v = pointer(frame.planes.2, bytes: Int(frame.strides.2) * ch),
+          Int(frame.strides.0) >= Int(frame.width), Int(frame.strides.1) >= cw, Int(frame.strides.2) >= cw else { return false }
+    frame.planes = (y, u, v)
+    return true
+}
+
+@MainActor func toOffsets(_ frame: inout rawfx_video_frame) {
+    func offset(_ p: UnsafeMutablePointer<UInt8>?) -> UnsafeMutablePointer<UInt8>? {
+        guard let p else { return nil }
+        return UnsafeMutablePointer(bitPattern: UnsafeMutableRawPointer(p) - mapping)
+    }
+    frame.planes = (offset(frame.planes.0), offset(frame.planes.1), offset(frame.planes.2))
+}
+
+@MainActor func serve(_ command: UInt32) -> rawfx_status {
+    switch command {
+    case UInt32(RFX_ISO_HELLO):
+        do {
+            let loaded = PluginRegistry.empty(environment: allowUntrusted ? [PluginTrust.overrideVariable: "1"] : [:])
+            try loaded.load(path: pluginPath)
+            registry = loaded
+            instance = try loaded.filterType(filterID).makeInstance()
+            return rawfx_status(RAWFX_OK)
+        } catch let error as ChainError {
+            setError(message(of: error))
+        } catch {
+            setError("\(error)")
+        }
+        return rawfx_status(RAWFX_ERR_INTERNAL)
+    case UInt32(RFX_ISO_SET_PARAM):
+        guard let instance else { break }
+        let index = Int(control.pointee.param_index)
+        guard index < instance.type.parameters.count else { break }
+        let c = control.pointee
+        let value: ParameterValue
+        switch instance.type.parameters[index].type {
+        case .int: value = .int(c.param_int)
+        case .float: value = .float(c.param_float)
+        case .bool: value = .bool(c.param_int != 0)
+        case .enumeration(let names):
+            guard c.param_int >= 0, Int(c.param_int) < names.count else {
+                setError("enum index \(c.param_int), expected below \(names.count)")
+                return rawfx_status(RAWFX_ERR_INVALID_ARGUMENT)
+            }
+            value = .enumeration(index: Int(c.param_int), name: names[Int(c.param_int)])
+        case .string:
+            value = .string(withUnsafeBytes(of: control.pointee.param_string) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) })
+        }
+        do {
+            try instance.set(index: index, value: value)
+            return rawfx_status(RAWFX_OK)
+        } catch {
+            setError(message(of: error))
+            return rawfx_status(RAWFX_ERR_INVALID_ARGUMENT)
+        }
+    case UInt32(RFX_ISO_CONFIGURE):
+        guard let instance, let input = StreamFormat(control.pointee.input) else { break }
+        do {
+            let n = try instance.configure(input: input)
+            control.pointee.negotiation.output = n.output.cValue
+            control.pointee.negotiation.block_frames = UInt32(n.blockFrames)
+            control.pointee.negotiation.max_output_frames = UInt32(n.maxOutputFrames)
+            control.pointee.negotiation.latency = UInt32(n.latency)
+            return rawfx_status(RAWFX_OK)
+        } catch {
+            setError(message(of: error))
+            return rawfx_status(RAWFX_ERR_UNSUPPORTED)
+        }
+    case UInt32(RFX_ISO_MAP):
+        let size = Int(control.pointee.mapped_size_lo) | Int(control.pointee.mapped_size_hi) << 32
+        let old = mapping, oldSize = mappedSize
+        guard mapShared(), mappedSize >= size else { break }
+        munmap(old, oldSize)
+        control = mapping.assumingMemoryBound(to: rfx_iso_control.self)
+        return rawfx_status(RAWFX_OK)
+    case UInt32(RFX_ISO_PROCESS_VIDEO):
+        guard let instance else { break }
+        videoFrames[0] = control.pointee.video_in
+        videoFrames[1] = control.pointee.video_out
+        guard toPointers(&videoFrames[0]), toPointers(&videoFrames[1]) else { break }
+        let inPlace = instance.type.processing == .inPlace
+        let status = instance.processVideo(videoFrames, inPlace ? videoFrames : videoFrames + 1)
+        HostContext.leaveProcess()
+        if status != RAWFX_OK { setError(instance.lastError) }
+        toOffsets(&videoFrames[0])
+        toOffsets(&videoFrames[1])
+        control.pointee.video_in = videoFrames[0]
+        control.pointee.video_out = videoFrames[1]
+        return status
+    case UInt32(RFX_ISO_PROCESS_AUDIO):
+        guard let instance else { break }
+        audioFrames[0] = control.pointee.audio_in
+        audioFrames[1] = control.pointee.audio_out
+        let inBytes = Int(audioFrames[0].frame_count) * Int(audioFrames[0].channels) * 2
+        let outBytes = Int(audioFrames[1].frame_count) * Int(audioFrames[1].channels) * 2
+        guard let input = pointer(audioFrames[0].samples, bytes: inBytes),
+              let output = pointer(audioFrames[1].samples, bytes: outBytes) else { break }
+        audioFrames[0].samples = input
+        audioFrames[1].samples = output
+        let inPlace = instance.type.processing == .inPlace
+        let status = instance.processAudio(audioFrames, inPlace ? audioFrames : audioFrames + 1)
+        HostContext.leaveProcess()
+        if status != RAWFX_OK { setError(instance.lastError) }
+        for k in 0..<2 {
+            audioFrames[k].samples = audioFrames[k].samples.map { UnsafeMutablePointer(bitPattern: UnsafeMutableRawPointer($0) - mapping)! }
+        }
+        control.pointee.audio_in = audioFrames[0]
+        control.pointee.audio_out = audioFrames[1]
+        return status
+    case UInt32(RFX_ISO_RESET):
+        instance?.reset()
+        return rawfx_status(RAWFX_OK)
+    default:
+        break
+    }
+    setError("command \(command) is not valid now (the instance exists: \(instance != nil))")
+    return rawfx_status(RAWFX_ERR_STATE)
+}
+
+while true {
+    let command = rfx_iso_helper_wait(control)
+    let status = serve(command)
+    rfx_iso_helper_reply(control, status)
+}

@@ -1,0 +1,316 @@
+import Foundation
+import RawFX
+import RawFXAllocCounter
+import RawFXEmulator
+import RawFXMedia
+import RawFXSDK
+import XCTest
+
+/// Isolated stages (`name@isolate`, docs/isolation.md) with filters that crash, hang, exit,
+/// break the protocol or crash in configure (Fixtures/faulty_plugin.c). The oracle for every
+/// frame: the isolated stage's output is the in-process filter's output when the helper ran
+/// it, or the input itself when the stage counted it as passed through; never anything else,
+/// and never a frame lost or added.
+final class IsolationTests: XCTestCase {
+    /// The faulty plugin, compiled once per test into its own directory.
+    func faultyRegistry() throws -> PluginRegistry {
+        let directory = temporaryDirectory()
+        let path = try compileCPlugin(repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/faulty_plugin.c"),
+                                      into: directory, name: "libfaulty.so")
+        let registry = PluginRegistry.empty(environment: [:])
+        try registry.load(path: path)
+        return registry
+    }
+
+    /// Waits (generously: a loaded machine restarts slowly) until the stage's helper serves frames.
+    func waitUntilUp(_ instance: FilterInstance, file: StaticString = #filePath, line: UInt = #line) {
+        let deadline = Date().addingTimeInterval(60)
+        while instance.isolation?.isUp != true, Date() < deadline { usleep(5000) }
+        XCTAssertEqual(instance.isolation?.isUp, true, "the helper came back", file: file, line: line)
+    }
+
+    enum Outcome: Equatable { case processed, passedThrough }
+
+    /// Runs frame `seed` through `chain` and checks it against `reference` (in process) or the
+    /// input, as the passthrough counter says. Returns which it was.
+    func runFrame(_ chain: VideoChain, reference: VideoChain, seed: Int, file: StaticString = #filePath, line: UInt = #line) throws -> Outcome {
+        let input = patternBuffer(width: 64, height: 48, extraStride: 8, seed: seed)
+        let expected = patternBuffer(width: 64, height: 48, extraStride: 8, seed: seed)
+        let inputBytes = (0..<3).map { planeBytes(input.frame, $0) }
+        var frame = input.frame
+        frame.timestampMicroseconds = Int64(seed) * 33_333
+        let before = chain.filters[0].isolation!.passthrough
+        let output = try chain.process(frame)
+        let outputBytes = (0..<3).map { planeBytes(output, $0) }
+        XCTAssertEqual(output.timestampMicroseconds, Int64(seed) * 33_333, "frame \(seed) keeps its time", file: file, line: line)
+        if chain.filters[0].isolation!.passthrough == before + 1 {
+            XCTAssertEqual(outputBytes, inputBytes, "frame \(seed) passed through unchanged", file: file, line: line)
+            return .passedThrough
+        }
+        XCTAssertEqual(chain.filters[0].isolation!.passthrough, before, file: file, line: line)
+        let referenceOutput = try reference.process(expected.frame)
+        XCTAssertEqual(outputBytes, (0..<3).map { planeBytes(referenceOutput, $0) }, "frame \(seed) as the in-process filter makes it", file: file, line: line)
+        return .processed
+    }
+
+    /// A fault on the 5th frame: frames 1-4 processed, the 5th passed through, the stage back
+    /// after the restart (whose own 5th frame faults again), every frame accounted for.
+    func checkFaultOnFifthFrame(_ text: String, reference referenceText: String, logged: String) throws {
+        let log = LogCapture()
+        defer { log.stop() }
+        let registry = try faultyRegistry()
+        let chain = try VideoChain(text, registry: registry)
+        let reference = try VideoChain(referenceText, registry: registry)
+        var outcomes: [Outcome] = []
+        for seed in 1...2 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
+        // A run-time change before the fault: the restarted helper must get it again.
+        let stage = chain.filters[0].type.id
+        try chain.setParameter("\(stage).delta", "23")
+        try reference.setParameter("\(stage).delta", "23")
+        for seed in 3...5 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
+        XCTAssertEqual(outcomes, [.processed, .processed, .processed, .processed, .passedThrough])
+        XCTAssertEqual(chain.filters[0].isolation?.faults, 1)
+        // While the helper restarts, frames pass (or are processed, once it is back).
+        for seed in 6...7 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
+        waitUntilUp(chain.filters[0])
+        let processedBefore = outcomes.filter { $0 == .processed }.count
+        outcomes.append(try runFrame(chain, reference: reference, seed: 8))
+        XCTAssertEqual(outcomes.last, .processed, "the restarted helper runs the filter again")
+        let metrics = chain.metrics[0]
+        XCTAssertGreaterThanOrEqual(metrics.isolation?.restarts ?? 0, 1)
+        XCTAssertEqual(metrics.isolation?.passthrough, UInt64(outcomes.filter { $0 == .passedThrough }.count))
+        XCTAssertGreaterThan(outcomes.filter { $0 == .processed }.count, processedBefore)
+        XCTAssertEqual(outcomes.count, 8, "every frame came out")
+        // Each fault is one warning line of the engine log, naming the filter and what happened.
+        RawFXLog.sync()
+        let faultLines = log.records.filter { $0.severity == .warning && $0.message.contains("isolated helper") }
+        XCTAssertEqual(UInt64(faultLines.count), metrics.isolation?.faults, "\(faultLines)")
+        XCTAssertEqual(faultLines.first?.source, chain.filters[0].type.id)
+        XCTAssertTrue(faultLines.first?.message.contains(logged) == true, "\(faultLines)")
+    }
+
+    func testSegfaultOnTheFifthFramePassesItThroughAndRestarts() throws {
+        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=10000ms)=fault=segv", reference: "faulty_video",
+                                   logged: "killed by signal 11 (Segmentation fault) during a frame")
+    }
+
+    func testEndlessLoopPastTheDeadlinePassesTheFrameThrough() throws {
+        // The deadline is what ends the hang: short enough to keep the test quick, far above
+        // the microseconds a 64x48 frame takes, so only the hang runs into it.
+        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=2000ms)=fault=hang", reference: "faulty_video",
+                                   logged: "did not finish a frame within the 2000.00 ms deadline")
+    }
+
+    func testExitInProcessPassesTheFrameThrough() throws {
+        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=10000ms)=fault=exit", reference: "faulty_video",
+                                   logged: "exited with status 3 during a frame")
+    }
+
+    func testWrongOutputSizeIsAProtocolViolation() throws {
+        try checkFaultOnFifthFrame("faulty_oop@isolate(deadline=10000ms)", reference: "faulty_oop=at=1000000",
+                                   logged: "broke the protocol: it reported a 66x48 frame")
+    }
+
+    func testCrashInConfigureNegotiatesAsPassthroughThenComesBack() throws {
+        let registry = try faultyRegistry()
+        let marker = temporaryDirectory().appendingPathComponent("configured-once").path
+        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms)=fault=configure:marker='\(marker)'", registry: registry)
+        let reference = try VideoChain("faulty_video", registry: registry)
+        // The first helper dies in configure: the chain still negotiates, as a passthrough.
+        try chain.negotiate(VideoFormat(width: 64, height: 48))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: marker), "the first configure ran in the helper")
+        XCTAssertEqual(chain.filters[0].isolation?.faults, 1)
+        var outcomes = [try runFrame(chain, reference: reference, seed: 1)]
+        waitUntilUp(chain.filters[0])
+        for seed in 2...4 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
+        XCTAssertEqual(Array(outcomes.dropFirst()), [.processed, .processed, .processed], "configured again after the restart")
+        XCTAssertEqual(chain.metrics[0].isolation?.restarts, 1)
+    }
+
+    func testZeroAllocationsPerFrameOnTheHostSide() throws {
+        let registry = try faultyRegistry()
+        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms),faulty_oop@isolate(deadline=10000ms)=at=1000000", registry: registry)
+        let buffer = patternBuffer(width: 64, height: 36, extraStride: 3)
+        for _ in 0..<3 { _ = try chain.process(buffer.frame) }
+        let before = rawfx_thread_allocation_count()
+        for _ in 0..<200 { _ = try chain.process(buffer.frame) }
+        XCTAssertEqual(rawfx_thread_allocation_count() - before, 0)
+        XCTAssertEqual(chain.filters.map { $0.isolation?.passthrough }, [0, 0], "every frame crossed to the helpers")
+    }
+
+    /// Audio: a crash on the 5th block passes that block through unchanged, with its length
+    /// and time; every block comes out, in order.
+    func checkAudioFault(_ fault: String, deadline: String) throws {
+        let registry = try faultyRegistry()
+        let chain = try AudioChain("faulty_audio@isolate(deadline=\(deadline))=fault=\(fault)", registry: registry)
+        let reference = try AudioChain("faulty_audio", registry: registry)
+        let format = AudioFormat(sampleRate: 48000, channels: 1)
+        var outcomes: [Outcome] = []
+        func block(_ n: Int) throws {
+            var input = [Int16](repeating: 0, count: 480)
+            for i in input.indices { input[i] = Int16(truncatingIfNeeded: (i * 37 + n * 1013) % 20000 - 10000) }
+            var expected = input
+            var output: [[Int16]] = []
+            let before = chain.filters[0].isolation!.passthrough
+            try input.withUnsafeMutableBufferPointer { b in
+                try chain.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format,
+                                             timestampMicroseconds: Int64(n) * 10_000)) { out in
+                    XCTAssertEqual(out.timestampMicroseconds, Int64(n) * 10_000)
+                    output.append(Array(UnsafeBufferPointer(start: out.samples, count: out.frameCount)))
+                }
+            }
+            XCTAssertEqual(output.count, 1, "block \(n) came out once")
+            if chain.filters[0].isolation!.passthrough == before + 1 {
+                XCTAssertEqual(output.first, input, "block \(n) passed through unchanged")
+                outcomes.append(.passedThrough)
+            } else {
+                var referenceOutput: [Int16] = []
+                try expected.withUnsafeMutableBufferPointer { b in
+                    try reference.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format)) {
+                        referenceOutput = Array(UnsafeBufferPointer(start: $0.samples, count: $0.frameCount))
+                    }
+                }
+                XCTAssertEqual(output.first, referenceOutput, "block \(n) as the in-process filter makes it")
+                outcomes.append(.processed)
+            }
+        }
+        for n in 1...5 { try block(n) }
+        XCTAssertEqual(outcomes, [.processed, .processed, .processed, .processed, .passedThrough])
+        waitUntilUp(chain.filters[0])
+        try block(6)
+        XCTAssertEqual(outcomes.last, .processed)
+        XCTAssertEqual(chain.metrics[0].isolation?.faults, 1)
+        XCTAssertEqual(chain.metrics[0].isolation?.restarts, 1)
+    }
+
+    func testAudioSegfaultPassesTheBlockThrough() throws { try checkAudioFault("segv", deadline: "10000ms") }
+    func testAudioHangPassesTheBlockThrough() throws { try checkAudioFault("hang", deadline: "2000ms") }
+    func testAudioExitPassesTheBlockThrough() throws { try checkAudioFault("exit", deadline: "10000ms") }
+
+    func testDelayingAudioStagePassesTheInputDelayedByItsLatency() throws {
+        // The filter delays by 100 frames: its passthrough must too, or the stream's timing
+        // would jump by 100 frames when the filter drops out.
+        let registry = try faultyRegistry()
+        let chain = try AudioChain("faulty_audio@isolate(deadline=10000ms)=fault=segv:latency=100", registry: registry)
+        let reference = try AudioChain("faulty_audio=latency=100", registry: registry)
+        let format = AudioFormat(sampleRate: 48000, channels: 1)
+        var inputs: [[Int16]] = []
+        for n in 1...5 {
+            var input = (0..<480).map { Int16(truncatingIfNeeded: ($0 * 31 + n * 977) % 16000 - 8000) }
+            inputs.append(input)
+            var expected = input
+            var output: [Int16] = [], referenceOutput: [Int16] = []
+            try input.withUnsafeMutableBufferPointer { b in
+                try chain.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format)) {
+                    output += UnsafeBufferPointer(start: $0.samples, count: $0.frameCount)
+                }
+            }
+            try expected.withUnsafeMutableBufferPointer { b in
+                try reference.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format)) {
+                    referenceOutput += UnsafeBufferPointer(start: $0.samples, count: $0.frameCount)
+                }
+            }
+            if n < 5 {
+                XCTAssertEqual(output, referenceOutput, "block \(n) as the in-process filter makes it")
+            } else {
+                // The input delayed by 100 frames: the last 100 of block 4, then block 5's first 380.
+                XCTAssertEqual(output, Array(inputs[3].suffix(100) + inputs[4].prefix(380)), "block 5 passed through, delayed")
+            }
+        }
+        XCTAssertEqual(chain.latency, 100)
+        XCTAssertEqual(chain.metrics[0].isolation?.passthrough, 1)
+        XCTAssertEqual(chain.metrics[0].isolation?.faults, 1)
+    }
+
+    func testStageOptionSyntax() throws {
+        let specs = try FilterSpec.parseChain("watermark@isolate=image=logo.png,scale@isolate(deadline=40ms)=width=640,null")
+        XCTAssertEqual(specs.map(\.isolation), [StageIsolation(), StageIsolation(deadlineMicroseconds: 40_000), nil])
+        XCTAssertEqual(FilterSpec.chainText(specs), "watermark@isolate=image=logo.png,scale@isolate(deadline=40ms)=width=640,null")
+        XCTAssertEqual(try FilterSpec.parseChain("a@isolate(deadline=2500us)").first?.description, "a@isolate(deadline=2500us)")
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@sandbox")) { XCTAssertTrue("\($0)".contains("expected '@isolate'"), "\($0)") }
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(deadline=soon)")) { XCTAssertTrue("\($0)".contains("deadline=40ms"), "\($0)") }
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate@isolate")) { XCTAssertTrue("\($0)".contains("twice"), "\($0)") }
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(deadline=5ms")) { XCTAssertTrue("\($0)".contains("not closed"), "\($0)") }
+    }
+
+    func testMissingHelperIsAClearError() throws {
+        let registry = try faultyRegistry()
+        setenv(Isolation.helperVariable, "/nonexistent/rawfx-isolate", 1)
+        defer { unsetenv(Isolation.helperVariable) }
+        XCTAssertThrowsChainError(try VideoChain("faulty_video@isolate(deadline=123ms)", registry: registry)) {
+            XCTAssertTrue("\($0)".contains("/nonexistent/rawfx-isolate"), "\($0)")
+        }
+    }
+}
+
+/// An isolated stage at an SDK hook driven by the emulator, and `rawfx run --isolate`.
+final class IsolationIntegrationTests: XCTestCase, RawfxCommandTesting {
+    func faultyPluginDirectory() throws -> URL {
+        let directory = temporaryDirectory()
+        _ = try compileCPlugin(repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/faulty_plugin.c"),
+                               into: directory, name: "libfaulty.so")
+        return directory
+    }
+
+    func testPreProcessorHookKeepsEveryFrameThroughACrashingIsolatedFilter() throws {
+        let registry = PluginRegistry.empty(environment: [:])
+        registry.scan([try faultyPluginDirectory().path])
+        let hook = try PreProcessorHook(chain: "faulty_video@isolate(deadline=10000ms)=fault=segv:delta=7", registry: registry)
+        let emulator = SDKSessionEmulator()
+        var outcomes: [String] = []
+        func deliver(_ seed: Int) {
+            let picture = patternBuffer(width: 66, height: 38, seed: seed)
+            let capture = emulator.makeCaptureFrame(format: picture.format, padding: 24)
+            let before = hook.metrics.filters[0].isolation!.passthrough
+            let out = emulator.deliverPreProcess(hook, picture: picture.frame, into: capture)
+            let processed = planeBytes(picture.frame, 0).map { $0 &+ 7 }
+            if hook.metrics.filters[0].isolation!.passthrough == before + 1 {
+                XCTAssertEqual(planeBytes(out, 0), planeBytes(picture.frame, 0), "frame \(seed) unchanged")
+                outcomes.append("passed")
+            } else {
+                XCTAssertEqual(planeBytes(out, 0), processed, "frame \(seed) filtered")
+                outcomes.append("processed")
+            }
+            XCTAssertEqual(planeBytes(out, 1), planeBytes(picture.frame, 1))
+            XCTAssertTrue(capture.paddingIntact)
+        }
+        for seed in 1...5 { deliver(seed) }
+        XCTAssertEqual(outcomes, ["processed", "processed", "processed", "processed", "passed"])
+        let deadline = Date().addingTimeInterval(60)
+        while hook.metrics.filters[0].isolation?.isUp != true, Date() < deadline { usleep(5000) }
+        deliver(6)
+        XCTAssertEqual(outcomes.last, "processed", "the stage came back after the restart")
+        XCTAssertEqual(hook.metrics.hook.frames, 6, "every frame went through the hook")
+        XCTAssertEqual(hook.metrics.hook.errors, 0)
+        XCTAssertEqual(hook.metrics.filters[0].isolation?.faults, 1)
+        XCTAssertTrue(emulator.violations.isEmpty, "\(emulator.violations)")
+    }
+
+    func testRunIsolateWritesEveryFrameAndWarnsAboutTheFaults() throws {
+        try requireRawfx()
+        let plugins = try faultyPluginDirectory()
+        let dir = temporaryDirectory()
+        let input = try makeY4M(dir, frames: 12)
+        let output = dir.appendingPathComponent("out.y4m").path
+        let outcome = try rawfx("run", "--isolate", "--plugin-path", plugins.path, "--vf", "faulty_video=fault=segv", input, output)
+        XCTAssertEqual(outcome.status, 0, outcome.stderr)
+        let warning = outcome.stderrLines.first { $0.contains("warning: filter 'faulty_video'") }
+        XCTAssertNotNil(warning, outcome.stderr)
+        XCTAssertNotNil(warning?.range(of: #"faulted [1-9][0-9]* times? in its helper process"#, options: .regularExpression), outcome.stderr)
+        // Every frame is there, each the input itself or the input filtered (+10 on luma).
+        let inReader = try Y4MReader(MediaInput(path: input))
+        let outReader = try Y4MReader(MediaInput(path: output))
+        var frames = 0, passed = 0
+        while let inFrame = try inReader.readFrame() {
+            let source = (0..<3).map { planeBytes(inFrame, $0) }
+            guard let outFrame = try outReader.readFrame() else { return XCTFail("frame \(frames) is missing") }
+            let result = (0..<3).map { planeBytes(outFrame, $0) }
+            XCTAssertEqual(result[1...], source[1...], "frame \(frames): chroma untouched")
+            if result[0] == source[0] { passed += 1 } else { XCTAssertEqual(result[0], source[0].map { $0 &+ 10 }, "frame \(frames)") }
+            frames += 1
+        }
+        XCTAssertNil(try outReader.readFrame(), "no frame added")
+        XCTAssertEqual(frames, 12)
+        XCTAssertGreaterThanOrEqual(passed, 1, "the 5th frame passed through")
+    }
+}
