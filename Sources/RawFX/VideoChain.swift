@@ -131,7 +131,14 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
                 output.pointee = buffer.raw
                 output.pointee.timestamp_us = input.pointee.timestamp_us
                 status = stage.instance.processVideo(input, output)
-                storage = buffer
+                // An isolated stage's proxy answers with planes in its shared memory (or, while
+                // its helper is down, the input's): the view then keeps the instance alive.
+                let planes = output.pointee.planes.0
+                if planes == buffer.raw.planes.0 {
+                    storage = buffer
+                } else if planes != input.pointee.planes.0 {
+                    storage = stage.instance
+                }
             } else {
                 // In place: the plugin gets the same pointer for in and out (rawfx.h).
                 status = stage.instance.processVideo(input, input)

@@ -222,6 +222,18 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(chain.metrics[0].isolation?.faults, 1)
     }
 
+    /// Like every chain output, an isolated stage's view keeps what its planes lie in alive
+    /// (here the proxy instance and its shared memory), even after the chain is gone.
+    func testAnIsolatedStagesOutputViewKeepsItsSharedMemoryAlive() throws {
+        var chain: VideoChain? = try VideoChain("mirror@isolate(deadline=10000ms)", registry: builtPlugins)
+        let input = patternBuffer(width: 64, height: 48, seed: 3)
+        let output = try chain!.process(input.frame)
+        XCTAssertTrue(output.storage is FilterInstance, "the view holds the isolated stage's instance")
+        let before = (0..<3).map { planeBytes(output, $0) }
+        chain = nil
+        XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, before, "the planes are still mapped")
+    }
+
     func testStageOptionSyntax() throws {
         let specs = try FilterSpec.parseChain("watermark@isolate=image=logo.png,scale@isolate(deadline=40ms)=width=640,null")
         XCTAssertEqual(specs.map(\.isolation), [StageIsolation(), StageIsolation(deadlineMicroseconds: 40_000), nil])
