@@ -1,0 +1,728 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CRawFXEmbed
+import RawFX
+import RawFXSDK
+
+// rawfx_hooks.h: the RawFXSDK hooks behind one opaque `rawfx_hook`. Nothing is re-implemented
+// here: each C call checks its arguments, wraps the SDK's plain-data objects in the RawFXSDK
+// protocols (reused objects, so the frame and audio calls allocate nothing) and forwards.
+
+/// What a `rawfx_hook *` points at: the hook, and the reusable wrappers its calls need.
+final class HookHandle {
+    enum Hook {
+        case preProcessor(PreProcessorHook, CProcessData)
+        case speaker(VirtualSpeakerHook)
+        case videoSource(VideoSourceAdapter)
+        case mic(VirtualMicAdapter)
+    }
+    let hook: Hook
+    init(_ hook: Hook) { self.hook = hook }
+
+    var kind: Int32 {
+        switch hook {
+        case .preProcessor: return Int32(RAWFX_HOOK_PREPROCESSOR)
+        case .speaker: return Int32(RAWFX_HOOK_VIRTUAL_SPEAKER)
+        case .videoSource: return Int32(RAWFX_HOOK_VIDEO_SOURCE)
+        case .mic: return Int32(RAWFX_HOOK_VIRTUAL_MIC)
+        }
+    }
+
+    /// Run-time control is the hooks' own `RunTimeControl`: one path for every kind.
+    var control: any RunTimeControl {
+        switch hook {
+        case .preProcessor(let h, _): return h
+        case .speaker(let h): return h
+        case .videoSource(let h): return h
+        case .mic(let h): return h
+        }
+    }
+
+    var metrics: HookMetrics {
+        switch hook {
+        case .preProcessor(let h, _): return h.metrics
+        case .speaker(let h): return h.metrics
+        case .videoSource(let h): return h.metrics
+        case .mic(let h): return h.metrics
+        }
+    }
+
+    var lifecycle: LifecycleEvents? {
+        switch hook {
+        case .videoSource(let h): return h.lifecycle
+        case .mic(let h): return h.lifecycle
+        case .preProcessor, .speaker: return nil
+        }
+    }
+
+    func close() {
+        switch hook {
+        case .preProcessor: break
+        case .speaker(let h): h.close()
+        case .videoSource(let h): h.close()
+        case .mic(let h): h.close()
+        }
+    }
+}
+
+private func hookHandle(_ pointer: OpaquePointer?) -> HookHandle? { pointer.map { object($0, as: HookHandle.self) } }
+
+/// The handle of the expected kind, or the failure naming what was passed.
+private func hook(_ pointer: OpaquePointer?, _ kind: Int32, _ function: String) -> Result<HookHandle, RawFXCallError> {
+    guard let handle = hookHandle(pointer) else { return .failure(RawFXCallError(invalid(function, "hook is NULL"))) }
+    guard handle.kind == kind else {
+        return .failure(RawFXCallError(invalid(function, "hook is of kind \(handle.kind); expected kind \(kind) (see RAWFX_HOOK_*)")))
+    }
+    return .success(handle)
+}
+
+/// The shared start of every create call: the out pointer, the registry and the chain text.
+private func createArguments(_ function: String, _ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
+                             _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Result<(PluginRegistry, String), RawFXCallError> {
+    guard let out else { return .failure(RawFXCallError(invalid(function, "hook is NULL; expected the address of a rawfx_hook *"))) }
+    out.pointee = nil
+    guard let registry = registry(registryPointer) else { return .failure(RawFXCallError(invalid(function, "registry is NULL"))) }
+    guard let text = string(text) else { return .failure(RawFXCallError(invalid(function, "chain_text is NULL; expected a chain (\"\" copies)"))) }
+    return .success((registry.registry, text))
+}
+
+private func processingMode(_ options: UnsafePointer<rawfx_hook_options>?, video: Bool, _ function: String) -> Result<(ProcessingMode, Bool), RawFXCallError> {
+    guard let o = options?.pointee else { return .success((.sync, false)) }
+    if let failure = checkSize(o.struct_size, of: "rawfx_hook_options", expected: MemoryLayout<rawfx_hook_options>.size, function) {
+        return .failure(RawFXCallError(failure))
+    }
+    guard o.async != 0 else { return .success((.sync, false)) }
+    let fallback = video ? ProcessingMode.asyncVideoDefault : ProcessingMode.asyncAudioDefault
+    return .success((o.async_capacity == 0 ? fallback : .async(capacity: Int(o.async_capacity)), o.retain_in_async != 0))
+}
+
+/// Runs a create body that may throw a chain error, storing the handle.
+private func create(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ body: () throws(ChainError) -> HookHandle.Hook) -> rawfx_result {
+    do {
+        out!.pointee = handle(HookHandle(try body()))
+        return rawfxOK
+    } catch {
+        return fail(error)
+    }
+}
+
+// MARK: - Every hook
+
+@_cdecl("rawfx_hook_destroy")
+public func rawfxHookDestroy(_ pointer: OpaquePointer?) {
+    guard let pointer else { return }
+    object(pointer, as: HookHandle.self).close()
+    release(pointer, as: HookHandle.self)
+}
+
+@_cdecl("rawfx_hook_kind")
+public func rawfxHookKind(_ pointer: OpaquePointer?) -> Int32 { hookHandle(pointer)?.kind ?? 0 }
+
+/// A run-time control call on any kind of hook.
+private func control(_ function: String, _ pointer: OpaquePointer?,
+                     _ body: (any RunTimeControl) throws(ChainError) -> Void) -> rawfx_result {
+    guard let handle = hookHandle(pointer) else { return invalid(function, "hook is NULL") }
+    do {
+        try body(handle.control)
+        return rawfxOK
+    } catch {
+        return fail(error)
+    }
+}
+
+@_cdecl("rawfx_hook_set_chain")
+public func rawfxHookSetChain(_ pointer: OpaquePointer?, _ text: UnsafePointer<CChar>?) -> rawfx_result {
+    let function = "rawfx_hook_set_chain"
+    guard let text = string(text) else { return invalid(function, "chain_text is NULL") }
+    return control(function, pointer) { control throws(ChainError) in try control.setChain(text) }
+}
+
+@_cdecl("rawfx_hook_set_parameter")
+public func rawfxHookSetParameter(_ pointer: OpaquePointer?, _ address: UnsafePointer<CChar>?,
+                                  _ value: UnsafePointer<CChar>?) -> rawfx_result {
+    let function = "rawfx_hook_set_parameter"
+    guard let address = string(address) else { return invalid(function, "address is NULL; expected \"filter.parameter\"") }
+    guard let value = string(value) else { return invalid(function, "value is NULL") }
+    return control(function, pointer) { control throws(ChainError) in try control.setParameter(address, value) }
+}
+
+@_cdecl("rawfx_hook_set_bypass")
+public func rawfxHookSetBypass(_ pointer: OpaquePointer?, _ stage: UnsafePointer<CChar>?, _ bypassed: Int32) -> rawfx_result {
+    let function = "rawfx_hook_set_bypass"
+    guard let stage = string(stage) else { return invalid(function, "stage is NULL; expected a filter id or stage index") }
+    return control(function, pointer) { control throws(ChainError) in try control.setBypass(stage, bypassed != 0) }
+}
+
+/// A hook's figures as JSON (see rawfx_hook_metrics_json).
+func hookMetricsJSON(_ m: HookMetrics) -> String {
+    "{\"hook\":\(metricsJSON(m.hook)),\"refused\":\(m.refused),\"overflows\":\(m.overflows),"
+        + "\"send_rejected\":\(m.sendRejected),\"filters\":[" + m.filters.map { metricsJSON($0) }.joined(separator: ",") + "]}"
+}
+
+@_cdecl("rawfx_hook_metrics_json")
+public func rawfxHookMetricsJSON(_ pointer: OpaquePointer?, _ buffer: UnsafeMutablePointer<CChar>?, _ capacity: Int,
+                                 _ length: UnsafeMutablePointer<Int>?) -> rawfx_result {
+    let function = "rawfx_hook_metrics_json"
+    guard let handle = hookHandle(pointer) else { return invalid(function, "hook is NULL") }
+    return writeString(hookMetricsJSON(handle.metrics), buffer, capacity: capacity, length: length, function)
+}
+
+/// The app's C callback and its context, handed to the hooks' @Sendable handlers: the
+/// callback's thread rules are the C caller's (rawfx_hooks.h states them).
+struct CCallback<F>: @unchecked Sendable {
+    let function: F
+    let userData: UnsafeMutableRawPointer?
+}
+
+extension rawfx_video_capability {
+    init(_ c: VideoSourceCapability) {
+        self.init(width: UInt32(clamping: c.width), height: UInt32(clamping: c.height), frame: UInt32(clamping: c.frame),
+                  data_mode: c.dataMode.rawValue)
+    }
+}
+
+private func cEvent(_ event: LifecycleEvent) -> (Int, VideoSourceCapability?) {
+    switch event {
+    case .videoSourceInitialized(let c, _): return (RAWFX_EVENT_VIDEO_SOURCE_INITIALIZED, c)
+    case .videoSourceCapabilityChanged(let c, _): return (RAWFX_EVENT_VIDEO_SOURCE_CAPABILITY_CHANGED, c)
+    case .videoSourceStarted: return (RAWFX_EVENT_VIDEO_SOURCE_STARTED, nil)
+    case .videoSourceStopped: return (RAWFX_EVENT_VIDEO_SOURCE_STOPPED, nil)
+    case .videoSourceUninitialized: return (RAWFX_EVENT_VIDEO_SOURCE_UNINITIALIZED, nil)
+    case .micInitialized: return (RAWFX_EVENT_MIC_INITIALIZED, nil)
+    case .micStarted: return (RAWFX_EVENT_MIC_STARTED, nil)
+    case .micStopped: return (RAWFX_EVENT_MIC_STOPPED, nil)
+    case .micUninitialized: return (RAWFX_EVENT_MIC_UNINITIALIZED, nil)
+    // Share and production studio are not behind the C API yet: never emitted by its hooks.
+    default: return (0, nil)
+    }
+}
+
+@_cdecl("rawfx_hook_set_lifecycle_callback")
+public func rawfxHookSetLifecycleCallback(_ pointer: OpaquePointer?, _ callback: rawfx_lifecycle_callback?,
+                                          _ user: UnsafeMutableRawPointer?) -> rawfx_result {
+    let function = "rawfx_hook_set_lifecycle_callback"
+    guard let handle = hookHandle(pointer) else { return invalid(function, "hook is NULL") }
+    guard let lifecycle = handle.lifecycle else {
+        return invalid(function, "hook is of kind \(handle.kind); only a video source or a virtual mic has lifecycle events")
+    }
+    guard let callback else {
+        lifecycle.setHandler(nil)
+        return rawfxOK
+    }
+    let target = CCallback(function: callback, userData: user)
+    lifecycle.setHandler { event in
+        let (kind, capability) = cEvent(event)
+        event.description.withCString { text in
+            var c = rawfx_lifecycle_event()
+            c.struct_size = UInt32(MemoryLayout<rawfx_lifecycle_event>.size)
+            c.kind = Int32(kind)
+            if let capability { c.capability = rawfx_video_capability(capability) }
+            c.description = text
+            withUnsafePointer(to: c) { target.function(target.userData, $0) }
+        }
+    }
+    return rawfxOK
+}
+
+// MARK: - Pre-processor
+
+/// The SDK's `YUVProcessDataI420` over a C frame: one per hook, refilled for every frame on
+/// the SDK's capture thread (the only thread that calls rawfx_preprocessor_process).
+final class CProcessData: YUVProcessDataI420 {
+    var frame = rawfx_video_frame()
+    var width: Int { Int(frame.width) }
+    var height: Int { Int(frame.height) }
+    private func row(_ plane: UnsafeMutableRawPointer?, _ stride: Int32, _ line: Int) -> UnsafeMutablePointer<CChar>? {
+        plane.map { ($0 + line * Int(stride)).assumingMemoryBound(to: CChar.self) }
+    }
+    func getYBuffer(_ lineNum: Int) -> UnsafeMutablePointer<CChar>? { row(frame.planes.0, frame.strides.0, lineNum) }
+    func getUBuffer(_ lineNum: Int) -> UnsafeMutablePointer<CChar>? { row(frame.planes.1, frame.strides.1, lineNum) }
+    func getVBuffer(_ lineNum: Int) -> UnsafeMutablePointer<CChar>? { row(frame.planes.2, frame.strides.2, lineNum) }
+    var yStride: Int { Int(frame.strides.0) }
+    var uStride: Int { Int(frame.strides.1) }
+    var vStride: Int { Int(frame.strides.2) }
+    var rotation: Int { Int(frame.rotation) }
+    var isLimitedI420: Bool { frame.color_range == UInt32(RAWFX_RANGE_LIMITED) }
+}
+
+@_cdecl("rawfx_preprocessor_create")
+public func rawfxPreprocessorCreate(_ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
+                                    _ format: UnsafePointer<rawfx_video_format>?,
+                                    _ out: UnsafeMutablePointer<OpaquePointer?>?) -> rawfx_result {
+    let function = "rawfx_preprocessor_create"
+    let (registry, chain): (PluginRegistry, String)
+    switch createArguments(function, registryPointer, text, out) {
+    case .success(let a): (registry, chain) = a
+    case .failure(let error): return error.code
+    }
+    var frameFormat: VideoFormat?
+    if format != nil {
+        switch videoFormat(format, "frame_format", function) {
+        case .success(let f): frameFormat = f
+        case .failure(let error): return error.code
+        }
+    }
+    return create(out) { () throws(ChainError) in
+        .preProcessor(try PreProcessorHook(chain: chain, registry: registry, frameFormat: frameFormat), CProcessData())
+    }
+}
+
+@_cdecl("rawfx_preprocessor_process")
+public func rawfxPreprocessorProcess(_ pointer: OpaquePointer?, _ frame: UnsafePointer<rawfx_video_frame>?) -> rawfx_result {
+    let function = "rawfx_preprocessor_process"
+    let handle: HookHandle
+    switch hook(pointer, Int32(RAWFX_HOOK_PREPROCESSOR), function) {
+    case .success(let h): handle = h
+    case .failure(let error): return error.code
+    }
+    if let failure = checkFrame(frame, "frame", function) { return failure }
+    guard case .preProcessor(let preProcessor, let data) = handle.hook else { return invalid(function, "hook") }
+    data.frame = frame!.pointee
+    let errors = preProcessor.errorCount
+    preProcessor.onPreProcessRawData(data)
+    guard preProcessor.errorCount == errors else {
+        return fail(RAWFX_E_PROCESS, "\(function): the frame was left as captured: \(preProcessor.lastError.map { "\($0)" } ?? "a filter failed")")
+    }
+    return rawfxOK
+}
+
+// MARK: - Virtual speaker
+
+/// The SDK's `AudioRawData` over a C struct and its reference-count functions. One per
+/// thread, refilled for each block (no allocation); a block the hook keeps (async,
+/// retain_in_async) keeps its wrapper, and the thread makes a new one for the next block.
+final class CAudioRawData: AudioRawData {
+    var data = rawfx_audio_raw_data()
+    /// add_ref calls not yet released: nonzero after the callback means the hook kept it.
+    var held = 0
+    var buffer: UnsafeMutablePointer<CChar>? { UnsafeMutablePointer(mutating: data.buffer) }
+    var bufferLen: Int { Int(data.buffer_len) }
+    var sampleRate: Int { Int(data.sample_rate) }
+    var channelNum: Int { Int(data.channel_num) }
+    var timeStamp: UInt64 { data.timestamp_ms }
+    func canAddRef() -> Bool { data.add_ref != nil && data.release != nil && (data.can_add_ref.map { $0(data.sdk_object) != 0 } ?? true) }
+    func addRef() -> Bool {
+        guard let addRef = data.add_ref, addRef(data.sdk_object) != 0 else { return false }
+        held += 1
+        return true
+    }
+    func releaseRef() -> Int {
+        guard let release = data.release else { return 0 }
+        held -= 1
+        return Int(release(data.sdk_object))
+    }
+}
+
+private let audioDataKey: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key) { $0.map { Unmanaged<CAudioRawData>.fromOpaque($0).release() } }
+    return key
+}()
+
+/// The calling thread's wrapper (made on its first block).
+private func threadAudioData() -> CAudioRawData {
+    if let existing = pthread_getspecific(audioDataKey) {
+        return Unmanaged<CAudioRawData>.fromOpaque(existing).takeUnretainedValue()
+    }
+    let made = CAudioRawData()
+    pthread_setspecific(audioDataKey, Unmanaged.passRetained(made).toOpaque())
+    return made
+}
+
+/// Gives up the thread's wrapper (the hook keeps it): the next block makes a new one.
+private func detachThreadAudioData() {
+    guard let existing = pthread_getspecific(audioDataKey) else { return }
+    pthread_setspecific(audioDataKey, nil)
+    Unmanaged<CAudioRawData>.fromOpaque(existing).release()
+}
+
+private func streamID(_ stream: Int32, _ user: UInt64, _ function: String) -> Result<AudioStreamID, RawFXCallError> {
+    switch Int(stream) {
+    case RAWFX_STREAM_MIXED: return .success(.mixed)
+    case RAWFX_STREAM_ONE_WAY: return .success(.oneWay(SDKUser(user)))
+    case RAWFX_STREAM_SHARED: return .success(.shared)
+    default: return .failure(RawFXCallError(invalid(function, "stream is \(stream); expected RAWFX_STREAM_MIXED, _ONE_WAY or _SHARED")))
+    }
+}
+
+private func cStream(_ id: AudioStreamID) -> Int32 {
+    switch id {
+    case .mixed: return Int32(RAWFX_STREAM_MIXED)
+    case .oneWay: return Int32(RAWFX_STREAM_ONE_WAY)
+    case .shared: return Int32(RAWFX_STREAM_SHARED)
+    }
+}
+
+@_cdecl("rawfx_speaker_create")
+public func rawfxSpeakerCreate(_ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
+                               _ options: UnsafePointer<rawfx_hook_options>?, _ sink: rawfx_speaker_sink?,
+                               _ user: UnsafeMutableRawPointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> rawfx_result {
+    let function = "rawfx_speaker_create"
+    let (registry, chain): (PluginRegistry, String)
+    switch createArguments(function, registryPointer, text, out) {
+    case .success(let a): (registry, chain) = a
+    case .failure(let error): return error.code
+    }
+    guard let sink else { return invalid(function, "sink is NULL; expected a rawfx_speaker_sink") }
+    let mode: ProcessingMode, retain: Bool
+    switch processingMode(options, video: false, function) {
+    case .success(let m): (mode, retain) = m
+    case .failure(let error): return error.code
+    }
+    let target = CCallback(function: sink, userData: user)
+    return create(out) { () throws(ChainError) in
+        .speaker(try VirtualSpeakerHook(chain: chain, registry: registry, mode: mode, retainInAsync: retain) { id, block in
+            withUnsafePointer(to: block.raw) { target.function(target.userData, cStream(id), id.userID, $0) }
+        })
+    }
+}
+
+private func speaker(_ pointer: OpaquePointer?, _ function: String) -> Result<VirtualSpeakerHook, RawFXCallError> {
+    hook(pointer, Int32(RAWFX_HOOK_VIRTUAL_SPEAKER), function).flatMap { handle in
+        guard case .speaker(let s) = handle.hook else { return .failure(RawFXCallError(invalid(function, "hook"))) }
+        return .success(s)
+    }
+}
+
+@_cdecl("rawfx_speaker_receive")
+public func rawfxSpeakerReceive(_ pointer: OpaquePointer?, _ stream: Int32, _ user: UInt64,
+                                _ data: UnsafePointer<rawfx_audio_raw_data>?) -> rawfx_result {
+    let function = "rawfx_speaker_receive"
+    let hook: VirtualSpeakerHook, id: AudioStreamID
+    switch speaker(pointer, function) {
+    case .success(let s): hook = s
+    case .failure(let error): return error.code
+    }
+    switch streamID(stream, user, function) {
+    case .success(let s): id = s
+    case .failure(let error): return error.code
+    }
+    guard let raw = data?.pointee else { return invalid(function, "data is NULL; expected a rawfx_audio_raw_data") }
+    if let failure = checkSize(raw.struct_size, of: "rawfx_audio_raw_data", expected: MemoryLayout<rawfx_audio_raw_data>.size, function) {
+        return failure
+    }
+    if let failure = checkAudioFormat(sampleRate: raw.sample_rate, channels: raw.channel_num, "data", function) { return failure }
+    guard raw.buffer != nil, raw.buffer_len > 0, raw.buffer_len % (2 * raw.channel_num) == 0 else {
+        return invalid(function, "data.buffer_len is \(raw.buffer_len) with buffer \(raw.buffer == nil ? "NULL" : "set"); expected whole frames of \(raw.channel_num) s16 samples")
+    }
+    let wrapper = threadAudioData()
+    wrapper.data = raw
+    switch id {
+    case .mixed: hook.onVirtualSpeakerMixedAudioReceived(wrapper)
+    case .oneWay(let u): hook.onVirtualSpeakerOneWayAudioReceived(wrapper, user: u)
+    case .shared: hook.onVirtualSpeakerSharedAudioReceived(wrapper)
+    }
+    if wrapper.held > 0 { detachThreadAudioData() }
+    return rawfxOK
+}
+
+@_cdecl("rawfx_speaker_remove_stream")
+public func rawfxSpeakerRemoveStream(_ pointer: OpaquePointer?, _ stream: Int32, _ user: UInt64) -> rawfx_result {
+    let function = "rawfx_speaker_remove_stream"
+    switch (speaker(pointer, function), streamID(stream, user, function)) {
+    case (.success(let hook), .success(let id)):
+        hook.removeStream(id)
+        return rawfxOK
+    case (.failure(let error), _), (_, .failure(let error)):
+        return error.code
+    }
+}
+
+@_cdecl("rawfx_speaker_drain")
+public func rawfxSpeakerDrain(_ pointer: OpaquePointer?) -> rawfx_result {
+    switch speaker(pointer, "rawfx_speaker_drain") {
+    case .success(let hook):
+        hook.drain()
+        return rawfxOK
+    case .failure(let error): return error.code
+    }
+}
+
+@_cdecl("rawfx_speaker_latency")
+public func rawfxSpeakerLatency(_ pointer: OpaquePointer?, _ stream: Int32, _ user: UInt64,
+                                _ frames: UnsafeMutablePointer<UInt32>?) -> rawfx_result {
+    let function = "rawfx_speaker_latency"
+    guard let frames else { return invalid(function, "frames is NULL") }
+    switch (speaker(pointer, function), streamID(stream, user, function)) {
+    case (.success(let hook), .success(let id)):
+        guard let latency = hook.latency(for: id) else {
+            return fail(RAWFX_E_STATE, "\(function): stream \(id) has no chain yet (it is made on the stream's first block)")
+        }
+        frames.pointee = UInt32(clamping: latency)
+        return rawfxOK
+    case (.failure(let error), _), (_, .failure(let error)):
+        return error.code
+    }
+}
+
+// MARK: - Video source
+
+/// The SDK's video sender as a C function and its object.
+final class CVideoSender: SDKVideoSender {
+    let send: rawfx_video_send
+    let sender: UnsafeMutableRawPointer?
+    init(_ send: rawfx_video_send, _ sender: UnsafeMutableRawPointer?) {
+        self.send = send
+        self.sender = sender
+    }
+    func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, dataLength: Int,
+                        rotation: Int, format: FrameDataFormat) -> VideoSDKError {
+        let code = send(sender, frameBuffer, Int32(width), Int32(height), Int32(dataLength), Int32(rotation), format.rawValue)
+        return VideoSDKError(rawValue: code) ?? .unknown
+    }
+}
+
+private func videoSource(_ pointer: OpaquePointer?, _ function: String) -> Result<VideoSourceAdapter, RawFXCallError> {
+    hook(pointer, Int32(RAWFX_HOOK_VIDEO_SOURCE), function).flatMap { handle in
+        guard case .videoSource(let s) = handle.hook else { return .failure(RawFXCallError(invalid(function, "hook"))) }
+        return .success(s)
+    }
+}
+
+@_cdecl("rawfx_video_source_create")
+public func rawfxVideoSourceCreate(_ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
+                                   _ options: UnsafePointer<rawfx_hook_options>?,
+                                   _ out: UnsafeMutablePointer<OpaquePointer?>?) -> rawfx_result {
+    let function = "rawfx_video_source_create"
+    let (registry, chain): (PluginRegistry, String)
+    switch createArguments(function, registryPointer, text, out) {
+    case .success(let a): (registry, chain) = a
+    case .failure(let error): return error.code
+    }
+    let mode: ProcessingMode
+    switch processingMode(options, video: true, function) {
+    case .success(let m): mode = m.0
+    case .failure(let error): return error.code
+    }
+    return create(out) { () throws(ChainError) in
+        .videoSource(try VideoSourceAdapter(chain: chain, registry: registry, mode: mode))
+    }
+}
+
+/// The capabilities the SDK offers, checked.
+private func capabilities(_ supported: UnsafePointer<rawfx_video_capability>?, _ count: Int,
+                          _ suggested: UnsafePointer<rawfx_video_capability>?,
+                          _ function: String) -> Result<([VideoSourceCapability], VideoSourceCapability), RawFXCallError> {
+    func capability(_ c: rawfx_video_capability, _ what: String) -> Result<VideoSourceCapability, RawFXCallError> {
+        guard c.width >= 2, c.height >= 2, c.width <= maxSide, c.height <= maxSide else {
+            return .failure(RawFXCallError(invalid(function, "\(what) is \(c.width)x\(c.height); expected 2 to \(maxSide) on each side")))
+        }
+        guard let mode = VideoSourceDataMode(rawValue: c.data_mode) else {
+            return .failure(RawFXCallError(invalid(function, "\(what).data_mode is \(c.data_mode); expected 0, 1 or 2")))
+        }
+        return .success(VideoSourceCapability(width: Int(c.width), height: Int(c.height), frame: Int(c.frame), dataMode: mode))
+    }
+    guard let suggested else { return .failure(RawFXCallError(invalid(function, "suggested is NULL"))) }
+    guard supported != nil || count == 0 else { return .failure(RawFXCallError(invalid(function, "supported is NULL with count \(count)"))) }
+    var list: [VideoSourceCapability] = []
+    for index in 0..<count {
+        switch capability(supported![index], "supported[\(index)]") {
+        case .success(let c): list.append(c)
+        case .failure(let error): return .failure(error)
+        }
+    }
+    return capability(suggested.pointee, "suggested").map { (list, $0) }
+}
+
+@_cdecl("rawfx_video_source_on_initialize")
+public func rawfxVideoSourceOnInitialize(_ pointer: OpaquePointer?, _ send: rawfx_video_send?, _ sender: UnsafeMutableRawPointer?,
+                                         _ supported: UnsafePointer<rawfx_video_capability>?, _ count: Int,
+                                         _ suggested: UnsafePointer<rawfx_video_capability>?) -> rawfx_result {
+    let function = "rawfx_video_source_on_initialize"
+    guard let send else { return invalid(function, "send is NULL; expected the SDK sender's function") }
+    switch (videoSource(pointer, function), capabilities(supported, count, suggested, function)) {
+    case (.success(let source), .success(let (list, suggestion))):
+        source.onInitialize(CVideoSender(send, sender), supportCapabilityArray: list, suggestCapability: suggestion)
+        return rawfxOK
+    case (.failure(let error), _), (_, .failure(let error)):
+        return error.code
+    }
+}
+
+@_cdecl("rawfx_video_source_on_property_change")
+public func rawfxVideoSourceOnPropertyChange(_ pointer: OpaquePointer?, _ supported: UnsafePointer<rawfx_video_capability>?,
+                                             _ count: Int, _ suggested: UnsafePointer<rawfx_video_capability>?) -> rawfx_result {
+    let function = "rawfx_video_source_on_property_change"
+    switch (videoSource(pointer, function), capabilities(supported, count, suggested, function)) {
+    case (.success(let source), .success(let (list, suggestion))):
+        source.onPropertyChange(list, suggestCapability: suggestion)
+        return rawfxOK
+    case (.failure(let error), _), (_, .failure(let error)):
+        return error.code
+    }
+}
+
+private func sourceEvent(_ pointer: OpaquePointer?, _ function: String, _ body: (VideoSourceAdapter) -> Void) -> rawfx_result {
+    switch videoSource(pointer, function) {
+    case .success(let source):
+        body(source)
+        return rawfxOK
+    case .failure(let error): return error.code
+    }
+}
+
+@_cdecl("rawfx_video_source_on_start_send")
+public func rawfxVideoSourceOnStartSend(_ pointer: OpaquePointer?) -> rawfx_result {
+    sourceEvent(pointer, "rawfx_video_source_on_start_send") { $0.onStartSend() }
+}
+
+@_cdecl("rawfx_video_source_on_stop_send")
+public func rawfxVideoSourceOnStopSend(_ pointer: OpaquePointer?) -> rawfx_result {
+    sourceEvent(pointer, "rawfx_video_source_on_stop_send") { $0.onStopSend() }
+}
+
+@_cdecl("rawfx_video_source_on_uninitialized")
+public func rawfxVideoSourceOnUninitialized(_ pointer: OpaquePointer?) -> rawfx_result {
+    sourceEvent(pointer, "rawfx_video_source_on_uninitialized") { $0.onUninitialized() }
+}
+
+@_cdecl("rawfx_video_source_push_frame")
+public func rawfxVideoSourcePushFrame(_ pointer: OpaquePointer?, _ frame: UnsafePointer<rawfx_video_frame>?) -> rawfx_result {
+    let function = "rawfx_video_source_push_frame"
+    let source: VideoSourceAdapter
+    switch videoSource(pointer, function) {
+    case .success(let s): source = s
+    case .failure(let error): return error.code
+    }
+    if let failure = checkFrame(frame, "frame", function) { return failure }
+    let status = source.pushFrame(VideoFrame(frame!.pointee))
+    switch status {
+    case .sent, .queued, .queuedDroppingOldest: return rawfxOK
+    case .refused: return fail(RAWFX_E_STATE, "\(function): \(status)")
+    case .failed, .invalid, .rejectedBySender, .superseded: return fail(RAWFX_E_PROCESS, "\(function): \(status)")
+    }
+}
+
+@_cdecl("rawfx_video_source_capability")
+public func rawfxVideoSourceCapability(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<rawfx_video_capability>?) -> rawfx_result {
+    let function = "rawfx_video_source_capability"
+    guard let out else { return invalid(function, "capability is NULL") }
+    switch videoSource(pointer, function) {
+    case .success(let source):
+        guard let capability = source.capability else { return fail(RAWFX_E_STATE, "\(function): the SDK has not called onInitialize yet") }
+        out.pointee = rawfx_video_capability(capability)
+        return rawfxOK
+    case .failure(let error): return error.code
+    }
+}
+
+// MARK: - Virtual mic
+
+/// The SDK's audio sender as a C function and its object.
+final class CAudioSender: SDKAudioSender {
+    let send: rawfx_audio_send
+    let sender: UnsafeMutableRawPointer?
+    init(_ send: rawfx_audio_send, _ sender: UnsafeMutableRawPointer?) {
+        self.send = send
+        self.sender = sender
+    }
+    func send(_ data: UnsafeMutablePointer<CChar>, dataLength: Int, sampleRate: Int, channel: SDKAudioChannel) -> VideoSDKError {
+        VideoSDKError(rawValue: send(sender, data, UInt32(dataLength), Int32(sampleRate), channel.rawValue)) ?? .unknown
+    }
+}
+
+private func mic(_ pointer: OpaquePointer?, _ function: String) -> Result<VirtualMicAdapter, RawFXCallError> {
+    hook(pointer, Int32(RAWFX_HOOK_VIRTUAL_MIC), function).flatMap { handle in
+        guard case .mic(let m) = handle.hook else { return .failure(RawFXCallError(invalid(function, "hook"))) }
+        return .success(m)
+    }
+}
+
+@_cdecl("rawfx_virtual_mic_create")
+public func rawfxVirtualMicCreate(_ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?, _ targetRate: UInt32,
+                                  _ pacing: Int32, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> rawfx_result {
+    let function = "rawfx_virtual_mic_create"
+    let (registry, chain): (PluginRegistry, String)
+    switch createArguments(function, registryPointer, text, out) {
+    case .success(let a): (registry, chain) = a
+    case .failure(let error): return error.code
+    }
+    let paced: AudioPacing
+    switch Int(pacing) {
+    case RAWFX_PACING_WORKER: paced = .worker
+    case RAWFX_PACING_CALLER: paced = .caller
+    case RAWFX_PACING_IMMEDIATE: paced = .immediate
+    default: return invalid(function, "pacing is \(pacing); expected RAWFX_PACING_WORKER, _CALLER or _IMMEDIATE")
+    }
+    let rate = targetRate == 0 ? 48000 : Int(targetRate)
+    return create(out) { () throws(ChainError) in
+        .mic(try VirtualMicAdapter(chain: chain, registry: registry, targetRate: rate, pacing: paced))
+    }
+}
+
+@_cdecl("rawfx_virtual_mic_on_initialize")
+public func rawfxVirtualMicOnInitialize(_ pointer: OpaquePointer?, _ send: rawfx_audio_send?, _ sender: UnsafeMutableRawPointer?) -> rawfx_result {
+    let function = "rawfx_virtual_mic_on_initialize"
+    guard let send else { return invalid(function, "send is NULL; expected the SDK sender's function") }
+    return micEvent(pointer, function) { $0.onMicInitialize(CAudioSender(send, sender)) }
+}
+
+private func micEvent(_ pointer: OpaquePointer?, _ function: String, _ body: (VirtualMicAdapter) -> Void) -> rawfx_result {
+    switch mic(pointer, function) {
+    case .success(let m):
+        body(m)
+        return rawfxOK
+    case .failure(let error): return error.code
+    }
+}
+
+@_cdecl("rawfx_virtual_mic_on_start_send")
+public func rawfxVirtualMicOnStartSend(_ pointer: OpaquePointer?) -> rawfx_result {
+    micEvent(pointer, "rawfx_virtual_mic_on_start_send") { $0.onMicStartSend() }
+}
+
+@_cdecl("rawfx_virtual_mic_on_stop_send")
+public func rawfxVirtualMicOnStopSend(_ pointer: OpaquePointer?) -> rawfx_result {
+    micEvent(pointer, "rawfx_virtual_mic_on_stop_send") { $0.onMicStopSend() }
+}
+
+@_cdecl("rawfx_virtual_mic_on_uninitialized")
+public func rawfxVirtualMicOnUninitialized(_ pointer: OpaquePointer?) -> rawfx_result {
+    micEvent(pointer, "rawfx_virtual_mic_on_uninitialized") { $0.onMicUninitialized() }
+}
+
+@_cdecl("rawfx_virtual_mic_push_audio")
+public func rawfxVirtualMicPushAudio(_ pointer: OpaquePointer?, _ block: UnsafePointer<rawfx_audio_frame>?,
+                                     _ timestamp: Int64) -> rawfx_result {
+    let function = "rawfx_virtual_mic_push_audio"
+    let adapter: VirtualMicAdapter
+    switch mic(pointer, function) {
+    case .success(let m): adapter = m
+    case .failure(let error): return error.code
+    }
+    if let failure = checkAudio(block, function) { return failure }
+    let b = block!.pointee
+    guard b.frame_count > 0 else { return rawfxOK }
+    let status = adapter.pushAudio(b.samples!, frameCount: Int(b.frame_count),
+                                   format: AudioFormat(sampleRate: Int(b.sample_rate), channels: Int(b.channels)),
+                                   timestampMicroseconds: timestamp == Int64.min ? nil : timestamp)
+    switch status {
+    case .accepted: return rawfxOK
+    case .refused: return fail(RAWFX_E_STATE, "\(function): \(status)")
+    case .failed, .invalid: return fail(RAWFX_E_PROCESS, "\(function): \(status)")
+    }
+}
+
+@_cdecl("rawfx_virtual_mic_pump")
+public func rawfxVirtualMicPump(_ pointer: OpaquePointer?, _ now: Int64, _ next: UnsafeMutablePointer<Int64>?) -> rawfx_result {
+    let function = "rawfx_virtual_mic_pump"
+    switch mic(pointer, function) {
+    case .success(let adapter):
+        guard adapter.pacing == .caller else {
+            return fail(RAWFX_E_STATE, "\(function): the mic was created with another pacing than RAWFX_PACING_CALLER")
+        }
+        let due = adapter.pump(nowMicroseconds: now)
+        next?.pointee = due ?? -1
+        return rawfxOK
+    case .failure(let error): return error.code
+    }
+}
+
+@_cdecl("rawfx_virtual_mic_chunks_sent")
+public func rawfxVirtualMicChunksSent(_ pointer: OpaquePointer?) -> UInt64 {
+    guard let handle = hookHandle(pointer), case .mic(let m) = handle.hook else { return 0 }
+    return m.chunksSent
+}
