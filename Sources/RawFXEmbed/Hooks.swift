@@ -356,6 +356,11 @@ private func cStream(_ id: AudioStreamID) -> Int32 {
     }
 }
 
+@_cdecl("rawfx_user_key")
+public func rawfxUserKey(_ id: UnsafePointer<CChar>?) -> UInt64 {
+    string(id).map { SDKUser(userIDString: $0).userID } ?? 0
+}
+
 @_cdecl("rawfx_speaker_create")
 public func rawfxSpeakerCreate(_ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
                                _ options: UnsafePointer<rawfx_hook_options>?, _ sink: rawfx_speaker_sink?,

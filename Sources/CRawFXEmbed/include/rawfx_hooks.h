@@ -152,6 +152,11 @@ typedef struct rawfx_audio_raw_data {
  * (sync) or the hook's worker (async), one thread per stream at a time. */
 typedef void (*rawfx_speaker_sink)(void *user_data, int32_t stream, uint64_t user_id, const rawfx_audio_frame *block);
 
+/* [any] The 64-bit key of a Video SDK user id string (`IZoomVideoSDKUser::getUserID`), as
+ * the speaker's user_id: its decimal value when it is a number, else an FNV-1a hash of its
+ * UTF-8 bytes. 0 for NULL. (May allocate for ids over 15 bytes.) */
+uint64_t rawfx_user_key(const char *user_id);
+
 /* [control] The virtual speaker: every stream (the mix, each user, share audio) runs its own
  * instance of the audio chain, created on its first block. `options` may be NULL (sync). */
 rawfx_result rawfx_speaker_create(rawfx_registry *registry, const char *chain_text, const rawfx_hook_options *options,
