@@ -95,6 +95,27 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         }
     }
 
+    /// docs/examples/hooks.c, the C example of docs/embedding.md, built as a user would.
+    func testCHooksExampleWritesWhatRawfxRunWrites() throws {
+        try makeInputs()
+        _ = try buildAdapterTest()  // the same preconditions (an unsanitized, built librawfx)
+        let example = directory.appendingPathComponent("hooks")
+        let libraryDirectory = EmbedTests.library.deletingLastPathComponent().path
+        try runCompiler("cc", ["-std=c99"] + EmbedTests.warnings + EmbedTests.includes.flatMap { ["-I", $0] }
+                            + [repositoryRoot.appendingPathComponent("docs/examples/hooks.c").path,
+                               "-o", example.path, "-L", libraryDirectory, "-lRawFXEmbed", "-Wl,-rpath," + libraryDirectory])
+        let environment: [String: String?] = [PluginRegistry.environmentVariable: nil]
+        for (flag, chain, input, output) in [("--vf", EmbedTests.videoChain, "in.y4m", "y4m"), ("--af", "denoise=level=-30", "in.wav", "wav")] {
+            let reference = try rawfx("run", flag, chain, path(input), path("ref.\(output)"))
+            XCTAssertEqual(reference.status, 0, reference.stderr)
+            let outcome = try runProgram(example, [flag, chain] + (flag == "--vf" ? ["180x320"] : []) + [path(input), path("out.\(output)")],
+                                         environment: environment)
+            XCTAssertEqual(outcome.status, 0, outcome.stderr)
+            try assertSameFile(path("out.\(output)"), path("ref.\(output)"), "hooks.c \(flag)")
+            if flag == "--vf" { XCTAssertTrue(outcome.stderr.contains("12 frames sent, 0 broken sender rules"), outcome.stderr) }
+        }
+    }
+
     func testAdapterReportsABadChainAsAnException() throws {
         try makeInputs()
         let program = try buildAdapterTest()
