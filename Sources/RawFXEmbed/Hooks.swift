@@ -18,6 +18,7 @@ final class HookHandle {
         case speaker(VirtualSpeakerHook)
         case videoSource(VideoSourceAdapter)
         case mic(VirtualMicAdapter)
+        case receiveVideo(ReceiveVideoHook)
     }
     let hook: Hook
     init(_ hook: Hook) { self.hook = hook }
@@ -28,6 +29,7 @@ final class HookHandle {
         case .speaker: return Int32(RAWFX_HOOK_VIRTUAL_SPEAKER)
         case .videoSource: return Int32(RAWFX_HOOK_VIDEO_SOURCE)
         case .mic: return Int32(RAWFX_HOOK_VIRTUAL_MIC)
+        case .receiveVideo: return Int32(RAWFX_HOOK_RECEIVE_VIDEO)
         }
     }
 
@@ -38,6 +40,7 @@ final class HookHandle {
         case .speaker(let h): return h
         case .videoSource(let h): return h
         case .mic(let h): return h
+        case .receiveVideo(let h): return h
         }
     }
 
@@ -47,6 +50,7 @@ final class HookHandle {
         case .speaker(let h): return h.metrics
         case .videoSource(let h): return h.metrics
         case .mic(let h): return h.metrics
+        case .receiveVideo(let h): return h.metrics
         }
     }
 
@@ -54,7 +58,7 @@ final class HookHandle {
         switch hook {
         case .videoSource(let h): return h.lifecycle
         case .mic(let h): return h.lifecycle
-        case .preProcessor, .speaker: return nil
+        case .preProcessor, .speaker, .receiveVideo: return nil
         }
     }
 
@@ -64,14 +68,15 @@ final class HookHandle {
         case .speaker(let h): h.close()
         case .videoSource(let h): h.close()
         case .mic(let h): h.close()
+        case .receiveVideo(let h): h.close()
         }
     }
 }
 
-private func hookHandle(_ pointer: OpaquePointer?) -> HookHandle? { pointer.map { object($0, as: HookHandle.self) } }
+func hookHandle(_ pointer: OpaquePointer?) -> HookHandle? { pointer.map { object($0, as: HookHandle.self) } }
 
 /// The handle of the expected kind, or the failure naming what was passed.
-private func hook(_ pointer: OpaquePointer?, _ kind: Int32, _ function: String) -> Result<HookHandle, RawFXCallError> {
+func hook(_ pointer: OpaquePointer?, _ kind: Int32, _ function: String) -> Result<HookHandle, RawFXCallError> {
     guard let handle = hookHandle(pointer) else { return .failure(RawFXCallError(invalid(function, "hook is NULL"))) }
     guard handle.kind == kind else {
         return .failure(RawFXCallError(invalid(function, "hook is of kind \(handle.kind); expected kind \(kind) (see RAWFX_HOOK_*)")))
@@ -80,7 +85,7 @@ private func hook(_ pointer: OpaquePointer?, _ kind: Int32, _ function: String) 
 }
 
 /// The shared start of every create call: the out pointer, the registry and the chain text.
-private func createArguments(_ function: String, _ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
+func createArguments(_ function: String, _ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
                              _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Result<(PluginRegistry, String), RawFXCallError> {
     guard let out else { return .failure(RawFXCallError(invalid(function, "hook is NULL; expected the address of a rawfx_hook *"))) }
     out.pointee = nil
@@ -89,7 +94,7 @@ private func createArguments(_ function: String, _ registryPointer: OpaquePointe
     return .success((registry.registry, text))
 }
 
-private func processingMode(_ options: UnsafePointer<rawfx_hook_options>?, video: Bool, _ function: String) -> Result<(ProcessingMode, Bool), RawFXCallError> {
+func processingMode(_ options: UnsafePointer<rawfx_hook_options>?, video: Bool, _ function: String) -> Result<(ProcessingMode, Bool), RawFXCallError> {
     guard let o = options?.pointee else { return .success((.sync, false)) }
     if let failure = checkSize(o.struct_size, of: "rawfx_hook_options", expected: MemoryLayout<rawfx_hook_options>.size, function) {
         return .failure(RawFXCallError(failure))
@@ -100,7 +105,7 @@ private func processingMode(_ options: UnsafePointer<rawfx_hook_options>?, video
 }
 
 /// Runs a create body that may throw a chain error, storing the handle.
-private func create(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ body: () throws(ChainError) -> HookHandle.Hook) -> rawfx_result {
+func create(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ body: () throws(ChainError) -> HookHandle.Hook) -> rawfx_result {
     do {
         out!.pointee = handle(HookHandle(try body()))
         return rawfxOK
@@ -316,28 +321,34 @@ final class CAudioRawData: AudioRawData {
     }
 }
 
-private let audioDataKey: pthread_key_t = {
-    var key = pthread_key_t()
-    pthread_key_create(&key) { $0.map { Unmanaged<CAudioRawData>.fromOpaque($0).release() } }
-    return key
-}()
+/// One reusable object per thread, so the SDK's per-frame callbacks wrap their data without
+/// allocating; `detach` gives the thread's object up (the hook kept it) for a new one next time.
+final class ThreadReuse<T: AnyObject>: @unchecked Sendable {
+    private var key = pthread_key_t()
+    private let make: () -> T
 
-/// The calling thread's wrapper (made on its first block).
-private func threadAudioData() -> CAudioRawData {
-    if let existing = pthread_getspecific(audioDataKey) {
-        return Unmanaged<CAudioRawData>.fromOpaque(existing).takeUnretainedValue()
+    init(_ make: @escaping () -> T) {
+        self.make = make
+        pthread_key_create(&key) { $0.map { Unmanaged<AnyObject>.fromOpaque($0).release() } }
     }
-    let made = CAudioRawData()
-    pthread_setspecific(audioDataKey, Unmanaged.passRetained(made).toOpaque())
-    return made
+
+    func current() -> T {
+        if let existing = pthread_getspecific(key) {
+            return unsafeDowncast(Unmanaged<AnyObject>.fromOpaque(existing).takeUnretainedValue(), to: T.self)
+        }
+        let made = make()
+        pthread_setspecific(key, Unmanaged.passRetained(made as AnyObject).toOpaque())
+        return made
+    }
+
+    func detach() {
+        guard let existing = pthread_getspecific(key) else { return }
+        pthread_setspecific(key, nil)
+        Unmanaged<AnyObject>.fromOpaque(existing).release()
+    }
 }
 
-/// Gives up the thread's wrapper (the hook keeps it): the next block makes a new one.
-private func detachThreadAudioData() {
-    guard let existing = pthread_getspecific(audioDataKey) else { return }
-    pthread_setspecific(audioDataKey, nil)
-    Unmanaged<CAudioRawData>.fromOpaque(existing).release()
-}
+private let threadAudioData = ThreadReuse { CAudioRawData() }
 
 private func streamID(_ stream: Int32, _ user: UInt64, _ function: String) -> Result<AudioStreamID, RawFXCallError> {
     switch Int(stream) {
@@ -413,14 +424,14 @@ public func rawfxSpeakerReceive(_ pointer: OpaquePointer?, _ stream: Int32, _ us
     guard raw.buffer != nil, raw.buffer_len > 0, raw.buffer_len % (2 * raw.channel_num) == 0 else {
         return invalid(function, "data.buffer_len is \(raw.buffer_len) with buffer \(raw.buffer == nil ? "NULL" : "set"); expected whole frames of \(raw.channel_num) s16 samples")
     }
-    let wrapper = threadAudioData()
+    let wrapper = threadAudioData.current()
     wrapper.data = raw
     switch id {
     case .mixed: hook.onVirtualSpeakerMixedAudioReceived(wrapper)
     case .oneWay(let u): hook.onVirtualSpeakerOneWayAudioReceived(wrapper, user: u)
     case .shared: hook.onVirtualSpeakerSharedAudioReceived(wrapper)
     }
-    if wrapper.held > 0 { detachThreadAudioData() }
+    if wrapper.held > 0 { threadAudioData.detach() }
     return rawfxOK
 }
 

@@ -85,7 +85,10 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
                 ("speaker", ["denoise=level=-30", path("in.wav")], "ref.wav"),
                 ("speaker-async", ["denoise=level=-30", path("in.wav")], "ref.wav"),
                 ("mic", ["", path("in.wav")], "ref-copy.wav"),
-            ]
+            ] + (sdk == "video" ? [  // the Meeting SDK's renderer is not behind the adapter yet
+                ("receive", [EmbedTests.videoChain, path("in.y4m")], "ref.y4m"),
+                ("receive-async", [EmbedTests.videoChain, path("in.y4m")], "ref.y4m"),
+            ] : [])
             for (mode, arguments, reference) in cases {
                 let output = path("out-\(mode)-\(sdk)")
                 let outcome = try runProgram(program, [mode, sdk] + arguments + [output], environment: environment)
@@ -254,6 +257,39 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         for _ in 0..<10 { _ = rawfx_video_source_push_frame(source, &camera) }
         XCTAssertEqual(rawfx_thread_allocation_count() - before, 0, "video source allocations in 10 frames")
         XCTAssertEqual(sent, 11)
+
+        // Received video: the pipe's subscribe hands back the delegate every frame goes to.
+        var receiver: OpaquePointer?
+        var received = 0
+        XCTAssertEqual(rawfx_receive_video_create(registry, "scale=width=32:height=16", nil, { counter, user, kind, frame in
+            guard user == 9, kind == Int32(RAWFX_PIPE_VIDEO), frame!.pointee.width == 32 else { return }
+            counter!.assumingMemoryBound(to: Int.self).pointee += 1
+        }, &received, &receiver), rawfx_result(RAWFX_OK))
+        defer { rawfx_hook_destroy(receiver) }
+        var delegate: OpaquePointer?
+        XCTAssertEqual(rawfx_receive_video_subscribe(receiver, &delegate, { pipe, token, resolution in
+            guard resolution == 2 else { return 7 }
+            pipe!.assumingMemoryBound(to: OpaquePointer?.self).pointee = token
+            return 0
+        }, { _, _ in 0 }, 9, Int32(RAWFX_PIPE_VIDEO), 2, nil), rawfx_result(RAWFX_OK), String(cString: rawfx_last_error()))
+        var raw = rawfx_video_raw_data()
+        raw.struct_size = UInt32(MemoryLayout<rawfx_video_raw_data>.size)
+        raw.width = 64
+        raw.height = 32
+        raw.planes = (UnsafeMutableRawPointer(input.frame.raw.planes.0)?.assumingMemoryBound(to: CChar.self),
+                      UnsafeMutableRawPointer(input.frame.raw.planes.1)?.assumingMemoryBound(to: CChar.self),
+                      UnsafeMutableRawPointer(input.frame.raw.planes.2)?.assumingMemoryBound(to: CChar.self))
+        raw.strides = input.frame.raw.strides
+        raw.is_limited = 1
+        XCTAssertEqual(rawfx_pipe_frame_received(delegate, &raw), rawfx_result(RAWFX_OK), String(cString: rawfx_last_error()))
+        before = rawfx_thread_allocation_count()
+        for _ in 0..<10 { _ = rawfx_pipe_frame_received(delegate, &raw) }
+        XCTAssertEqual(rawfx_thread_allocation_count() - before, 0, "received video allocations in 10 frames")
+        XCTAssertEqual(received, 11)
+        raw.strides.1 = 3
+        expect(rawfx_pipe_frame_received(delegate, &raw), RAWFX_E_INVALID_ARGUMENT, "frame.strides[1] (U) is 3")
+        XCTAssertEqual(rawfx_receive_video_unsubscribe(receiver, 9, Int32(RAWFX_PIPE_VIDEO)), rawfx_result(RAWFX_OK))
+        expect(rawfx_receive_video_unsubscribe(receiver, 9, Int32(RAWFX_PIPE_VIDEO)), RAWFX_E_NOT_FOUND, "is not subscribed")
         withExtendedLifetime((input, picture, samples)) {}
     }
 

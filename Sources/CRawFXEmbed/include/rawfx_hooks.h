@@ -3,7 +3,7 @@
  * external video source and the virtual mic of the Zoom Video SDK / Meeting SDK, in librawfx.
  *
  * Each hook is the engine's own (RawFXSDK: PreProcessorHook, VirtualSpeakerHook,
- * VideoSourceAdapter, VirtualMicAdapter) behind an opaque `rawfx_hook`; the SDK's objects
+ * VideoSourceAdapter, VirtualMicAdapter, ReceiveVideoHook) behind an opaque `rawfx_hook`; the SDK's objects
  * (raw audio with its reference count, the senders) are plain structs and function pointers
  * here, so any SDK binding can forward to them. rawfx/zoom_adapter.hpp implements the Linux
  * SDKs' C++ callback interfaces over these functions. Conventions (struct_size, results,
@@ -29,7 +29,8 @@ enum {
     RAWFX_HOOK_PREPROCESSOR    = 1,
     RAWFX_HOOK_VIRTUAL_SPEAKER = 2,
     RAWFX_HOOK_VIDEO_SOURCE    = 3,
-    RAWFX_HOOK_VIRTUAL_MIC     = 4
+    RAWFX_HOOK_VIRTUAL_MIC     = 4,
+    RAWFX_HOOK_RECEIVE_VIDEO   = 5
 };
 
 /* ------------------------------------------------------ every hook -- */
@@ -179,6 +180,70 @@ rawfx_result rawfx_speaker_drain(rawfx_hook *hook);
 /* [control] Frames by which a stream's sink output lags its input (its chain's latency; a
  * denoiser: 10 ms): the stream's first `*frames` output frames precede its audio. */
 rawfx_result rawfx_speaker_latency(const rawfx_hook *hook, int32_t stream, uint64_t user_id, uint32_t *frames);
+
+/* ------------------------------------------------------ receive video -- */
+
+/* One subscribed pipe's delegate (`IZoomVideoSDKRawDataPipeDelegate`): made by
+ * rawfx_receive_video_subscribe and handed to the pipe's subscribe function; the SDK side
+ * passes it back with every frame until unsubscribe returns. Owned by the hook. */
+typedef struct rawfx_pipe_delegate rawfx_pipe_delegate;
+
+/* The SDK's received frame (`YUVRawDataI420`): I420 planes lent for the call (strides: the
+ * row widths when the SDK's planes are packed), rotation in degrees, reference counting as
+ * in rawfx_audio_raw_data (NULL functions: the frame cannot be kept; async copies it). */
+typedef struct rawfx_video_raw_data {
+    uint32_t struct_size;
+    uint32_t width;
+    uint32_t height;
+    char *planes[3];
+    int32_t strides[3];
+    uint32_t rotation;
+    int32_t is_limited;
+    uint64_t timestamp_ms;
+    void *sdk_object;
+    int32_t (*can_add_ref)(void *sdk_object);
+    int32_t (*add_ref)(void *sdk_object);
+    int32_t (*release)(void *sdk_object);
+} rawfx_video_raw_data;
+
+/* The SDK's pipe (`IZoomVideoSDKRawDataPipe`): subscribe(resolution, delegate) and
+ * unSubscribe(delegate), returning the SDK's error code (0 success). resolution: 0 90p, 1 180p,
+ * 2 360p, 3 720p, 4 1080p (100, auto, is refused for raw data). */
+typedef int32_t (*rawfx_pipe_subscribe)(void *pipe, rawfx_pipe_delegate *delegate, int32_t resolution);
+typedef int32_t (*rawfx_pipe_unsubscribe)(void *pipe, rawfx_pipe_delegate *delegate);
+
+enum { RAWFX_PIPE_VIDEO = 0, RAWFX_PIPE_SHARE = 1 };
+
+/* Receives each processed frame with the stream it belongs to, valid during the call: on the
+ * SDK's thread (sync) or the stream's worker (async). */
+typedef void (*rawfx_receive_sink)(void *user_data, uint64_t user_id, int32_t pipe_kind, const rawfx_video_frame *frame);
+
+/* [control] Received video per user: every subscribed (user, pipe) stream runs its own
+ * instance of the chain. `options` may be NULL (sync); async queues `async_capacity` frames
+ * per stream (oldest dropped). */
+rawfx_result rawfx_receive_video_create(rawfx_registry *registry, const char *chain_text, const rawfx_hook_options *options,
+                                        rawfx_receive_sink sink, void *user_data, rawfx_hook **hook);
+
+/* [control] Builds the stream's chain (negotiated for `format`, or NULL: the resolution's
+ * nominal size) and subscribes: calls `subscribe(pipe, delegate, resolution)` once. A refusal
+ * by the pipe is RAWFX_E_PROCESS with the SDK's code in the message; a stream already
+ * subscribed is RAWFX_E_STATE. */
+rawfx_result rawfx_receive_video_subscribe(rawfx_hook *hook, void *pipe, rawfx_pipe_subscribe subscribe,
+                                           rawfx_pipe_unsubscribe unsubscribe, uint64_t user_id, int32_t pipe_kind,
+                                           int32_t resolution, const rawfx_video_format *format);
+
+/* [control] Calls the pipe's unsubscribe, then releases the stream (queued frames released,
+ * its worker joined, its delegate freed). RAWFX_E_NOT_FOUND if it was not subscribed. */
+rawfx_result rawfx_receive_video_unsubscribe(rawfx_hook *hook, uint64_t user_id, int32_t pipe_kind);
+
+/* [control] Async: waits until every stream's worker is idle. */
+rawfx_result rawfx_receive_video_wait_idle(rawfx_hook *hook);
+
+/* [sdk] The pipe delegate's onRawDataFrameReceived. Allocates nothing in steady state (sync). */
+rawfx_result rawfx_pipe_frame_received(rawfx_pipe_delegate *delegate, const rawfx_video_raw_data *frame);
+
+/* [sdk] onRawDataStatusChanged: 0 on, 1 off (queued frames discarded, the chain drained to the sink). */
+rawfx_result rawfx_pipe_status_changed(rawfx_pipe_delegate *delegate, int32_t status);
 
 /* ------------------------------------------------------- video source -- */
 

@@ -10,7 +10,8 @@
 //   rawfx::zoom::video_source camera(registry, "watermark=image=logo.png");
 //   sessionContext.externalVideoSource = &camera;   // then camera.push_frame(frame) from your loop
 //
-// Video SDK (namespace ZOOMVIDEOSDK):   pre_processor, virtual_speaker, video_source, virtual_mic
+// Video SDK (namespace ZOOMVIDEOSDK):   pre_processor, virtual_speaker, video_source, virtual_mic,
+//                                       receive_video (IZoomVideoSDKRawDataPipeDelegate per pipe)
 // Meeting SDK (namespace ZOOMSDK):      meeting_pre_processor, meeting_audio_delegate,
 //                                       meeting_video_source, meeting_virtual_mic
 // Constructors and run-time control throw rawfx::error (code + rawfx_last_error()); SDK
@@ -23,6 +24,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -338,6 +341,102 @@ public:
 using video_source = basic_video_source<ZOOMVIDEOSDK::IZoomVideoSDKVideoSource, ZOOMVIDEOSDK::IZoomVideoSDKVideoSender,
                                         ZOOMVIDEOSDK::IVideoSDKVector<ZOOMVIDEOSDK::VideoSourceCapability>,
                                         ZOOMVIDEOSDK::VideoSourceCapability>;
+
+// Received video per user: subscribe each user's video or share pipe; each (user, pipe) runs
+// its own chain, and the sink gets the processed frames. One IZoomVideoSDKRawDataPipeDelegate
+// per subscription, owned here.
+class receive_video : public hook {
+public:
+    using sink = std::function<void(uint64_t user_id, int32_t pipe_kind, const rawfx_video_frame &frame)>;
+
+    receive_video(rawfx_registry *registry, const std::string &chain, sink s, const rawfx_hook_options *options = nullptr)
+        : hook(create(registry, chain.c_str(), options, this)), sink_(std::move(s)) {}
+    // Unsubscribes every pipe (through the subscriptions, still alive here), then frees.
+    ~receive_video() override { close(); }
+
+    // [control] Subscribes `pipe` at `resolution` (a concrete one: Auto is refused for raw
+    // data); `format` (may be null) is what the chain is negotiated for now. Throws rawfx::error.
+    void subscribe(ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipe *pipe, uint64_t user_id, int32_t pipe_kind,
+                   ZOOMVIDEOSDK::ZoomVideoSDKResolution resolution, const rawfx_video_format *format = nullptr) {
+        auto made = std::make_unique<subscription>(pipe);
+        subscription *s = made.get();
+        subscriptions_[{user_id, pipe_kind}] = std::move(made);
+        rawfx_result result = rawfx_receive_video_subscribe(get(), s, &subscription::subscribe, &subscription::unsubscribe,
+                                                            user_id, pipe_kind, static_cast<int32_t>(resolution), format);
+        if (result != RAWFX_OK) {
+            error failure("rawfx_receive_video_subscribe", result);
+            subscriptions_.erase({user_id, pipe_kind});
+            throw failure;
+        }
+    }
+    // [control] A user's video (or share) pipe, keyed by rawfx_user_key of its id.
+    void subscribe(ZOOMVIDEOSDK::IZoomVideoSDKUser *user, int32_t pipe_kind, ZOOMVIDEOSDK::ZoomVideoSDKResolution resolution) {
+        subscribe(pipe_kind == RAWFX_PIPE_SHARE ? user->GetSharePipe() : user->GetVideoPipe(), rawfx_user_key(user->getUserID()),
+                  pipe_kind, resolution);
+    }
+    // [control] Unsubscribes one pipe; false if it was not subscribed.
+    bool unsubscribe(uint64_t user_id, int32_t pipe_kind) {
+        bool done = rawfx_receive_video_unsubscribe(get(), user_id, pipe_kind) == RAWFX_OK;
+        subscriptions_.erase({user_id, pipe_kind});
+        return done;
+    }
+    // [control] Async: waits until every stream's worker is idle.
+    void wait_idle() { check(rawfx_receive_video_wait_idle(get()), "rawfx_receive_video_wait_idle"); }
+
+private:
+    struct subscription : ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipeDelegate {
+        explicit subscription(ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipe *p) : pipe(p) {}
+        ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipe *pipe;
+        rawfx_pipe_delegate *token = nullptr;
+        rawfx_result last = RAWFX_OK;
+
+        void onRawDataFrameReceived(YUVRawDataI420 *data) override {
+            if (!data) return;
+            rawfx_video_raw_data raw{};
+            raw.struct_size = sizeof raw;
+            raw.width = data->GetStreamWidth();
+            raw.height = data->GetStreamHeight();
+            raw.planes[0] = data->GetYBuffer();
+            raw.planes[1] = data->GetUBuffer();
+            raw.planes[2] = data->GetVBuffer();
+            // The SDK's received planes are packed: each row is the plane's width.
+            raw.strides[0] = static_cast<int32_t>(raw.width);
+            raw.strides[1] = raw.strides[2] = static_cast<int32_t>((raw.width + 1) / 2);
+            raw.rotation = data->GetRotation();
+            raw.is_limited = data->IsLimitedI420() ? 1 : 0;
+            raw.timestamp_ms = data->GetTimeStamp();
+            raw.sdk_object = data;
+            raw.can_add_ref = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->CanAddRef() ? 1 : 0; };
+            raw.add_ref = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->AddRef() ? 1 : 0; };
+            raw.release = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->Release(); };
+            last = rawfx_pipe_frame_received(token, &raw);
+        }
+        void onRawDataStatusChanged(ZOOMVIDEOSDK::RawDataStatus status) override {
+            last = rawfx_pipe_status_changed(token, status == ZOOMVIDEOSDK::RawData_On ? 0 : 1);
+        }
+        static int32_t subscribe(void *self, rawfx_pipe_delegate *token, int32_t resolution) {
+            auto *s = static_cast<subscription *>(self);
+            s->token = token;
+            return static_cast<int32_t>(s->pipe->subscribe(static_cast<ZOOMVIDEOSDK::ZoomVideoSDKResolution>(resolution), s));
+        }
+        static int32_t unsubscribe(void *self, rawfx_pipe_delegate *) {
+            auto *s = static_cast<subscription *>(self);
+            return static_cast<int32_t>(s->pipe->unSubscribe(s));
+        }
+    };
+
+    static rawfx_hook *create(rawfx_registry *registry, const char *chain, const rawfx_hook_options *options, receive_video *self) {
+        rawfx_hook *h = nullptr;
+        check(rawfx_receive_video_create(registry, chain, options, &receive_video::deliver, self, &h), "rawfx_receive_video_create");
+        return h;
+    }
+    static void deliver(void *self, uint64_t user_id, int32_t pipe_kind, const rawfx_video_frame *frame) {
+        auto *r = static_cast<receive_video *>(self);
+        if (r->sink_) r->sink_(user_id, pipe_kind, *frame);
+    }
+    sink sink_;
+    std::map<std::pair<uint64_t, int32_t>, std::unique_ptr<subscription>> subscriptions_;
+};
 
 namespace detail {
 struct video_sdk_audio_send {

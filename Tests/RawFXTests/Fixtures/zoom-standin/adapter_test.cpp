@@ -10,6 +10,9 @@
 //       the WAV arrives as 10 ms mixed-audio callbacks (reference-counted fake AudioRawData),
 //       then silence as a session would go on, until every input sample has come out of
 //       the chain; the first `latency` frames are dropped (they precede the input)
+//   adapter_test receive|receive-async video CHAIN in.y4m out.y4m
+//       a fake user's video pipe is subscribed; the SDK delivers every frame to the pipe's
+//       delegate as a reference-counted YUVRawDataI420, then RawData_Off; the sink writes Y4M
 //   adapter_test mic video|meeting CHAIN in.wav out.wav
 //       the WAV is pushed in 37 ms pieces into the virtual mic, paced by a fake clock; the
 //       fake sender checks 10 ms chunks and writes them
@@ -380,6 +383,116 @@ static int run_speaker(rawfx_registry *registry, const char *chain, const wav &i
     return write_wav(out_path, out_rate, out_channels, cut) && failures == 0 ? 0 : 1;
 }
 
+// A received frame as the SDK lends it: packed planes, one reference held by the SDK itself.
+static int live_video_objects = 0;
+struct fake_yuv_raw_data : YUVRawDataI420 {
+    std::vector<uint8_t> bytes;
+    uint32_t w, h;
+    bool limited;
+    int references = 1;
+    fake_yuv_raw_data(const std::vector<uint8_t> &b, uint32_t w_, uint32_t h_, bool l) : bytes(b), w(w_), h(h_), limited(l) {
+        live_video_objects++;
+    }
+    ~fake_yuv_raw_data() override { live_video_objects--; }
+    bool CanAddRef() override { return true; }
+    bool AddRef() override {
+        EXPECT(references > 0, "AddRef on a released YUVRawDataI420");
+        references++;
+        return true;
+    }
+    int Release() override {
+        EXPECT(references > 0, "Release below zero");
+        int left = --references;
+        if (left == 0) delete this;
+        return left;
+    }
+    char *GetYBuffer() override { return (char *)bytes.data(); }
+    char *GetUBuffer() override { return (char *)bytes.data() + (size_t)w * h; }
+    char *GetVBuffer() override { return (char *)bytes.data() + (size_t)w * h + (size_t)((w + 1) / 2) * ((h + 1) / 2); }
+    char *GetBuffer() override { return (char *)bytes.data(); }
+    unsigned int GetBufferLen() override { return (unsigned int)bytes.size(); }
+    bool IsLimitedI420() override { return limited; }
+    unsigned int GetStreamWidth() override { return w; }
+    unsigned int GetStreamHeight() override { return h; }
+    unsigned int GetRotation() override { return 0; }
+    unsigned int GetSourceID() override { return 0; }
+    unsigned long long GetTimeStamp() override { return 0; }
+};
+
+// The SDK's pipe: one delegate at a time, frames only between subscribe and unSubscribe.
+struct fake_pipe : ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipe {
+    ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipeDelegate *delegate = nullptr;
+    int subscribes = 0, unsubscribes = 0;
+    ZOOMVIDEOSDK::ZoomVideoSDKErrors subscribe(ZOOMVIDEOSDK::ZoomVideoSDKResolution resolution,
+                                               ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipeDelegate *listener) override {
+        if (resolution == ZOOMVIDEOSDK::ZoomVideoSDKResolution_Auto) return ZOOMVIDEOSDK::ZoomVideoSDKErrors_Invalid_Parameter;
+        EXPECT(delegate == nullptr, "subscribe twice");
+        delegate = listener;
+        subscribes++;
+        return ZOOMVIDEOSDK::ZoomVideoSDKErrors_Success;
+    }
+    ZOOMVIDEOSDK::ZoomVideoSDKErrors unSubscribe(ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipeDelegate *listener) override {
+        EXPECT(listener == delegate && listener, "unSubscribe with another delegate");
+        delegate = nullptr;
+        unsubscribes++;
+        return ZOOMVIDEOSDK::ZoomVideoSDKErrors_Success;
+    }
+};
+
+static int run_receive(rawfx_registry *registry, const char *chain, const y4m &in, const char *out_path, bool async) {
+    std::vector<std::vector<uint8_t>> received;
+    uint32_t w = 0, h = 0;
+    rawfx_hook_options options{};
+    options.struct_size = sizeof options;
+    options.async = async ? 1 : 0;
+    options.async_capacity = 64;  // enough that no frame is dropped: the output is compared whole
+    fake_pipe pipe;
+    {
+        rawfx::zoom::receive_video receiver(registry, chain, [&](uint64_t user, int32_t kind, const rawfx_video_frame &f) {
+            EXPECT(user == 16778240 && kind == RAWFX_PIPE_VIDEO, "frame of user %llu pipe %d", (unsigned long long)user, kind);
+            w = f.width;
+            h = f.height;
+            std::vector<uint8_t> packed;
+            uint32_t cw = (f.width + 1) / 2, ch = (f.height + 1) / 2;
+            for (int p = 0; p < 3; p++)
+                for (uint32_t r = 0; r < (p ? ch : f.height); r++)
+                    packed.insert(packed.end(), f.planes[p] + (size_t)r * f.strides[p], f.planes[p] + (size_t)r * f.strides[p] + (p ? cw : f.width));
+            received.push_back(std::move(packed));
+        }, &options);
+        bool refused = false;
+        try {
+            receiver.subscribe(&pipe, 16778240, RAWFX_PIPE_VIDEO, ZOOMVIDEOSDK::ZoomVideoSDKResolution_Auto);
+        } catch (const rawfx::error &e) {
+            refused = e.code() == RAWFX_E_PROCESS && std::strstr(e.what(), "Errors_Invalid_Parameter") != nullptr;
+        }
+        EXPECT(refused, "a subscription at Auto was not refused with the pipe's answer");
+        receiver.subscribe(&pipe, 16778240, RAWFX_PIPE_VIDEO, ZOOMVIDEOSDK::ZoomVideoSDKResolution_360P);
+        for (const auto &frame : in.frames) {
+            auto *data = new fake_yuv_raw_data(frame, in.width, in.height, !in.full_range);
+            pipe.delegate->onRawDataFrameReceived(data);
+            data->Release();
+        }
+        receiver.wait_idle();
+        pipe.delegate->onRawDataStatusChanged(ZOOMVIDEOSDK::RawData_Off);
+        receiver.wait_idle();
+        std::fprintf(stderr, "adapter_test: %s\n", receiver.metrics_json().c_str());
+        EXPECT(receiver.unsubscribe(16778240, RAWFX_PIPE_VIDEO), "unsubscribe");
+    }
+    EXPECT(pipe.subscribes == 1 && pipe.unsubscribes == 1 && pipe.delegate == nullptr, "subscribe %d, unsubscribe %d",
+           pipe.subscribes, pipe.unsubscribes);
+    EXPECT(live_video_objects == 0, "%d YUVRawDataI420 objects were never released", live_video_objects);
+    EXPECT(received.size() == in.frames.size(), "%zu frames received for %zu delivered", received.size(), in.frames.size());
+    FILE *out = std::fopen(out_path, "wb");
+    std::string header = output_header(in, w, h);
+    std::fwrite(header.data(), 1, header.size(), out);
+    for (const auto &frame : received) {
+        std::fputs("FRAME\n", out);
+        std::fwrite(frame.data(), 1, frame.size(), out);
+    }
+    std::fclose(out);
+    return failures ? 1 : 0;
+}
+
 // The SDK's audio sender rules: 16-bit mono, an even length, 10 ms chunks, only while sending.
 struct audio_rules {
     bool sending = false;
@@ -452,7 +565,7 @@ static int run_mic(rawfx_registry *registry, const char *chain, const wav &in, c
 
 int main(int argc, char **argv) {
     if (argc < 6) {
-        std::fprintf(stderr, "usage: adapter_test video-source|pre-processor|speaker|speaker-async|mic video|meeting CHAIN [WxH] IN OUT\n");
+        std::fprintf(stderr, "usage: adapter_test video-source|pre-processor|speaker|speaker-async|receive|receive-async|mic video|meeting CHAIN [WxH] IN OUT\n");
         return 2;
     }
     std::string mode = argv[1], sdk = argv[2];
@@ -484,6 +597,10 @@ int main(int argc, char **argv) {
             bool async = mode == "speaker-async";
             status = meeting ? run_speaker<rawfx::zoom::meeting_audio_delegate>(registry, chain, in, argv[5], async)
                              : run_speaker<rawfx::zoom::virtual_speaker>(registry, chain, in, argv[5], async);
+        } else if (mode == "receive" || mode == "receive-async") {
+            y4m in;
+            if (!read_y4m(argv[4], in)) return 1;
+            status = run_receive(registry, chain, in, argv[5], mode == "receive-async");
         } else if (mode == "mic") {
             wav in;
             if (!read_wav(argv[4], in)) return 1;

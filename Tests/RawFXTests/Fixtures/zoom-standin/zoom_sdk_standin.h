@@ -45,6 +45,26 @@ public:
     virtual bool IsLimitedI420() = 0;
 };
 
+/* A received frame: packed I420 planes (no stride accessor), lent to the pipe delegate. */
+class YUVRawDataI420 {
+public:
+    virtual ~YUVRawDataI420() {}
+    virtual bool CanAddRef() = 0;
+    virtual bool AddRef() = 0;
+    virtual int Release() = 0;
+    virtual char *GetYBuffer() = 0;
+    virtual char *GetUBuffer() = 0;
+    virtual char *GetVBuffer() = 0;
+    virtual char *GetBuffer() = 0;
+    virtual unsigned int GetBufferLen() = 0;
+    virtual bool IsLimitedI420() = 0;
+    virtual unsigned int GetStreamWidth() = 0;
+    virtual unsigned int GetStreamHeight() = 0;
+    virtual unsigned int GetRotation() = 0;
+    virtual unsigned int GetSourceID() = 0;
+    virtual unsigned long long GetTimeStamp() = 0;
+};
+
 enum FrameDataFormat { FrameDataFormat_I420_LIMITED = 0, FrameDataFormat_I420_FULL = 1 };
 
 /* ---- Video SDK (namespace ZOOMVIDEOSDK) ---- */
@@ -68,10 +88,38 @@ public:
     virtual T GetItem(int index) = 0;
 };
 
+/* zoom_video_sdk_delegate_interface.h / zoom_video_sdk_user_helper_interface.h */
+typedef enum {
+    ZoomVideoSDKResolution_90P = 0,
+    ZoomVideoSDKResolution_180P,
+    ZoomVideoSDKResolution_360P,
+    ZoomVideoSDKResolution_720P,
+    ZoomVideoSDKResolution_1080P,
+    ZoomVideoSDKResolution_Auto = 100
+} ZoomVideoSDKResolution;
+
+typedef enum { RawData_On, RawData_Off } RawDataStatus;
+
+class IZoomVideoSDKRawDataPipeDelegate {
+public:
+    virtual void onRawDataFrameReceived(YUVRawDataI420 *data_) = 0;
+    virtual void onRawDataStatusChanged(RawDataStatus status) = 0;
+    virtual ~IZoomVideoSDKRawDataPipeDelegate() {}
+};
+
+class IZoomVideoSDKRawDataPipe {
+public:
+    virtual ~IZoomVideoSDKRawDataPipe() {}
+    virtual ZoomVideoSDKErrors subscribe(ZoomVideoSDKResolution resolution, IZoomVideoSDKRawDataPipeDelegate *listener) = 0;
+    virtual ZoomVideoSDKErrors unSubscribe(IZoomVideoSDKRawDataPipeDelegate *listener) = 0;
+};
+
 class IZoomVideoSDKUser {
 public:
     virtual ~IZoomVideoSDKUser() {}
     virtual const zchar_t *getUserID() = 0;
+    virtual IZoomVideoSDKRawDataPipe *GetVideoPipe() = 0;
+    virtual IZoomVideoSDKRawDataPipe *GetSharePipe() = 0;
 };
 
 class IZoomVideoSDKVideoSourcePreProcessor {
