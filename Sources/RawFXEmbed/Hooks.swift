@@ -19,6 +19,7 @@ final class HookHandle {
         case videoSource(VideoSourceAdapter)
         case mic(VirtualMicAdapter)
         case receiveVideo(ReceiveVideoHook)
+        case productionStudio(ProductionStudioAdapter)
     }
     let hook: Hook
     init(_ hook: Hook) { self.hook = hook }
@@ -30,27 +31,33 @@ final class HookHandle {
         case .videoSource: return Int32(RAWFX_HOOK_VIDEO_SOURCE)
         case .mic: return Int32(RAWFX_HOOK_VIRTUAL_MIC)
         case .receiveVideo: return Int32(RAWFX_HOOK_RECEIVE_VIDEO)
+        case .productionStudio: return Int32(RAWFX_HOOK_PRODUCTION_STUDIO)
         }
     }
 
-    /// Run-time control is the hooks' own `RunTimeControl`: one path for every kind.
-    var control: any RunTimeControl {
+    /// Run-time control is the hooks' own `RunTimeControl`: one path for every kind with one
+    /// chain (production studio has two: rawfx_production_studio_set_*).
+    var control: (any RunTimeControl)? {
         switch hook {
         case .preProcessor(let h, _): return h
         case .speaker(let h): return h
         case .videoSource(let h): return h
         case .mic(let h): return h
         case .receiveVideo(let h): return h
+        case .productionStudio: return nil
         }
     }
 
-    var metrics: HookMetrics {
+    /// The figures as rawfx_hook_metrics_json writes them.
+    var metricsJSON: String {
         switch hook {
-        case .preProcessor(let h, _): return h.metrics
-        case .speaker(let h): return h.metrics
-        case .videoSource(let h): return h.metrics
-        case .mic(let h): return h.metrics
-        case .receiveVideo(let h): return h.metrics
+        case .preProcessor(let h, _): return hookMetricsJSON(h.metrics)
+        case .speaker(let h): return hookMetricsJSON(h.metrics)
+        case .videoSource(let h): return hookMetricsJSON(h.metrics)
+        case .mic(let h): return hookMetricsJSON(h.metrics)
+        case .receiveVideo(let h): return hookMetricsJSON(h.metrics)
+        case .productionStudio(let h):
+            return "{\"video\":\(hookMetricsJSON(h.videoMetrics)),\"audio\":\(hookMetricsJSON(h.audioMetrics))}"
         }
     }
 
@@ -58,6 +65,7 @@ final class HookHandle {
         switch hook {
         case .videoSource(let h): return h.lifecycle
         case .mic(let h): return h.lifecycle
+        case .productionStudio(let h): return h.lifecycle
         case .preProcessor, .speaker, .receiveVideo: return nil
         }
     }
@@ -69,6 +77,7 @@ final class HookHandle {
         case .videoSource(let h): h.close()
         case .mic(let h): h.close()
         case .receiveVideo(let h): h.close()
+        case .productionStudio(let h): h.close()
         }
     }
 }
@@ -130,8 +139,11 @@ public func rawfxHookKind(_ pointer: OpaquePointer?) -> Int32 { hookHandle(point
 private func control(_ function: String, _ pointer: OpaquePointer?,
                      _ body: (any RunTimeControl) throws(ChainError) -> Void) -> rawfx_result {
     guard let handle = hookHandle(pointer) else { return invalid(function, "hook is NULL") }
+    guard let control = handle.control else {
+        return invalid(function, "production studio has a video and an audio chain: use rawfx_production_studio_set_chain, _set_parameter, _set_bypass")
+    }
     do {
-        try body(handle.control)
+        try body(control)
         return rawfxOK
     } catch {
         return fail(error)
@@ -172,7 +184,7 @@ public func rawfxHookMetricsJSON(_ pointer: OpaquePointer?, _ buffer: UnsafeMuta
                                  _ length: UnsafeMutablePointer<Int>?) -> rawfx_result {
     let function = "rawfx_hook_metrics_json"
     guard let handle = hookHandle(pointer) else { return invalid(function, "hook is NULL") }
-    return writeString(hookMetricsJSON(handle.metrics), buffer, capacity: capacity, length: length, function)
+    return writeString(handle.metricsJSON, buffer, capacity: capacity, length: length, function)
 }
 
 /// The app's C callback and its context, handed to the hooks' @Sendable handlers: the
@@ -200,8 +212,11 @@ private func cEvent(_ event: LifecycleEvent) -> (Int, VideoSourceCapability?) {
     case .micStarted: return (RAWFX_EVENT_MIC_STARTED, nil)
     case .micStopped: return (RAWFX_EVENT_MIC_STOPPED, nil)
     case .micUninitialized: return (RAWFX_EVENT_MIC_UNINITIALIZED, nil)
-    // Share and production studio are not behind the C API yet: never emitted by its hooks.
-    default: return (0, nil)
+    case .productionStudioModeResult(let success): return (success ? RAWFX_EVENT_PS_MODE_ACCEPTED : RAWFX_EVENT_PS_MODE_REFUSED, nil)
+    case .productionStudioStarted: return (RAWFX_EVENT_PS_STARTED, nil)
+    case .productionStudioStopped: return (RAWFX_EVENT_PS_STOPPED, nil)
+    // The share source is not behind the C API: its events never come from these hooks.
+    case .shareStarted, .shareStopped: return (0, nil)
     }
 }
 
@@ -211,7 +226,7 @@ public func rawfxHookSetLifecycleCallback(_ pointer: OpaquePointer?, _ callback:
     let function = "rawfx_hook_set_lifecycle_callback"
     guard let handle = hookHandle(pointer) else { return invalid(function, "hook is NULL") }
     guard let lifecycle = handle.lifecycle else {
-        return invalid(function, "hook is of kind \(handle.kind); only a video source or a virtual mic has lifecycle events")
+        return invalid(function, "hook is of kind \(handle.kind); only a video source, a virtual mic or production studio has lifecycle events")
     }
     guard let callback else {
         lifecycle.setHandler(nil)
@@ -604,11 +619,23 @@ public func rawfxVideoSourcePushFrame(_ pointer: OpaquePointer?, _ frame: Unsafe
     case .failure(let error): return error.code
     }
     if let failure = checkFrame(frame, "frame", function) { return failure }
-    let status = source.pushFrame(VideoFrame(frame!.pointee))
+    return result(of: source.pushFrame(VideoFrame(frame!.pointee)), function)
+}
+
+/// A push's outcome as a result: refused (outside start/stop) is RAWFX_E_STATE.
+func result(of status: PublishStatus, _ function: String) -> rawfx_result {
     switch status {
     case .sent, .queued, .queuedDroppingOldest: return rawfxOK
     case .refused: return fail(RAWFX_E_STATE, "\(function): \(status)")
     case .failed, .invalid, .rejectedBySender, .superseded: return fail(RAWFX_E_PROCESS, "\(function): \(status)")
+    }
+}
+
+func result(of status: AudioPushStatus, _ function: String) -> rawfx_result {
+    switch status {
+    case .accepted: return rawfxOK
+    case .refused: return fail(RAWFX_E_STATE, "\(function): \(status)")
+    case .failed, .invalid: return fail(RAWFX_E_PROCESS, "\(function): \(status)")
     }
 }
 
@@ -657,15 +684,22 @@ public func rawfxVirtualMicCreate(_ registryPointer: OpaquePointer?, _ text: Uns
     case .failure(let error): return error.code
     }
     let paced: AudioPacing
-    switch Int(pacing) {
-    case RAWFX_PACING_WORKER: paced = .worker
-    case RAWFX_PACING_CALLER: paced = .caller
-    case RAWFX_PACING_IMMEDIATE: paced = .immediate
-    default: return invalid(function, "pacing is \(pacing); expected RAWFX_PACING_WORKER, _CALLER or _IMMEDIATE")
+    switch audioPacing(pacing, function) {
+    case .success(let p): paced = p
+    case .failure(let error): return error.code
     }
     let rate = targetRate == 0 ? 48000 : Int(targetRate)
     return create(out) { () throws(ChainError) in
         .mic(try VirtualMicAdapter(chain: chain, registry: registry, targetRate: rate, pacing: paced))
+    }
+}
+
+func audioPacing(_ pacing: Int32, _ function: String) -> Result<AudioPacing, RawFXCallError> {
+    switch Int(pacing) {
+    case RAWFX_PACING_WORKER: return .success(.worker)
+    case RAWFX_PACING_CALLER: return .success(.caller)
+    case RAWFX_PACING_IMMEDIATE: return .success(.immediate)
+    default: return .failure(RawFXCallError(invalid(function, "pacing is \(pacing); expected RAWFX_PACING_WORKER, _CALLER or _IMMEDIATE")))
     }
 }
 
@@ -715,11 +749,7 @@ public func rawfxVirtualMicPushAudio(_ pointer: OpaquePointer?, _ block: UnsafeP
     let status = adapter.pushAudio(b.samples!, frameCount: Int(b.frame_count),
                                    format: AudioFormat(sampleRate: Int(b.sample_rate), channels: Int(b.channels)),
                                    timestampMicroseconds: timestamp == Int64.min ? nil : timestamp)
-    switch status {
-    case .accepted: return rawfxOK
-    case .refused: return fail(RAWFX_E_STATE, "\(function): \(status)")
-    case .failed, .invalid: return fail(RAWFX_E_PROCESS, "\(function): \(status)")
-    }
+    return result(of: status, function)
 }
 
 @_cdecl("rawfx_virtual_mic_pump")

@@ -89,6 +89,15 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
                 ("receive", [EmbedTests.videoChain, path("in.y4m")], "ref.y4m"),
                 ("receive-async", [EmbedTests.videoChain, path("in.y4m")], "ref.y4m"),
             ] : [])
+            if sdk == "meeting" {
+                // Production studio: video fitted to the declared capability, audio in 10 ms chunks.
+                let outcome = try runProgram(program, ["production-studio", sdk, EmbedTests.videoChain, "180x320", path("in.y4m"),
+                                                       path("out-ps.y4m"), "", path("in.wav"), path("out-ps.wav")],
+                                             environment: environment)
+                XCTAssertEqual(outcome.status, 0, "production studio: \(outcome.stderr)")
+                try assertSameFile(path("out-ps.y4m"), path("ref.y4m"), "production studio video")
+                try assertSameFile(path("out-ps.wav"), path("ref-copy.wav"), "production studio audio")
+            }
             for (mode, arguments, reference) in cases {
                 let output = path("out-\(mode)-\(sdk)")
                 let outcome = try runProgram(program, [mode, sdk] + arguments + [output], environment: environment)
@@ -186,7 +195,19 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         expect(rawfx_speaker_receive(speaker, Int32(RAWFX_STREAM_MIXED), 0, &data), RAWFX_E_INVALID_ARGUMENT, "data.buffer_len is 6")
         expect(rawfx_speaker_receive(speaker, 7, 0, &data), RAWFX_E_INVALID_ARGUMENT, "stream is 7")
         expect(rawfx_speaker_latency(speaker, Int32(RAWFX_STREAM_SHARED), 0, &capability.width), RAWFX_E_STATE, "has no chain yet")
-        expect(rawfx_hook_set_lifecycle_callback(speaker, nil, nil), RAWFX_E_INVALID_ARGUMENT, "only a video source or a virtual mic")
+        expect(rawfx_hook_set_lifecycle_callback(speaker, nil, nil), RAWFX_E_INVALID_ARGUMENT, "only a video source, a virtual mic or production studio")
+        var studio: OpaquePointer?
+        expect(rawfx_production_studio_create(registry, "", "", 640, 360, 1, 44100, 0, nil, &studio), RAWFX_E_CHAIN,
+               "production studio sends audio at 32000 or 48000 Hz only")
+        expect(rawfx_production_studio_create(registry, "", "", 640, 360, 5, 0, 0, nil, &studio), RAWFX_E_INVALID_ARGUMENT, "format is 5")
+        XCTAssertEqual(rawfx_production_studio_create(registry, "", "", 640, 360, 1, 0, Int32(RAWFX_PACING_CALLER), nil, &studio),
+                       rawfx_result(RAWFX_OK))
+        defer { rawfx_hook_destroy(studio) }
+        expect(rawfx_hook_set_chain(studio, "mirror"), RAWFX_E_INVALID_ARGUMENT, "use rawfx_production_studio_set_chain")
+        expect(rawfx_production_studio_set_chain(studio, 7, "mirror"), RAWFX_E_INVALID_ARGUMENT, "media is 7")
+        XCTAssertEqual(rawfx_production_studio_set_chain(studio, Int32(RAWFX_MEDIA_VIDEO), "mirror"), rawfx_result(RAWFX_OK))
+        expect(rawfx_production_studio_set_chain(studio, Int32(RAWFX_MEDIA_AUDIO), "mirror"), RAWFX_E_CHAIN, "mirror is a video filter")
+        expect(rawfx_production_studio_on_start_send(studio, nil, { _, _, _, _, _ in 0 }, nil), RAWFX_E_INVALID_ARGUMENT, "both sender functions")
         XCTAssertEqual(rawfx_user_key("12345"), 12345)
         XCTAssertEqual(rawfx_user_key("abc"), SDKUserKey.fnv1a("abc"))
         withExtendedLifetime(samples) {}

@@ -30,7 +30,8 @@ enum {
     RAWFX_HOOK_VIRTUAL_SPEAKER = 2,
     RAWFX_HOOK_VIDEO_SOURCE    = 3,
     RAWFX_HOOK_VIRTUAL_MIC     = 4,
-    RAWFX_HOOK_RECEIVE_VIDEO   = 5
+    RAWFX_HOOK_RECEIVE_VIDEO   = 5,
+    RAWFX_HOOK_PRODUCTION_STUDIO = 6
 };
 
 /* ------------------------------------------------------ every hook -- */
@@ -42,6 +43,9 @@ void rawfx_hook_destroy(rawfx_hook *hook);
 
 /* [any] RAWFX_HOOK_*, or 0 for NULL. */
 int32_t rawfx_hook_kind(const rawfx_hook *hook);
+
+/* Production studio has two chains: its control calls are rawfx_production_studio_set_*
+ * (these three answer RAWFX_E_INVALID_ARGUMENT for it). */
 
 /* [control] Replaces the hook's chain (syntax of `rawfx run`), built and negotiated on the
  * calling thread for the last format seen, swapped in before the next frame or block; a
@@ -55,7 +59,7 @@ rawfx_result rawfx_hook_set_parameter(rawfx_hook *hook, const char *address, con
 /* [control] As rawfx_video_chain_set_bypass. */
 rawfx_result rawfx_hook_set_bypass(rawfx_hook *hook, const char *stage, int32_t bypassed);
 
-/* [control] (allocates) The hook's figures as JSON:
+/* [control] (allocates) The hook's figures as JSON (production studio: {"video":..,"audio":..}):
  * {"hook":{"name":..,"frames":..,"errors":..,"drops":..,"p50_ns":..,"p99_ns":..},
  *  "refused":..,"overflows":..,"send_rejected":..,"filters":[{"name":..,...}]}
  * (a speaker names its filters "mixed/denoise", "user 7/denoise"). Buffer rules as
@@ -73,7 +77,11 @@ enum {
     RAWFX_EVENT_MIC_INITIALIZED = 6,
     RAWFX_EVENT_MIC_STARTED = 7,
     RAWFX_EVENT_MIC_STOPPED = 8,
-    RAWFX_EVENT_MIC_UNINITIALIZED = 9
+    RAWFX_EVENT_MIC_UNINITIALIZED = 9,
+    RAWFX_EVENT_PS_MODE_ACCEPTED = 10,
+    RAWFX_EVENT_PS_MODE_REFUSED = 11,
+    RAWFX_EVENT_PS_STARTED = 12,
+    RAWFX_EVENT_PS_STOPPED = 13
 };
 
 /* One capability (`VideoSourceCapability`): frame = frames per second; data_mode 0 none, 1
@@ -96,7 +104,8 @@ typedef struct rawfx_lifecycle_event {
  * return quickly. The event is valid during the call. */
 typedef void (*rawfx_lifecycle_callback)(void *user_data, const rawfx_lifecycle_event *event);
 
-/* [control] Sets (NULL: removes) the lifecycle callback of a video source or virtual mic. */
+/* [control] Sets (NULL: removes) the lifecycle callback of a video source, a virtual mic or
+ * production studio. */
 rawfx_result rawfx_hook_set_lifecycle_callback(rawfx_hook *hook, rawfx_lifecycle_callback callback, void *user_data);
 
 /* Processing mode of the hooks that have one: 0 = sync (in the SDK's or the app's call);
@@ -325,6 +334,44 @@ rawfx_result rawfx_virtual_mic_pump(rawfx_hook *hook, int64_t now_us, int64_t *n
 
 /* [any] Chunks sent so far. */
 uint64_t rawfx_virtual_mic_chunks_sent(const rawfx_hook *hook);
+
+/* -------------------------------------------------- production studio -- */
+
+/* The Meeting SDK's PS sender (`IZoomSDKPSSender`): video of exactly the declared capability
+ * (format 0 limited, 1 full), audio s16 mono at 32000 or 48000 Hz. Return the SDK's
+ * `SDKError` (0 success). Both are called from one thread, as the SDK asks. */
+typedef int32_t (*rawfx_ps_send_video)(void *sender, char *frame_buffer, int32_t width, int32_t height,
+                                       int32_t frame_length, int32_t format);
+typedef int32_t (*rawfx_ps_send_audio)(void *sender, char *data, uint32_t data_length, int32_t sample_rate, int32_t channel);
+
+/* [control] Production studio mode (`IMeetingProductionStudioCtrlEvent`), for the capability
+ * the app passes to StartPSMode (width x height, even; format 0 limited, 1 full): pushed video
+ * runs through `video_chain` and is fitted to exactly that; pushed audio through
+ * `audio_chain`, to mono at `audio_rate` (0: 48000; or 32000) in paced 10 ms chunks
+ * (`pacing`: RAWFX_PACING_*). `options`: the video processing mode (may be NULL). */
+rawfx_result rawfx_production_studio_create(rawfx_registry *registry, const char *video_chain, const char *audio_chain,
+                                            uint32_t width, uint32_t height, int32_t format, uint32_t audio_rate,
+                                            int32_t pacing, const rawfx_hook_options *options, rawfx_hook **hook);
+
+/* [sdk] onStartPSModeResult, onStartSend (a sender after a successful result opens sending;
+ * sender functions NULL: the SDK gave none), onStopSend (once it returns nothing more is
+ * sent), onPSUserStatusChanged. */
+rawfx_result rawfx_production_studio_on_start_ps_mode_result(rawfx_hook *hook, int32_t success);
+rawfx_result rawfx_production_studio_on_start_send(rawfx_hook *hook, rawfx_ps_send_video send_video,
+                                                   rawfx_ps_send_audio send_audio, void *sender);
+rawfx_result rawfx_production_studio_on_stop_send(rawfx_hook *hook);
+rawfx_result rawfx_production_studio_on_ps_user_status_changed(rawfx_hook *hook, uint32_t user_id, int32_t is_start);
+
+/* [app] As rawfx_video_source_push_frame and rawfx_virtual_mic_push_audio / _pump. */
+rawfx_result rawfx_production_studio_push_frame(rawfx_hook *hook, const rawfx_video_frame *frame);
+rawfx_result rawfx_production_studio_push_audio(rawfx_hook *hook, const rawfx_audio_frame *block, int64_t timestamp_us);
+rawfx_result rawfx_production_studio_pump(rawfx_hook *hook, int64_t now_us, int64_t *next_due_us);
+
+/* [control] Run-time control of one of the two chains (media: rawfx.h's RAWFX_MEDIA_VIDEO or
+ * RAWFX_MEDIA_AUDIO). */
+rawfx_result rawfx_production_studio_set_chain(rawfx_hook *hook, int32_t media, const char *chain_text);
+rawfx_result rawfx_production_studio_set_parameter(rawfx_hook *hook, int32_t media, const char *address, const char *value);
+rawfx_result rawfx_production_studio_set_bypass(rawfx_hook *hook, int32_t media, const char *stage, int32_t bypassed);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,8 @@
 // Video SDK (namespace ZOOMVIDEOSDK):   pre_processor, virtual_speaker, video_source, virtual_mic,
 //                                       receive_video (IZoomVideoSDKRawDataPipeDelegate per pipe)
 // Meeting SDK (namespace ZOOMSDK):      meeting_pre_processor, meeting_audio_delegate,
-//                                       meeting_video_source, meeting_virtual_mic
+//                                       meeting_video_source, meeting_virtual_mic,
+//                                       meeting_production_studio
 // Constructors and run-time control throw rawfx::error (code + rawfx_last_error()); SDK
 // callbacks never throw: their result is kept (last_result(), last_error()). Thread rules
 // are those of rawfx_hooks.h: a callback runs on the SDK's thread, push_* on the app's.
@@ -478,6 +479,66 @@ struct meeting_sdk_audio_send {
 } // namespace detail
 using meeting_virtual_mic = basic_virtual_mic<ZOOMSDK::IZoomSDKVirtualAudioMicEvent, ZOOMSDK::IZoomSDKAudioRawDataSender,
                                               ZOOMSDK::ZoomSDKAudioChannel, detail::meeting_sdk_audio_send>;
+
+// Production studio mode (IMeetingProductionStudioCtrlEvent; set it with the controller's
+// SetEvent): pushed video is fitted to exactly `capability` (what you pass to StartPSMode),
+// pushed audio goes out as paced 10 ms chunks at audio_rate; both through the one PS sender.
+class meeting_production_studio : public ZOOMSDK::IMeetingProductionStudioCtrlEvent, public lifecycle_source {
+public:
+    meeting_production_studio(rawfx_registry *registry, const std::string &video_chain, const std::string &audio_chain,
+                              const ZOOMSDK::PSVideoSourceCapability &capability, uint32_t audio_rate = 0,
+                              int32_t pacing = RAWFX_PACING_WORKER, const rawfx_hook_options *options = nullptr)
+        : lifecycle_source(create(registry, video_chain.c_str(), audio_chain.c_str(), capability, audio_rate, pacing, options)) {}
+
+    void onStartPSModeResult(bool success) override { keep(rawfx_production_studio_on_start_ps_mode_result(get(), success ? 1 : 0)); }
+    void onStartSend(ZOOMSDK::IZoomSDKPSSender *sender) override {
+        keep(sender ? rawfx_production_studio_on_start_send(get(), &send_video, &send_audio, sender)
+                    : rawfx_production_studio_on_start_send(get(), nullptr, nullptr, nullptr));
+    }
+    void onStopSend() override { keep(rawfx_production_studio_on_stop_send(get())); }
+    void onPSUserStatusChanged(unsigned int user_id, bool start) override {
+        keep(rawfx_production_studio_on_ps_user_status_changed(get(), user_id, start ? 1 : 0));
+    }
+
+    // [app] As video_source::push_frame and virtual_mic::push_audio / pump.
+    rawfx_result push_frame(const rawfx_video_frame &frame) { return keep(rawfx_production_studio_push_frame(get(), &frame)); }
+    rawfx_result push_audio(const rawfx_audio_frame &block, int64_t timestamp_us = RAWFX_TIMESTAMP_CONTINUE) {
+        return keep(rawfx_production_studio_push_audio(get(), &block, timestamp_us));
+    }
+    int64_t pump(int64_t now_us) {
+        int64_t next = -1;
+        keep(rawfx_production_studio_pump(get(), now_us, &next));
+        return next;
+    }
+    // [control] One of the two chains: RAWFX_MEDIA_VIDEO or RAWFX_MEDIA_AUDIO.
+    void set_chain(int32_t media, const std::string &chain) {
+        check(rawfx_production_studio_set_chain(get(), media, chain.c_str()), "rawfx_production_studio_set_chain");
+    }
+    void set_parameter(int32_t media, const std::string &address, const std::string &value) {
+        check(rawfx_production_studio_set_parameter(get(), media, address.c_str(), value.c_str()), "rawfx_production_studio_set_parameter");
+    }
+    void set_bypass(int32_t media, const std::string &stage, bool bypassed) {
+        check(rawfx_production_studio_set_bypass(get(), media, stage.c_str(), bypassed ? 1 : 0), "rawfx_production_studio_set_bypass");
+    }
+
+private:
+    static rawfx_hook *create(rawfx_registry *registry, const char *video, const char *audio,
+                              const ZOOMSDK::PSVideoSourceCapability &c, uint32_t rate, int32_t pacing, const rawfx_hook_options *options) {
+        rawfx_hook *h = nullptr;
+        check(rawfx_production_studio_create(registry, video, audio, c.width, c.height, static_cast<int32_t>(c.format), rate, pacing,
+                                             options, &h),
+              "rawfx_production_studio_create");
+        return h;
+    }
+    static int32_t send_video(void *sender, char *buffer, int32_t width, int32_t height, int32_t length, int32_t format) {
+        return static_cast<int32_t>(static_cast<ZOOMSDK::IZoomSDKPSSender *>(sender)->sendVideoFrame(
+            buffer, width, height, length, static_cast<FrameDataFormat>(format)));
+    }
+    static int32_t send_audio(void *sender, char *data, uint32_t length, int32_t rate, int32_t channel) {
+        return static_cast<int32_t>(static_cast<ZOOMSDK::IZoomSDKPSSender *>(sender)->sendAudio(
+            data, length, rate, static_cast<ZOOMSDK::ZoomSDKAudioChannel>(channel)));
+    }
+};
 #endif
 
 } // namespace zoom

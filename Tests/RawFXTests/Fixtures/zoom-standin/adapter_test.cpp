@@ -13,6 +13,10 @@
 //   adapter_test receive|receive-async video CHAIN in.y4m out.y4m
 //       a fake user's video pipe is subscribed; the SDK delivers every frame to the pipe's
 //       delegate as a reference-counted YUVRawDataI420, then RawData_Off; the sink writes Y4M
+//   adapter_test production-studio meeting VCHAIN WxH in.y4m out.y4m ACHAIN in.wav out.wav
+//       PS mode accepted, onStartSend with a fake PS sender (exact capability, 32/48 kHz
+//       mono, even lengths, one thread, only while sending); frames and audio pushed, paced
+//       by a fake clock; what the sender receives is written
 //   adapter_test mic video|meeting CHAIN in.wav out.wav
 //       the WAV is pushed in 37 ms pieces into the virtual mic, paced by a fake clock; the
 //       fake sender checks 10 ms chunks and writes them
@@ -563,6 +567,94 @@ static int run_mic(rawfx_registry *registry, const char *chain, const wav &in, c
     return write_wav(out_path, in.rate, 1, rules.received) && failures == 0 ? 0 : 1;
 }
 
+struct fake_ps_sender : ZOOMSDK::IZoomSDKPSSender {
+    video_rules video;
+    audio_rules audio;
+    bool full = false;
+    ZOOMSDK::SDKError sendVideoFrame(char *b, int w, int h, int l, FrameDataFormat f) override {
+        video.check(b, w, h, l, 0, f, full);
+        return ZOOMSDK::SDKERR_SUCCESS;
+    }
+    ZOOMSDK::SDKError sendAudio(char *d, unsigned int l, int r, ZOOMSDK::ZoomSDKAudioChannel c) override {
+        audio.check(d, l, r, (int)c);
+        return ZOOMSDK::SDKERR_SUCCESS;
+    }
+};
+
+static int run_production_studio(rawfx_registry *registry, char **argv) {
+    const char *video_chain = argv[3], *audio_chain = argv[7];
+    y4m in;
+    wav sound;
+    if (!read_y4m(argv[5], in) || !read_wav(argv[8], sound)) return 1;
+    fake_ps_sender sender;
+    std::sscanf(argv[4], "%ux%u", &sender.video.width, &sender.video.height);
+    sender.full = in.full_range;
+    sender.audio.rate = sound.rate;
+    ZOOMSDK::PSVideoSourceCapability capability{sender.video.width, sender.video.height,
+                                                in.full_range ? FrameDataFormat_I420_FULL : FrameDataFormat_I420_LIMITED};
+    rawfx::zoom::meeting_production_studio studio(registry, video_chain, audio_chain, capability, sound.rate, RAWFX_PACING_CALLER);
+    std::vector<int> events;
+    studio.on_lifecycle([&](const rawfx_lifecycle_event &e) { events.push_back(e.kind); });
+    studio.onStartSend(&sender);  // before the mode result: ignored, nothing may be sent
+    std::vector<uint8_t> copy(in.frames.empty() ? 0 : in.frames[0].size());
+    if (!in.frames.empty()) {
+        std::memcpy(copy.data(), in.frames[0].data(), copy.size());
+        rawfx_video_frame f = frame_over(copy.data(), in.width, in.height, in.full_range);
+        EXPECT(studio.push_frame(f) == RAWFX_E_STATE, "a frame before PS mode was not refused");
+    }
+    studio.onStartPSModeResult(true);
+    sender.video.sending = sender.audio.sending = true;
+    studio.onStartSend(&sender);
+    uint32_t frames = (uint32_t)(sound.samples.size() / sound.channels), piece = sound.rate / 25;  // 40 ms per video frame
+    int64_t now = 0;
+    for (size_t i = 0; i < in.frames.size() || (size_t)i * piece < frames; i++) {
+        if (i < in.frames.size()) {
+            std::memcpy(copy.data(), in.frames[i].data(), copy.size());
+            rawfx_video_frame f = frame_over(copy.data(), in.width, in.height, in.full_range);
+            EXPECT(studio.push_frame(f) == RAWFX_OK, "push_frame: %s", studio.last_error().c_str());
+        }
+        uint32_t at = (uint32_t)i * piece;
+        if (at < frames) {
+            rawfx_audio_frame block{};
+            block.struct_size = sizeof block;
+            block.samples = sound.samples.data() + (size_t)at * sound.channels;
+            block.frame_count = frames - at < piece ? frames - at : piece;
+            block.sample_rate = sound.rate;
+            block.channels = sound.channels;
+            EXPECT(studio.push_audio(block) == RAWFX_OK, "push_audio: %s", studio.last_error().c_str());
+        }
+        studio.pump(now += 40000);
+    }
+    // Live audio goes in whole 10 ms chunks: silence completes the last one.
+    std::vector<int16_t> silence((size_t)(sound.rate / 100) * sound.channels, 0);
+    rawfx_audio_frame tail{};
+    tail.struct_size = sizeof tail;
+    tail.samples = silence.data();
+    tail.frame_count = sound.rate / 100;
+    tail.sample_rate = sound.rate;
+    tail.channels = sound.channels;
+    studio.push_audio(tail);
+    for (int i = 0; i < 100; i++) studio.pump(now += 10000);
+    studio.onStopSend();
+    sender.video.sending = sender.audio.sending = false;
+    EXPECT(events == std::vector<int>({RAWFX_EVENT_PS_MODE_ACCEPTED, RAWFX_EVENT_PS_STARTED, RAWFX_EVENT_PS_STOPPED}),
+           "production studio events (%zu)", events.size());
+    EXPECT(sender.video.received.size() == in.frames.size(), "%zu frames sent", sender.video.received.size());
+    std::fprintf(stderr, "adapter_test: %s\n", studio.metrics_json().c_str());
+
+    FILE *out = std::fopen(argv[6], "wb");
+    std::string header = output_header(in, sender.video.width, sender.video.height);
+    std::fwrite(header.data(), 1, header.size(), out);
+    for (const auto &frame : sender.video.received) {
+        std::fputs("FRAME\n", out);
+        std::fwrite(frame.data(), 1, frame.size(), out);
+    }
+    std::fclose(out);
+    EXPECT(sender.audio.received.size() >= frames, "%zu audio frames sent for %u", sender.audio.received.size(), frames);
+    sender.audio.received.resize(frames);
+    return write_wav(argv[9], sound.rate, 1, sender.audio.received) && failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 6) {
         std::fprintf(stderr, "usage: adapter_test video-source|pre-processor|speaker|speaker-async|receive|receive-async|mic video|meeting CHAIN [WxH] IN OUT\n");
@@ -575,7 +667,9 @@ int main(int argc, char **argv) {
     rawfx::check(rawfx_registry_open(nullptr, &registry), "rawfx_registry_open");
     int status = 2;
     try {
-        if (mode == "video-source" && argc == 7) {
+        if (mode == "production-studio" && argc == 10) {
+            status = run_production_studio(registry, argv);
+        } else if (mode == "video-source" && argc == 7) {
             uint32_t w = 0, h = 0;
             std::sscanf(argv[4], "%ux%u", &w, &h);
             y4m in;

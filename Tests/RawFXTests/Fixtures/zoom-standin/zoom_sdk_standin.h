@@ -4,7 +4,9 @@
  * Written from the public headers as quoted in shared/reference/zoom-sdk-raw-data-contracts.md
  * (zoom_sdk_raw_data_def.h, the Video SDK's zoom_video_sdk_video_source_helper_interface.h
  * and zoom_video_sdk_audio_send_rawdata_interface.h, the Meeting SDK's
- * rawdata_video_source_helper_interface.h and rawdata_audio_helper_interface.h), so that CI
+ * rawdata_video_source_helper_interface.h, rawdata_audio_helper_interface.h and
+ * meeting_production_studio_ctrl_interface.h; the Video SDK's raw data pipe from its
+ * zoom_video_sdk_delegate_interface.h), so that CI
  * compiles rawfx/zoom_adapter.hpp without the real SDK. Only what the adapter uses is
  * declared: names, signatures and enum values as in those headers; everything else is left
  * out. A real build includes the SDK's own headers instead of this file.
@@ -238,6 +240,30 @@ public:
     virtual void onMicStartSend() = 0;
     virtual void onMicStopSend() = 0;
     virtual void onMicUninitialized() = 0;
+};
+
+/* meeting_production_studio_ctrl_interface.h */
+typedef struct tagPSVideoSourceCapability {
+    unsigned int width;
+    unsigned int height;
+    FrameDataFormat format;
+} PSVideoSourceCapability;
+
+class IZoomSDKPSSender {
+public:
+    virtual ~IZoomSDKPSSender() {}
+    virtual SDKError sendVideoFrame(char *frameBuffer, int width, int height, int frameLength,
+                                    FrameDataFormat format = FrameDataFormat_I420_FULL) = 0;
+    virtual SDKError sendAudio(char *data, unsigned int data_length, int sample_rate, ZoomSDKAudioChannel channelNum) = 0;
+};
+
+class IMeetingProductionStudioCtrlEvent {
+public:
+    virtual ~IMeetingProductionStudioCtrlEvent() {}
+    virtual void onStartPSModeResult(bool bSuccess) = 0;
+    virtual void onStartSend(IZoomSDKPSSender *sender) = 0;
+    virtual void onStopSend() = 0;
+    virtual void onPSUserStatusChanged(unsigned int userID, bool bStart) = 0;
 };
 
 } // namespace ZOOMSDK
