@@ -311,29 +311,51 @@ public func rawfxPreprocessorProcess(_ pointer: OpaquePointer?, _ frame: UnsafeP
 
 // MARK: - Virtual speaker
 
+/// The SDK object's reference counting as the C structs carry it (the object and three
+/// functions; NULL add_ref or release: it cannot be kept), and the references taken.
+struct CReferences {
+    typealias Function = @convention(c) (UnsafeMutableRawPointer?) -> Int32
+    var object: UnsafeMutableRawPointer?
+    var canAddRef: Function?
+    var addRef: Function?
+    var release: Function?
+    /// add_ref calls not yet released: nonzero after the callback means the hook kept it.
+    var held = 0
+
+    init() {}
+    init(_ object: UnsafeMutableRawPointer?, _ canAddRef: Function?, _ addRef: Function?, _ release: Function?) {
+        (self.object, self.canAddRef, self.addRef, self.release) = (object, canAddRef, addRef, release)
+    }
+
+    func can() -> Bool { addRef != nil && release != nil && (canAddRef.map { $0(object) != 0 } ?? true) }
+    mutating func add() -> Bool {
+        guard let addRef, addRef(object) != 0 else { return false }
+        held += 1
+        return true
+    }
+    mutating func drop() -> Int {
+        guard let release else { return 0 }
+        held -= 1
+        return Int(release(object))
+    }
+}
+
 /// The SDK's `AudioRawData` over a C struct and its reference-count functions. One per
 /// thread, refilled for each block (no allocation); a block the hook keeps (async,
 /// retain_in_async) keeps its wrapper, and the thread makes a new one for the next block.
 final class CAudioRawData: AudioRawData {
-    var data = rawfx_audio_raw_data()
-    /// add_ref calls not yet released: nonzero after the callback means the hook kept it.
-    var held = 0
+    var data = rawfx_audio_raw_data() {
+        didSet { references = CReferences(data.sdk_object, data.can_add_ref, data.add_ref, data.release) }
+    }
+    var references = CReferences()
     var buffer: UnsafeMutablePointer<CChar>? { UnsafeMutablePointer(mutating: data.buffer) }
     var bufferLen: Int { Int(data.buffer_len) }
     var sampleRate: Int { Int(data.sample_rate) }
     var channelNum: Int { Int(data.channel_num) }
     var timeStamp: UInt64 { data.timestamp_ms }
-    func canAddRef() -> Bool { data.add_ref != nil && data.release != nil && (data.can_add_ref.map { $0(data.sdk_object) != 0 } ?? true) }
-    func addRef() -> Bool {
-        guard let addRef = data.add_ref, addRef(data.sdk_object) != 0 else { return false }
-        held += 1
-        return true
-    }
-    func releaseRef() -> Int {
-        guard let release = data.release else { return 0 }
-        held -= 1
-        return Int(release(data.sdk_object))
-    }
+    func canAddRef() -> Bool { references.can() }
+    func addRef() -> Bool { references.add() }
+    func releaseRef() -> Int { references.drop() }
 }
 
 /// One reusable object per thread, so the SDK's per-frame callbacks wrap their data without
@@ -446,7 +468,7 @@ public func rawfxSpeakerReceive(_ pointer: OpaquePointer?, _ stream: Int32, _ us
     case .oneWay(let u): hook.onVirtualSpeakerOneWayAudioReceived(wrapper, user: u)
     case .shared: hook.onVirtualSpeakerSharedAudioReceived(wrapper)
     }
-    if wrapper.held > 0 { threadAudioData.detach() }
+    if wrapper.references.held > 0 { threadAudioData.detach() }
     return rawfxOK
 }
 

@@ -48,8 +48,10 @@ final class CPipe: SDKRawDataPipe {
 
 /// The SDK's `YUVRawDataI420` over a C struct: reused per thread, as `CAudioRawData`.
 final class CVideoRawData: VideoRawData {
-    var data = rawfx_video_raw_data()
-    var held = 0
+    var data = rawfx_video_raw_data() {
+        didSet { references = CReferences(data.sdk_object, data.can_add_ref, data.add_ref, data.release) }
+    }
+    var references = CReferences()
     var streamWidth: Int { Int(data.width) }
     var streamHeight: Int { Int(data.height) }
     var yBuffer: UnsafeMutablePointer<CChar>? { data.planes.0 }
@@ -61,17 +63,9 @@ final class CVideoRawData: VideoRawData {
     var rotation: SDKVideoRawDataRotation { SDKVideoRawDataRotation(rawValue: Int(data.rotation)) ?? .none }
     var isLimitedI420: Bool { data.is_limited != 0 }
     var timeStamp: UInt64 { data.timestamp_ms }
-    func canAddRef() -> Bool { data.add_ref != nil && data.release != nil && (data.can_add_ref.map { $0(data.sdk_object) != 0 } ?? true) }
-    func addRef() -> Bool {
-        guard let addRef = data.add_ref, addRef(data.sdk_object) != 0 else { return false }
-        held += 1
-        return true
-    }
-    func releaseRef() -> Int {
-        guard let release = data.release else { return 0 }
-        held -= 1
-        return Int(release(data.sdk_object))
-    }
+    func canAddRef() -> Bool { references.can() }
+    func addRef() -> Bool { references.add() }
+    func releaseRef() -> Int { references.drop() }
 }
 
 private let threadVideoData = ThreadReuse { CVideoRawData() }
@@ -201,7 +195,7 @@ public func rawfxPipeFrameReceived(_ delegate: OpaquePointer?, _ frame: UnsafePo
     let wrapper = threadVideoData.current()
     wrapper.data = raw
     token.delegate.onRawDataFrameReceived(wrapper)
-    if wrapper.held > 0 { threadVideoData.detach() }
+    if wrapper.references.held > 0 { threadVideoData.detach() }
     return rawfxOK
 }
 

@@ -26,6 +26,7 @@ import sys
 import numpy as np
 
 import rawfx
+from run_chain import y4m_header  # the header as rawfx writes it (same folder)
 
 
 def read_y4m(path):
@@ -62,22 +63,6 @@ def write_wav(path, rate, channels, pcm):
         out.write(b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " +
                   struct.pack("<IHHIIHH", 16, 1, channels, rate, rate * channels * 2, channels * 2, 16) +
                   b"data" + struct.pack("<I", len(data)) + data)
-
-
-def y4m_header(line, width, height, out_width, out_height):
-    """The input's header with the output's size; the pixel aspect turned with the picture (as rawfx writes it)."""
-    turned = width != height and (out_width, out_height) == (height, width)
-    tokens = []
-    for token in line.split(" "):
-        if token.startswith("W"):
-            token = "W%d" % out_width
-        elif token.startswith("H"):
-            token = "H%d" % out_height
-        elif token.startswith("A") and turned and ":" in token:
-            a, b = token[1:].split(":")
-            token = "A%s:%s" % (b, a)
-        tokens.append(token)
-    return (" ".join(tokens) + "\n").encode()
 
 
 class FakeSession:

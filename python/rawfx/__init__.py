@@ -322,7 +322,8 @@ class AudioChain(_Chain):
 
 
 # The SDK hooks (rawfx_hooks.h), over the helpers above.
-from .hooks import (MIXED, ONE_WAY, SHARED, PreProcessor, VideoSource, VirtualMic,  # noqa: E402
+from .hooks import (MIXED, ONE_WAY, SHARED, PreProcessor, ReceiveVideo, VideoSource, VirtualMic,  # noqa: E402
                     VirtualSpeaker, user_key)
 
-__all__ += ["MIXED", "ONE_WAY", "SHARED", "PreProcessor", "VideoSource", "VirtualMic", "VirtualSpeaker", "user_key"]
+__all__ += ["MIXED", "ONE_WAY", "SHARED", "PreProcessor", "ReceiveVideo", "VideoSource", "VirtualMic", "VirtualSpeaker",
+            "user_key"]

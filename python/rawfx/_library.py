@@ -102,6 +102,16 @@ class AudioRawData(ctypes.Structure):
                 ("release", ctypes.c_void_p)]
 
 
+class VideoRawData(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
+                ("planes", ctypes.c_void_p * 3), ("strides", ctypes.c_int32 * 3), ("rotation", ctypes.c_uint32),
+                ("is_limited", ctypes.c_int32), ("timestamp_ms", ctypes.c_uint64), ("sdk_object", ctypes.c_void_p),
+                ("can_add_ref", ctypes.c_void_p), ("add_ref", ctypes.c_void_p), ("release", ctypes.c_void_p)]
+
+
+PIPE_SUBSCRIBE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+PIPE_UNSUBSCRIBE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+RECEIVE_SINK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32, ctypes.POINTER(VideoFrame))
 LIFECYCLE_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(LifecycleEvent))
 SPEAKER_SINK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.POINTER(AudioFrame))
 VIDEO_SEND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
@@ -170,6 +180,13 @@ def _declare(lib):
         "rawfx_speaker_remove_stream": (result, [P, c.c_int32, c.c_uint64]),
         "rawfx_speaker_drain": (result, [P]),
         "rawfx_speaker_latency": (result, [P, c.c_int32, c.c_uint64, c.POINTER(c.c_uint32)]),
+        "rawfx_receive_video_create": (result, [P, c.c_char_p, c.POINTER(HookOptions), RECEIVE_SINK, P, c.POINTER(P)]),
+        "rawfx_receive_video_subscribe": (result, [P, P, PIPE_SUBSCRIBE, PIPE_UNSUBSCRIBE, c.c_uint64, c.c_int32, c.c_int32,
+                                                   c.POINTER(VideoFormat)]),
+        "rawfx_receive_video_unsubscribe": (result, [P, c.c_uint64, c.c_int32]),
+        "rawfx_receive_video_wait_idle": (result, [P]),
+        "rawfx_pipe_frame_received": (result, [P, c.POINTER(VideoRawData)]),
+        "rawfx_pipe_status_changed": (result, [P, c.c_int32]),
         "rawfx_video_source_create": (result, [P, c.c_char_p, c.POINTER(HookOptions), c.POINTER(P)]),
         "rawfx_video_source_on_initialize": (result, [P, VIDEO_SEND, P, c.POINTER(VideoCapability), c.c_size_t,
                                                       c.POINTER(VideoCapability)]),

@@ -166,6 +166,63 @@ class VirtualSpeaker(Hook):
         return frames.value
 
 
+class PipeDelegate:
+    """One subscribed pipe's delegate (IZoomVideoSDKRawDataPipeDelegate): forward the pipe's
+    onRawDataFrameReceived and onRawDataStatusChanged here, until unsubscribe."""
+
+    def __init__(self, hook):
+        self._hook = hook
+        self._token = None
+
+    def frame_received(self, y, u, v, color_range="limited", rotation=0, timestamp_ms=0):
+        """One received I420 frame (three 2-D uint8 arrays, any row stride)."""
+        f = _frame(y, u, v, color_range, rotation, 0)
+        raw = _c.VideoRawData(ctypes.sizeof(_c.VideoRawData), f.width, f.height, f.planes, f.strides, rotation,
+                              int(color_range == "limited"), timestamp_ms, None, None, None, None)
+        _check("rawfx_pipe_frame_received", _lib.rawfx_pipe_frame_received(self._token, ctypes.byref(raw)))
+
+    def status_changed(self, on):
+        _check("rawfx_pipe_status_changed", _lib.rawfx_pipe_status_changed(self._token, 0 if on else 1))
+
+
+class ReceiveVideo(Hook):
+    """Received video per user: each subscribed (user, pipe) runs its own chain;
+    sink(user_id, pipe_kind, y, u, v) gets each processed frame (copies)."""
+
+    VIDEO, SHARE = 0, 1  # RAWFX_PIPE_*
+
+    def __init__(self, registry, chain, sink, async_=False, capacity=0):
+        from . import _planes_of
+
+        def deliver(_, user, kind, frame):
+            sink(user, kind, *_planes_of(frame.contents))
+        self._sink = _c.RECEIVE_SINK(deliver)
+        self._pipes = {}
+        self._create("rawfx_receive_video_create", _lib.rawfx_receive_video_create, registry._handle, _text(chain),
+                     ctypes.byref(_options(async_, capacity)), self._sink, None)
+
+    def subscribe(self, subscribe, unsubscribe, user_id, kind=0, resolution=2):
+        """Subscribes a pipe: subscribe(delegate, resolution) -> SDK error code is your pipe's
+        subscribe (forward the SDK's frames to `delegate`), unsubscribe(delegate) its unSubscribe.
+        resolution: 0 90p ... 4 1080p. Returns the PipeDelegate."""
+        delegate = PipeDelegate(self)
+
+        def on_subscribe(_, token, res):
+            delegate._token = token
+            return int(subscribe(delegate, res) or 0)
+        callbacks = (_c.PIPE_SUBSCRIBE(on_subscribe), _c.PIPE_UNSUBSCRIBE(lambda _, token: int(unsubscribe(delegate) or 0)))
+        self._pipes[(user_id, kind)] = callbacks  # kept: C holds them until unsubscribe
+        self._call("rawfx_receive_video_subscribe", None, callbacks[0], callbacks[1], user_id, kind, resolution, None)
+        return delegate
+
+    def unsubscribe(self, user_id, kind=0):
+        self._call("rawfx_receive_video_unsubscribe", user_id, kind)
+        self._pipes.pop((user_id, kind), None)
+
+    def wait_idle(self):
+        self._call("rawfx_receive_video_wait_idle")
+
+
 def _capability(c):
     width, height = c[0], c[1]
     fps = c[2] if len(c) > 2 else 30

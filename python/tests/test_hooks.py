@@ -146,3 +146,28 @@ def test_set_chain_swaps_between_frames(registry):
     with pytest.raises(rawfx.RawFXError, match="RAWFX_E_NOT_FOUND"):
         hook.set_chain("nope")
 
+
+
+def test_receive_video_per_user_through_a_pipe(registry):
+    got = []
+    receiver = rawfx.ReceiveVideo(registry, "mirror", sink=lambda user, kind, y, u, v: got.append((user, kind, y, u, v)))
+    pipe = {}
+
+    def subscribe(delegate, resolution):
+        if resolution == 100:
+            return 7  # the SDK refuses Auto for raw data
+        pipe["delegate"] = delegate
+        return 0
+
+    with pytest.raises(rawfx.RawFXError, match="RAWFX_E_PROCESS.*refused the subscription"):
+        receiver.subscribe(subscribe, lambda d: 0, user_id=5, resolution=100)
+    receiver.subscribe(subscribe, lambda d: pipe.pop("delegate") and 0, user_id=5, resolution=2)
+    y, u, v = picture(32, 18, seed=7)
+    pipe["delegate"].frame_received(padded(y), padded(u), padded(v))
+    assert [(user, kind) for user, kind, *_ in got] == [(5, rawfx.ReceiveVideo.VIDEO)]
+    for plane, original in zip(got[0][2:], (y, u, v)):
+        np.testing.assert_array_equal(plane, np.fliplr(original))
+    receiver.unsubscribe(5)
+    assert "delegate" not in pipe, "unsubscribe reached the pipe"
+    with pytest.raises(rawfx.RawFXError, match="RAWFX_E_NOT_FOUND"):
+        receiver.unsubscribe(5)

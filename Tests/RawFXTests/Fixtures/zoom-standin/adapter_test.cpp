@@ -160,6 +160,19 @@ static bool write_wav(const char *path, uint32_t rate, uint32_t channels, const 
     return std::fclose(f) == 0;
 }
 
+// 10 ms of silence in the WAV's format, as a block to push.
+struct silence_10ms {
+    std::vector<int16_t> samples;
+    rawfx_audio_frame block{};
+    explicit silence_10ms(const wav &w) : samples((size_t)(w.rate / 100) * w.channels, 0) {
+        block.struct_size = sizeof block;
+        block.samples = samples.data();
+        block.frame_count = w.rate / 100;
+        block.sample_rate = w.rate;
+        block.channels = w.channels;
+    }
+};
+
 // ------------------------------------------------------------- fake SDK --
 
 template <class List, class T> struct fake_list : List {
@@ -549,14 +562,7 @@ static int run_mic(rawfx_registry *registry, const char *chain, const wav &in, c
     }
     // A live mic sends whole 10 ms chunks only: the session goes on with silence, which
     // completes the last one; the output is cut to the input's length.
-    std::vector<int16_t> silence((size_t)(in.rate / 100) * in.channels, 0);
-    rawfx_audio_frame tail{};
-    tail.struct_size = sizeof tail;
-    tail.samples = silence.data();
-    tail.frame_count = in.rate / 100;
-    tail.sample_rate = in.rate;
-    tail.channels = in.channels;
-    EXPECT(mic.push_audio(tail) == RAWFX_OK, "push_audio: %s", mic.last_error().c_str());
+    EXPECT(mic.push_audio(silence_10ms(in).block) == RAWFX_OK, "push_audio: %s", mic.last_error().c_str());
     for (int i = 0; i < 100; i++) mic.pump(now += 10000);
     mic.onMicStopSend();
     rules.sending = false;
@@ -626,14 +632,7 @@ static int run_production_studio(rawfx_registry *registry, char **argv) {
         studio.pump(now += 40000);
     }
     // Live audio goes in whole 10 ms chunks: silence completes the last one.
-    std::vector<int16_t> silence((size_t)(sound.rate / 100) * sound.channels, 0);
-    rawfx_audio_frame tail{};
-    tail.struct_size = sizeof tail;
-    tail.samples = silence.data();
-    tail.frame_count = sound.rate / 100;
-    tail.sample_rate = sound.rate;
-    tail.channels = sound.channels;
-    studio.push_audio(tail);
+    studio.push_audio(silence_10ms(sound).block);
     for (int i = 0; i < 100; i++) studio.pump(now += 10000);
     studio.onStopSend();
     sender.video.sending = sender.audio.sending = false;
