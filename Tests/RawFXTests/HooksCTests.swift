@@ -47,17 +47,8 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         return output
     }
 
-    private func makeInputs() throws {
-        try requireFFmpeg()
-        let made = try shell("""
-            cd '\(directory.path)' \
-            && ffmpeg -nostdin -loglevel error -f lavfi -i testsrc2=size=640x360:rate=25 -frames:v 12 -pix_fmt yuv420p in.y4m \
-            && ffmpeg -nostdin -loglevel error -f lavfi -i 'sine=frequency=440:sample_rate=48000:duration=1.537' \
-                 -f lavfi -i 'anoisesrc=color=pink:amplitude=0.1:sample_rate=48000:duration=1.537' \
-                 -filter_complex amix=inputs=2 -ac 1 -c:a pcm_s16le in.wav
-            """)
-        XCTAssertEqual(made.status, 0, made.stderr)
-    }
+    /// 1.537 s: the last 10 ms block is partial.
+    private func makeInputs() throws { try makeMediaInputs(in: directory, seconds: "1.537") }
 
     private func assertSameFile(_ a: String, _ b: String, _ what: String, line: UInt = #line) throws {
         let left = try Data(contentsOf: URL(fileURLWithPath: a)), right = try Data(contentsOf: URL(fileURLWithPath: b))
@@ -189,7 +180,7 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         data.struct_size = UInt32(MemoryLayout<rawfx_audio_raw_data>.size)
         data.sample_rate = 48000
         data.channel_num = 2
-        var samples = [Int16](repeating: 0, count: 8)
+        let samples = [Int16](repeating: 0, count: 8)
         samples.withUnsafeBytes { data.buffer = $0.baseAddress!.assumingMemoryBound(to: CChar.self) }
         data.buffer_len = 6
         expect(rawfx_speaker_receive(speaker, Int32(RAWFX_STREAM_MIXED), 0, &data), RAWFX_E_INVALID_ARGUMENT, "data.buffer_len is 6")
@@ -241,7 +232,7 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
             user!.assumingMemoryBound(to: Int.self).pointee += Int(block!.pointee.frame_count)
         }, &emitted, &speaker), rawfx_result(RAWFX_OK))
         defer { rawfx_hook_destroy(speaker) }
-        var samples = TestAudio.whiteNoise(count: 480, rms: 3000, seed: 5)
+        let samples = TestAudio.whiteNoise(count: 480, rms: 3000, seed: 5)
         let allocations: UInt64 = samples.withUnsafeBytes { bytes in
             var data = rawfx_audio_raw_data()
             data.struct_size = UInt32(MemoryLayout<rawfx_audio_raw_data>.size)
@@ -357,7 +348,7 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         var length = 0
         var json = [CChar](repeating: 0, count: 4096)
         XCTAssertEqual(rawfx_hook_metrics_json(mic, &json, json.count, &length), rawfx_result(RAWFX_OK))
-        let text = String(cString: json)
+        let text = String(decoding: json.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         XCTAssertTrue(text.hasPrefix("{\"hook\":{\"name\":\"virtualMic\",\"frames\":1,"), text)
         XCTAssertTrue(text.contains("\"refused\":1"), text)
         // One push of 20 ms is one block for gain (it takes any size).
