@@ -319,20 +319,13 @@ static int run_pre_processor(rawfx_registry *registry, const char *chain, const 
     return failures ? 1 : 0;
 }
 
-// The SDK's received audio: lent for the callback, kept only through AddRef/Release; the
-// SDK holds one reference itself and drops it after the callback.
-static int live_audio_objects = 0;
-struct fake_audio_raw_data : AudioRawData {
-    std::vector<int16_t> samples;
-    uint32_t rate, channels;
-    unsigned long long ms;
+// The SDK's reference counting of the raw data it lends (AudioRawData, YUVRawDataI420): the SDK
+// holds one reference itself; the object is deleted at 0; no AddRef after that.
+template <class Base> struct refcounted : Base {
     int references = 1;
-    fake_audio_raw_data(const int16_t *p, size_t count, uint32_t r, uint32_t c, unsigned long long t)
-        : samples(p, p + count), rate(r), channels(c), ms(t) { live_audio_objects++; }
-    ~fake_audio_raw_data() override { live_audio_objects--; }
     bool CanAddRef() override { return true; }
     bool AddRef() override {
-        EXPECT(references > 0, "AddRef on a released AudioRawData");
+        EXPECT(references > 0, "AddRef on released raw data");
         references++;
         return true;
     }
@@ -342,6 +335,18 @@ struct fake_audio_raw_data : AudioRawData {
         if (left == 0) delete this;
         return left;
     }
+};
+
+// The SDK's received audio: lent for the callback, kept only through AddRef/Release; the
+// SDK holds one reference itself and drops it after the callback.
+static int live_audio_objects = 0;
+struct fake_audio_raw_data : refcounted<AudioRawData> {
+    std::vector<int16_t> samples;
+    uint32_t rate, channels;
+    unsigned long long ms;
+    fake_audio_raw_data(const int16_t *p, size_t count, uint32_t r, uint32_t c, unsigned long long t)
+        : samples(p, p + count), rate(r), channels(c), ms(t) { live_audio_objects++; }
+    ~fake_audio_raw_data() override { live_audio_objects--; }
     char *GetBuffer() override { return (char *)samples.data(); }
     unsigned int GetBufferLen() override { return (unsigned int)samples.size() * 2; }
     unsigned int GetSampleRate() override { return rate; }
@@ -402,27 +407,14 @@ static int run_speaker(rawfx_registry *registry, const char *chain, const wav &i
 
 // A received frame as the SDK lends it: packed planes, one reference held by the SDK itself.
 static int live_video_objects = 0;
-struct fake_yuv_raw_data : YUVRawDataI420 {
+struct fake_yuv_raw_data : refcounted<YUVRawDataI420> {
     std::vector<uint8_t> bytes;
     uint32_t w, h;
     bool limited;
-    int references = 1;
     fake_yuv_raw_data(const std::vector<uint8_t> &b, uint32_t w_, uint32_t h_, bool l) : bytes(b), w(w_), h(h_), limited(l) {
         live_video_objects++;
     }
     ~fake_yuv_raw_data() override { live_video_objects--; }
-    bool CanAddRef() override { return true; }
-    bool AddRef() override {
-        EXPECT(references > 0, "AddRef on a released YUVRawDataI420");
-        references++;
-        return true;
-    }
-    int Release() override {
-        EXPECT(references > 0, "Release below zero");
-        int left = --references;
-        if (left == 0) delete this;
-        return left;
-    }
     char *GetYBuffer() override { return (char *)bytes.data(); }
     char *GetUBuffer() override { return (char *)bytes.data() + (size_t)w * h; }
     char *GetVBuffer() override { return (char *)bytes.data() + (size_t)w * h + (size_t)((w + 1) / 2) * ((h + 1) / 2); }
