@@ -135,42 +135,49 @@ public func rawfxHookDestroy(_ pointer: OpaquePointer?) {
 @_cdecl("rawfx_hook_kind")
 public func rawfxHookKind(_ pointer: OpaquePointer?) -> Int32 { hookHandle(pointer)?.kind ?? 0 }
 
-/// A run-time control call on any kind of hook.
-private func control(_ function: String, _ pointer: OpaquePointer?,
-                     _ body: (any RunTimeControl) throws(ChainError) -> Void) -> rawfx_result {
-    guard let handle = hookHandle(pointer) else { return invalid(function, "hook is NULL") }
+/// A hook's `RunTimeControl` as the C API's parameter control.
+struct HookControl: ParameterControl {
+    let control: any RunTimeControl
+    func setParameter(_ address: String, _ value: String) throws(ChainError) { try control.setParameter(address, value) }
+    func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try control.setBypass(stage, bypassed) }
+}
+
+/// The run-time control of the hook behind a handle, or the failure.
+private func control(_ pointer: OpaquePointer?, _ function: String) -> Result<any RunTimeControl, RawFXCallError> {
+    guard let handle = hookHandle(pointer) else { return .failure(RawFXCallError(invalid(function, "hook is NULL"))) }
     guard let control = handle.control else {
-        return invalid(function, "production studio has a video and an audio chain: use rawfx_production_studio_set_chain, _set_parameter, _set_bypass")
+        return .failure(RawFXCallError(invalid(function, "production studio has a video and an audio chain: use rawfx_production_studio_set_chain, _set_parameter, _set_bypass")))
     }
-    do {
-        try body(control)
-        return rawfxOK
-    } catch {
-        return fail(error)
-    }
+    return .success(control)
 }
 
 @_cdecl("rawfx_hook_set_chain")
 public func rawfxHookSetChain(_ pointer: OpaquePointer?, _ text: UnsafePointer<CChar>?) -> rawfx_result {
     let function = "rawfx_hook_set_chain"
     guard let text = string(text) else { return invalid(function, "chain_text is NULL") }
-    return control(function, pointer) { control throws(ChainError) in try control.setChain(text) }
+    switch control(pointer, function) {
+    case .failure(let error): return error.code
+    case .success(let control):
+        do {
+            try control.setChain(text)
+            return rawfxOK
+        } catch {
+            return fail(error)
+        }
+    }
 }
 
 @_cdecl("rawfx_hook_set_parameter")
 public func rawfxHookSetParameter(_ pointer: OpaquePointer?, _ address: UnsafePointer<CChar>?,
                                   _ value: UnsafePointer<CChar>?) -> rawfx_result {
     let function = "rawfx_hook_set_parameter"
-    guard let address = string(address) else { return invalid(function, "address is NULL; expected \"filter.parameter\"") }
-    guard let value = string(value) else { return invalid(function, "value is NULL") }
-    return control(function, pointer) { control throws(ChainError) in try control.setParameter(address, value) }
+    return setParameter(function, control(pointer, function).map { HookControl(control: $0) }, address, value)
 }
 
 @_cdecl("rawfx_hook_set_bypass")
 public func rawfxHookSetBypass(_ pointer: OpaquePointer?, _ stage: UnsafePointer<CChar>?, _ bypassed: Int32) -> rawfx_result {
     let function = "rawfx_hook_set_bypass"
-    guard let stage = string(stage) else { return invalid(function, "stage is NULL; expected a filter id or stage index") }
-    return control(function, pointer) { control throws(ChainError) in try control.setBypass(stage, bypassed != 0) }
+    return setBypass(function, control(pointer, function).map { HookControl(control: $0) }, stage, bypassed)
 }
 
 /// A hook's figures as JSON (see rawfx_hook_metrics_json).

@@ -148,13 +148,14 @@ private func media(_ value: Int32, _ function: String) -> Result<MediaKind, RawF
     return .success(kind)
 }
 
-/// A control call on one of the two chains.
-private func studioControl(_ function: String, _ pointer: OpaquePointer?, _ mediaValue: Int32,
-                           _ body: (ProductionStudioAdapter, MediaKind) throws(ChainError) -> Void) -> rawfx_result {
+@_cdecl("rawfx_production_studio_set_chain")
+public func rawfxProductionStudioSetChain(_ pointer: OpaquePointer?, _ mediaValue: Int32, _ text: UnsafePointer<CChar>?) -> rawfx_result {
+    let function = "rawfx_production_studio_set_chain"
+    guard let text = string(text) else { return invalid(function, "chain_text is NULL") }
     switch (studio(pointer, function), media(mediaValue, function)) {
     case (.success(let studio), .success(let kind)):
         do {
-            try body(studio, kind)
+            try studio.setChain(text, for: kind)
             return rawfxOK
         } catch {
             return fail(error)
@@ -164,25 +165,28 @@ private func studioControl(_ function: String, _ pointer: OpaquePointer?, _ medi
     }
 }
 
-@_cdecl("rawfx_production_studio_set_chain")
-public func rawfxProductionStudioSetChain(_ pointer: OpaquePointer?, _ mediaValue: Int32, _ text: UnsafePointer<CChar>?) -> rawfx_result {
-    let function = "rawfx_production_studio_set_chain"
-    guard let text = string(text) else { return invalid(function, "chain_text is NULL") }
-    return studioControl(function, pointer, mediaValue) { studio, kind throws(ChainError) in try studio.setChain(text, for: kind) }
+/// One of production studio's two chains as the C API's parameter control.
+struct StudioChain: ParameterControl {
+    let studio: ProductionStudioAdapter
+    let media: MediaKind
+    func setParameter(_ address: String, _ value: String) throws(ChainError) { try studio.setParameter(address, value, for: media) }
+    func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try studio.setBypass(stage, bypassed, for: media) }
+}
+
+private func studioChain(_ pointer: OpaquePointer?, _ mediaValue: Int32, _ function: String) -> Result<any ParameterControl, RawFXCallError> {
+    studio(pointer, function).flatMap { s in media(mediaValue, function).map { StudioChain(studio: s, media: $0) } }
 }
 
 @_cdecl("rawfx_production_studio_set_parameter")
 public func rawfxProductionStudioSetParameter(_ pointer: OpaquePointer?, _ mediaValue: Int32, _ address: UnsafePointer<CChar>?,
                                               _ value: UnsafePointer<CChar>?) -> rawfx_result {
     let function = "rawfx_production_studio_set_parameter"
-    guard let address = string(address), let value = string(value) else { return invalid(function, "address or value is NULL") }
-    return studioControl(function, pointer, mediaValue) { studio, kind throws(ChainError) in try studio.setParameter(address, value, for: kind) }
+    return setParameter(function, studioChain(pointer, mediaValue, function), address, value)
 }
 
 @_cdecl("rawfx_production_studio_set_bypass")
 public func rawfxProductionStudioSetBypass(_ pointer: OpaquePointer?, _ mediaValue: Int32, _ stage: UnsafePointer<CChar>?,
                                            _ bypassed: Int32) -> rawfx_result {
     let function = "rawfx_production_studio_set_bypass"
-    guard let stage = string(stage) else { return invalid(function, "stage is NULL") }
-    return studioControl(function, pointer, mediaValue) { studio, kind throws(ChainError) in try studio.setBypass(stage, bypassed != 0, for: kind) }
+    return setBypass(function, studioChain(pointer, mediaValue, function), stage, bypassed)
 }

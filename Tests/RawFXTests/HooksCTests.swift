@@ -198,6 +198,9 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         expect(rawfx_production_studio_set_chain(studio, 7, "mirror"), RAWFX_E_INVALID_ARGUMENT, "media is 7")
         XCTAssertEqual(rawfx_production_studio_set_chain(studio, Int32(RAWFX_MEDIA_VIDEO), "mirror"), rawfx_result(RAWFX_OK))
         expect(rawfx_production_studio_set_chain(studio, Int32(RAWFX_MEDIA_AUDIO), "mirror"), RAWFX_E_CHAIN, "mirror is a video filter")
+        XCTAssertEqual(rawfx_production_studio_set_parameter(studio, Int32(RAWFX_MEDIA_VIDEO), "mirror.vertical", "true"),
+                       rawfx_result(RAWFX_OK), String(cString: rawfx_last_error()))
+        expect(rawfx_production_studio_set_bypass(studio, Int32(RAWFX_MEDIA_AUDIO), "mirror", 1), RAWFX_E_CHAIN, "no stage 'mirror'")
         expect(rawfx_production_studio_on_start_send(studio, nil, { _, _, _, _, _ in 0 }, nil), RAWFX_E_INVALID_ARGUMENT, "both sender functions")
         XCTAssertEqual(rawfx_user_key("12345"), 12345)
         XCTAssertEqual(rawfx_user_key("abc"), SDKUserKey.fnv1a("abc"))
