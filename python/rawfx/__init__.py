@@ -322,8 +322,8 @@ class AudioChain(_Chain):
 
 
 # The SDK hooks (rawfx_hooks.h), over the helpers above.
-from .hooks import (MIXED, ONE_WAY, SHARED, PreProcessor, ReceiveVideo, VideoSource, VirtualMic,  # noqa: E402
-                    VirtualSpeaker, user_key)
+from .hooks import (MIXED, ONE_WAY, SHARED, PreProcessor, ProductionStudio, ReceiveVideo,  # noqa: E402
+                    VideoSource, VirtualMic, VirtualSpeaker, user_key)
 
-__all__ += ["MIXED", "ONE_WAY", "SHARED", "PreProcessor", "ReceiveVideo", "VideoSource", "VirtualMic", "VirtualSpeaker",
+__all__ += ["MIXED", "ONE_WAY", "SHARED", "PreProcessor", "ProductionStudio", "ReceiveVideo", "VideoSource", "VirtualMic", "VirtualSpeaker",
             "user_key"]

@@ -112,6 +112,8 @@ class VideoRawData(ctypes.Structure):
 PIPE_SUBSCRIBE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 PIPE_UNSUBSCRIBE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 RECEIVE_SINK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32, ctypes.POINTER(VideoFrame))
+PS_SEND_VIDEO = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                 ctypes.c_int32, ctypes.c_int32)
 LIFECYCLE_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(LifecycleEvent))
 SPEAKER_SINK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.POINTER(AudioFrame))
 VIDEO_SEND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
@@ -187,6 +189,18 @@ def _declare(lib):
         "rawfx_receive_video_wait_idle": (result, [P]),
         "rawfx_pipe_frame_received": (result, [P, c.POINTER(VideoRawData)]),
         "rawfx_pipe_status_changed": (result, [P, c.c_int32]),
+        "rawfx_production_studio_create": (result, [P, c.c_char_p, c.c_char_p, c.c_uint32, c.c_uint32, c.c_int32, c.c_uint32,
+                                                    c.c_int32, c.POINTER(HookOptions), c.POINTER(P)]),
+        "rawfx_production_studio_on_start_ps_mode_result": (result, [P, c.c_int32]),
+        "rawfx_production_studio_on_start_send": (result, [P, PS_SEND_VIDEO, AUDIO_SEND, P]),
+        "rawfx_production_studio_on_stop_send": (result, [P]),
+        "rawfx_production_studio_on_ps_user_status_changed": (result, [P, c.c_uint32, c.c_int32]),
+        "rawfx_production_studio_push_frame": (result, [P, c.POINTER(VideoFrame)]),
+        "rawfx_production_studio_push_audio": (result, [P, c.POINTER(AudioFrame), c.c_int64]),
+        "rawfx_production_studio_pump": (result, [P, c.c_int64, c.POINTER(c.c_int64)]),
+        "rawfx_production_studio_set_chain": (result, [P, c.c_int32, c.c_char_p]),
+        "rawfx_production_studio_set_parameter": (result, [P, c.c_int32, c.c_char_p, c.c_char_p]),
+        "rawfx_production_studio_set_bypass": (result, [P, c.c_int32, c.c_char_p, c.c_int32]),
         "rawfx_video_source_create": (result, [P, c.c_char_p, c.POINTER(HookOptions), c.POINTER(P)]),
         "rawfx_video_source_on_initialize": (result, [P, VIDEO_SEND, P, c.POINTER(VideoCapability), c.c_size_t,
                                                       c.POINTER(VideoCapability)]),

@@ -223,6 +223,26 @@ class ReceiveVideo(Hook):
         self._call("rawfx_receive_video_wait_idle")
 
 
+def _pushed(call, result):
+    """A push's result: True, False when refused (the SDK is not sending), or an exception."""
+    if result == RAWFX_E_STATE:
+        return False
+    _check(call, result)
+    return True
+
+
+def _audio_block(pcm, sample_rate):
+    pcm = np.ascontiguousarray(pcm)
+    if pcm.dtype != np.int16:
+        raise ValueError("pcm: dtype %s; expected int16" % pcm.dtype)
+    channels = 1 if pcm.ndim == 1 else pcm.shape[1]
+    return pcm, _c.AudioFrame(ctypes.sizeof(_c.AudioFrame), pcm.ctypes.data, pcm.shape[0], sample_rate, channels, 0, 0, 0, 0)
+
+
+def _stamp(timestamp_us):
+    return -(2 ** 63) if timestamp_us is None else timestamp_us  # RAWFX_TIMESTAMP_CONTINUE
+
+
 def _capability(c):
     width, height = c[0], c[1]
     fps = c[2] if len(c) > 2 else 30
@@ -266,11 +286,8 @@ class VideoSource(_Source):
     def push_frame(self, y, u, v, color_range="limited", rotation=0):
         """Offers one frame; True when sent (or queued), False when refused (the SDK is not
         sending: before on_start_send or after on_stop_send). Raises when a filter fails."""
-        result = _lib.rawfx_video_source_push_frame(self._handle, ctypes.byref(_frame(y, u, v, color_range, rotation, 0)))
-        if result == RAWFX_E_STATE:
-            return False
-        _check("rawfx_video_source_push_frame", result)
-        return True
+        return _pushed("rawfx_video_source_push_frame",
+                       _lib.rawfx_video_source_push_frame(self._handle, ctypes.byref(_frame(y, u, v, color_range, rotation, 0))))
 
     @property
     def capability(self):
@@ -306,18 +323,9 @@ class VirtualMic(_Source):
 
     def push_audio(self, pcm, sample_rate, timestamp_us=None):
         """int16 (frames,) or (frames, channels); True when accepted, False when refused."""
-        pcm = np.ascontiguousarray(pcm)
-        if pcm.dtype != np.int16:
-            raise ValueError("pcm: dtype %s; expected int16" % pcm.dtype)
-        channels = 1 if pcm.ndim == 1 else pcm.shape[1]
-        block = _c.AudioFrame(ctypes.sizeof(_c.AudioFrame), pcm.ctypes.data, pcm.shape[0], sample_rate, channels,
-                              0, 0, 0, 0)
-        stamp = -(2 ** 63) if timestamp_us is None else timestamp_us  # RAWFX_TIMESTAMP_CONTINUE
-        result = _lib.rawfx_virtual_mic_push_audio(self._handle, ctypes.byref(block), stamp)
-        if result == RAWFX_E_STATE:
-            return False
-        _check("rawfx_virtual_mic_push_audio", result)
-        return True
+        pcm, block = _audio_block(pcm, sample_rate)
+        return _pushed("rawfx_virtual_mic_push_audio",
+                       _lib.rawfx_virtual_mic_push_audio(self._handle, ctypes.byref(block), _stamp(timestamp_us)))
 
     def pump(self, now_us):
         """pacing="caller": sends what is due at now_us; returns when the next is due, or None."""
@@ -328,3 +336,69 @@ class VirtualMic(_Source):
     @property
     def chunks_sent(self):
         return _lib.rawfx_virtual_mic_chunks_sent(self._handle)
+
+
+class ProductionStudio(_Source):
+    """Production studio mode (IMeetingProductionStudioCtrlEvent): video fitted to exactly
+    capability=(width, height, "limited"|"full"), audio as paced 10 ms mono chunks at
+    audio_rate, both to the PS sender: send_video(frame, width, height, fmt) and
+    send_audio(chunk, sample_rate, channel), each -> error code (0). Its two chains are
+    controlled with media="video" or "audio"."""
+
+    MEDIA = {"video": 1, "audio": 2}  # rawfx.h RAWFX_MEDIA_*
+
+    def __init__(self, registry, video_chain, audio_chain, capability, audio_rate=48000, pacing="worker"):
+        width, height, color_range = capability
+        self._create("rawfx_production_studio_create", _lib.rawfx_production_studio_create, registry._handle,
+                     _text(video_chain), _text(audio_chain), width, height, {"limited": 0, "full": 1}[color_range],
+                     audio_rate, PACING[pacing], None)
+
+    def on_start_ps_mode_result(self, success):
+        self._call("rawfx_production_studio_on_start_ps_mode_result", int(bool(success)))
+
+    def on_start_send(self, send_video, send_audio):
+        """The SDK's onStartSend with its sender (both None: the SDK gave none)."""
+        if send_video is None:
+            self._call("rawfx_production_studio_on_start_send", ctypes.cast(None, _c.PS_SEND_VIDEO),
+                       ctypes.cast(None, _c.AUDIO_SEND), None)
+            return
+
+        def video(_, buffer, width, height, length, fmt):
+            frame = np.ctypeslib.as_array(ctypes.cast(buffer, ctypes.POINTER(ctypes.c_uint8)), (length,))
+            return int(send_video(frame, width, height, fmt) or 0)
+
+        def audio(_, data, length, rate, channel):
+            chunk = np.ctypeslib.as_array(ctypes.cast(data, ctypes.POINTER(ctypes.c_int16)), (length // 2,))
+            return int(send_audio(chunk, rate, channel) or 0)
+        self._senders = (_c.PS_SEND_VIDEO(video), _c.AUDIO_SEND(audio))  # kept: C holds them
+        self._call("rawfx_production_studio_on_start_send", self._senders[0], self._senders[1], None)
+
+    def on_stop_send(self):
+        self._call("rawfx_production_studio_on_stop_send")
+
+    def on_ps_user_status_changed(self, user_id, start):
+        self._call("rawfx_production_studio_on_ps_user_status_changed", user_id, int(bool(start)))
+
+    def push_frame(self, y, u, v, color_range="limited", rotation=0):
+        return _pushed("rawfx_production_studio_push_frame", _lib.rawfx_production_studio_push_frame(
+            self._handle, ctypes.byref(_frame(y, u, v, color_range, rotation, 0))))
+
+    def push_audio(self, pcm, sample_rate, timestamp_us=None):
+        pcm, block = _audio_block(pcm, sample_rate)
+        return _pushed("rawfx_production_studio_push_audio",
+                       _lib.rawfx_production_studio_push_audio(self._handle, ctypes.byref(block), _stamp(timestamp_us)))
+
+    def pump(self, now_us):
+        due = ctypes.c_int64()
+        self._call("rawfx_production_studio_pump", now_us, ctypes.byref(due))
+        return None if due.value < 0 else due.value
+
+    def set_chain(self, text, media="video"):
+        self._call("rawfx_production_studio_set_chain", self.MEDIA[media], _text(text))
+
+    def set_parameter(self, address, value, media="video"):
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        self._call("rawfx_production_studio_set_parameter", self.MEDIA[media], _text(address), _text(text))
+
+    def set_bypass(self, stage, bypassed=True, media="video"):
+        self._call("rawfx_production_studio_set_bypass", self.MEDIA[media], _text(stage), int(bool(bypassed)))

@@ -171,3 +171,30 @@ def test_receive_video_per_user_through_a_pipe(registry):
     assert "delegate" not in pipe, "unsubscribe reached the pipe"
     with pytest.raises(rawfx.RawFXError, match="RAWFX_E_NOT_FOUND"):
         receiver.unsubscribe(5)
+
+
+def test_production_studio_sends_the_declared_capability_and_10_ms_audio(registry):
+    video, audio = [], []
+    studio = rawfx.ProductionStudio(registry, "mirror", "", capability=(32, 18, "limited"), audio_rate=32000,
+                                    pacing="caller")
+    y, u, v = picture(64, 36, seed=8)
+    assert studio.push_frame(y, u, v) is False          # PS mode not started: refused
+    studio.on_start_ps_mode_result(True)
+    studio.on_start_send(lambda frame, w, h, fmt: video.append((w, h, fmt, len(frame))),
+                         lambda chunk, rate, channel: audio.append(chunk.copy()))
+    assert studio.push_frame(y, u, v) is True           # fitted to 32x18: mirrored, then scaled
+    pcm = np.arange(0, 640, dtype=np.int16)             # 20 ms at 32 kHz
+    assert studio.push_audio(pcm, 32000, timestamp_us=0) is True
+    now, due = 0, 0
+    while due is not None and now < 1_000_000:
+        due = studio.pump(now)
+        now += 10_000
+    assert video == [(32, 18, 0, 32 * 18 * 3 // 2)]
+    assert [len(c) for c in audio] == [320, 320]
+    np.testing.assert_array_equal(np.concatenate(audio), pcm)
+    studio.set_parameter("mirror.vertical", True, media="video")
+    with pytest.raises(rawfx.RawFXError, match="RAWFX_E_INVALID_ARGUMENT.*production studio has a video and an audio chain"):
+        rawfx.hooks.Hook.set_chain(studio, "mirror")
+    studio.on_stop_send()
+    assert studio.push_frame(y, u, v) is False
+    assert studio.metrics()["video"]["refused"] == 2
