@@ -305,6 +305,36 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         expect(rawfx_pipe_frame_received(delegate, &raw), RAWFX_E_INVALID_ARGUMENT, "frame.strides[1] (U) is 3")
         XCTAssertEqual(rawfx_receive_video_unsubscribe(receiver, 9, Int32(RAWFX_PIPE_VIDEO)), rawfx_result(RAWFX_OK))
         expect(rawfx_receive_video_unsubscribe(receiver, 9, Int32(RAWFX_PIPE_VIDEO)), RAWFX_E_NOT_FOUND, "is not subscribed")
+
+        // The mic: a 10 ms push and a pump of the caller's clock, each sending one chunk.
+        var mic: OpaquePointer?
+        XCTAssertEqual(rawfx_virtual_mic_create(registry, "denoise", 48000, Int32(RAWFX_PACING_CALLER), &mic), rawfx_result(RAWFX_OK))
+        defer { rawfx_hook_destroy(mic) }
+        var chunks = 0
+        XCTAssertEqual(rawfx_virtual_mic_on_initialize(mic, { counter, _, length, _, _ in
+            counter!.assumingMemoryBound(to: Int.self).pointee += Int(length) == 960 ? 1 : 0
+            return 0
+        }, &chunks), rawfx_result(RAWFX_OK))
+        XCTAssertEqual(rawfx_virtual_mic_on_start_send(mic), rawfx_result(RAWFX_OK))
+        var pcm = TestAudio.whiteNoise(count: 480, rms: 3000, seed: 6)
+        let micAllocations: UInt64 = pcm.withUnsafeMutableBufferPointer { buffer in
+            var block = AudioBlock(samples: buffer.baseAddress!, frameCount: 480, format: AudioFormat(sampleRate: 48000, channels: 1)).raw
+            var now: Int64 = 0
+            for _ in 0..<20 {  // warm: the chunk queue makes its slots on demand
+                _ = rawfx_virtual_mic_push_audio(mic, &block, Int64.min)
+                _ = rawfx_virtual_mic_pump(mic, now, nil)
+                now += 10_000
+            }
+            let before = rawfx_thread_allocation_count()
+            for _ in 0..<10 {
+                _ = rawfx_virtual_mic_push_audio(mic, &block, Int64.min)
+                _ = rawfx_virtual_mic_pump(mic, now, nil)
+                now += 10_000
+            }
+            return rawfx_thread_allocation_count() - before
+        }
+        XCTAssertEqual(micAllocations, 0, "virtual mic allocations in 10 pushes and pumps")
+        XCTAssertGreaterThanOrEqual(chunks, 29, "one 10 ms chunk per push (the first held back by the denoiser's latency)")
         withExtendedLifetime((input, picture, samples)) {}
     }
 
