@@ -86,7 +86,7 @@ public final class FilterType: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The one rule for filter and parameter ids (RAWFX_ID_RULE): `[a-z0-9_]+`.
-    public static let identifierRule = String(cString: RAWFX_ID_RULE)
+    public static let identifierRule = RAWFX_ID_RULE
 
     /// True when `s` follows `identifierRule`.
     public static func isValidIdentifier(_ s: String) -> Bool {

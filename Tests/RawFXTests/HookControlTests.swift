@@ -259,12 +259,14 @@ final class HookControlTests: XCTestCase {
         /// the queue can ever need (the one in the worker, `capacity` queued) and fill each with
         /// a picture, then one more push evicts; released, the worker drains them. Slots are
         /// made when needed, so without this a rare interleaving makes the last one mid-test.
-        func fillEverySlot(_ mode: ProcessingMode, _ push: () -> PublishStatus) {
+        func fillEverySlot(_ mode: ProcessingMode, queued: () -> Int, _ push: () -> PublishStatus) {
             guard mode != .sync else { return }
             GatePlugin.close()
             let entered = GatePlugin.entered
             XCTAssertEqual(push(), .queued)
-            XCTAssertTrue(waitUntil { GatePlugin.entered > entered }, "the worker reached the gate")
+            // The gate counts every worker: another hook's worker still draining may be the one
+            // that entered, so also wait for this queue to be empty (its worker took the frame).
+            XCTAssertTrue(waitUntil { GatePlugin.entered > entered && queued() == 0 }, "the worker reached the gate")
             for _ in 0..<3 { XCTAssertEqual(push(), .queued) }
             XCTAssertEqual(push(), .queuedDroppingOldest)
             GatePlugin.open()
@@ -281,11 +283,11 @@ final class HookControlTests: XCTestCase {
             source.onInitialize(senders, supportCapabilityArray: [VideoSourceCapability(width: 64, height: 48)],
                                 suggestCapability: VideoSourceCapability(width: 64, height: 48))
             source.onStartSend()
-            fillEverySlot(mode) { source.pushFrame(picture.frame) }
+            fillEverySlot(mode, queued: { source.queuedFrames }) { source.pushFrame(picture.frame) }
             steady("video source \(mode)") { _ = source.pushFrame(picture.frame) }
             let share = try ShareSourceAdapter(chain: chain, registry: registry, mode: mode)
             share.onShareSendStarted(senders)
-            fillEverySlot(mode) { share.pushFrame(picture.frame) }
+            fillEverySlot(mode, queued: { share.queuedFrames }) { share.pushFrame(picture.frame) }
             steady("share source \(mode)") { _ = share.pushFrame(picture.frame) }
             let data = ReusedAudioRawData(frames: 480)
             let speaker = try VirtualSpeakerHook(chain: "gain=db=-3,test_accum", registry: registry, mode: mode) { _, _ in }
