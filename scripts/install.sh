@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs RawFX like a system library (docs/embedding.md):
 #   PREFIX/include/rawfx.h, rawfx/ext/*.h, rawfx/plugin_helpers.h   the plugin ABI
-#   PREFIX/include/rawfx_embed.h                                    the embedding API
+#   PREFIX/include/rawfx_embed.h, rawfx_hooks.h                     the embedding API, the SDK hooks
+#   PREFIX/include/rawfx/zoom_adapter.hpp                           the C++ adapter for the Linux SDKs
 #   PREFIX/lib/librawfx.so                                          the engine behind that API
 #   PREFIX/lib/rawfx/plugins/*.so                                   the shipped plugins (found by default)
 #   PREFIX/bin/rawfx                                                the command
@@ -65,6 +66,8 @@ put 644 "$include/rawfx.h" include/rawfx.h
 put 644 "$include/rawfx/plugin_helpers.h" include/rawfx/plugin_helpers.h
 for header in "$include"/rawfx/ext/*.h; do put 644 "$header" "include/rawfx/ext/$(basename "$header")"; done
 put 644 Sources/CRawFXEmbed/include/rawfx_embed.h include/rawfx_embed.h
+put 644 Sources/CRawFXEmbed/include/rawfx_hooks.h include/rawfx_hooks.h
+put 644 Sources/CRawFXEmbed/include/rawfx/zoom_adapter.hpp include/rawfx/zoom_adapter.hpp
 put 755 "$bin/libRawFXEmbed.so" lib/librawfx.so
 for plugin in "${plugins[@]}"; do put 755 "$bin/$plugin" "lib/rawfx/plugins/$plugin"; done
 put 755 "$bin/rawfx" bin/rawfx

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CI's check of scripts/install.sh: installs into a temporary prefix, builds the example plugin
-# (docs/examples/invert.c) and the example embedder (docs/examples/embed.c) with nothing but
+# (docs/examples/invert.c), the example embedder (docs/examples/embed.c), the C hooks example
+# (docs/examples/hooks.c) and the C++ adapter test (zoom-standin/adapter_test.cpp) with nothing but
 # `pkg-config --cflags --libs rawfx`, runs them against the installed command and library
 # only (no build folder on any path), then uninstalls and checks the prefix is empty.
 #
@@ -20,6 +21,10 @@ unset RAWFX_PLUGIN_PATH
 cd "$work"
 cc -std=c99 -Wall -Wextra -Werror -shared -fPIC $(pkg-config --cflags rawfx) "$OLDPWD/docs/examples/invert.c" -o invert.so
 cc -std=c99 -Wall -Wextra -Werror "$OLDPWD/docs/examples/embed.c" $(pkg-config --cflags --libs rawfx) -o embed
+cc -std=c99 -Wall -Wextra -Werror "$OLDPWD/docs/examples/hooks.c" $(pkg-config --cflags --libs rawfx) -o hooks
+standin="$OLDPWD/Tests/RawFXTests/Fixtures/zoom-standin"
+c++ -std=c++17 -Wall -Wextra -Werror -I "$standin" $(pkg-config --cflags rawfx) "$standin/adapter_test.cpp" \
+    $(pkg-config --libs rawfx) -o adapter_test
 ldd ./embed | grep -q "librawfx.so => $prefix/lib/librawfx.so" || { echo "test-install: embed does not load $prefix/lib/librawfx.so" >&2; ldd ./embed >&2; exit 1; }
 
 # A Y4M and a WAV; the installed library finds the installed plugins by default.
@@ -32,8 +37,17 @@ cmp ref.y4m out.y4m
 "$prefix/bin/rawfx" run --af denoise in.wav ref.wav
 ./embed --af denoise in.wav out.wav
 cmp ref.wav out.wav
+# The SDK hooks from C and C++ (docs/embedding.md), against the installed library and plugins.
+hooks_chain='scale=width=160:height=120,rotate=angle=270'
+"$prefix/bin/rawfx" run --vf "$hooks_chain" in.y4m ref-hooks.y4m
+./hooks --vf "$hooks_chain" 120x160 in.y4m out-hooks.y4m 2> /dev/null
+cmp ref-hooks.y4m out-hooks.y4m
+./adapter_test video-source meeting "$hooks_chain" 120x160 in.y4m out-adapter.y4m 2> /dev/null
+cmp ref-hooks.y4m out-adapter.y4m
+./hooks --af denoise in.wav out-hooks.wav 2> /dev/null
+cmp ref.wav out-hooks.wav
 "$prefix/bin/rawfx" validate invert.so > /dev/null
-echo "test-install: the plugin and the embedder built with pkg-config alone; outputs identical to rawfx run"
+echo "test-install: the plugin, the embedder and the hooks (C and C++) built with pkg-config alone; outputs identical to rawfx run"
 
 cd "$OLDPWD"
 scripts/uninstall.sh --prefix "$prefix"

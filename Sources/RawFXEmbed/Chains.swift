@@ -1,10 +1,16 @@
 import CRawFXEmbed
 import RawFX
 
-/// What the C API does alike on video and audio chains: run-time control and metrics.
-protocol EmbeddedChain: AnyObject {
+/// Parameter and bypass changes while media flows: what every *_set_parameter and *_set_bypass
+/// of the C API acts on (a chain handle; a hook, through its `RunTimeControl`; one of
+/// production studio's two chains).
+protocol ParameterControl {
     func setParameter(_ address: String, _ value: String) throws(ChainError)
     func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError)
+}
+
+/// What the C API does alike on video and audio chains: run-time control and metrics.
+protocol EmbeddedChain: AnyObject, ParameterControl {
     /// [process] The figures of the chain in force.
     var stageMetrics: [Metrics] { get }
 }
@@ -23,15 +29,16 @@ private func chain<C: EmbeddedChain>(_ pointer: OpaquePointer?, _ type: C.Type, 
     return .success(object(pointer, as: type))
 }
 
-func setParameter<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,
-                                    _ address: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> rawfx_result {
+/// The one path of every *_set_parameter call: the strings checked, the change made, an error mapped.
+func setParameter(_ function: String, _ target: Result<any ParameterControl, RawFXCallError>,
+                  _ address: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> rawfx_result {
     guard let address = string(address) else { return invalid(function, "address is NULL; expected \"filter.parameter\"") }
     guard let value = string(value) else { return invalid(function, "value is NULL") }
-    switch chain(pointer, type, function) {
+    switch target {
     case .failure(let error): return error.code
-    case .success(let chain):
+    case .success(let control):
         do {
-            try chain.setParameter(address, value)
+            try control.setParameter(address, value)
             return rawfxOK
         } catch {
             return fail(error)
@@ -39,19 +46,30 @@ func setParameter<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointe
     }
 }
 
-func setBypass<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,
-                                 _ stage: UnsafePointer<CChar>?, _ bypassed: Int32) -> rawfx_result {
+/// The one path of every *_set_bypass call.
+func setBypass(_ function: String, _ target: Result<any ParameterControl, RawFXCallError>,
+               _ stage: UnsafePointer<CChar>?, _ bypassed: Int32) -> rawfx_result {
     guard let stage = string(stage) else { return invalid(function, "stage is NULL; expected a filter id or stage index") }
-    switch chain(pointer, type, function) {
+    switch target {
     case .failure(let error): return error.code
-    case .success(let chain):
+    case .success(let control):
         do {
-            try chain.setBypass(stage, bypassed != 0)
+            try control.setBypass(stage, bypassed != 0)
             return rawfxOK
         } catch {
             return fail(error)
         }
     }
+}
+
+func setParameter<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,
+                                    _ address: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> rawfx_result {
+    setParameter(function, chain(pointer, type, function).map { $0 }, address, value)
+}
+
+func setBypass<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,
+                                 _ stage: UnsafePointer<CChar>?, _ bypassed: Int32) -> rawfx_result {
+    setBypass(function, chain(pointer, type, function).map { $0 }, stage, bypassed)
 }
 
 func metrics<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,

@@ -216,25 +216,29 @@ func writeMetrics(_ metrics: [Metrics], _ out: UnsafeMutablePointer<rawfx_stage_
     return rawfxOK
 }
 
+/// A string as a JSON string literal.
+func jsonQuoted(_ s: String) -> String {
+    var out = "\""
+    for scalar in s.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out + "\""
+}
+
+/// One stage's (or hook's) figures as a JSON object.
+func metricsJSON(_ m: Metrics) -> String {
+    "{\"name\":\(jsonQuoted(m.name)),\"frames\":\(m.frames),\"errors\":\(m.errors),\"drops\":\(m.drops),"
+        + "\"bypassed\":\(m.bypassed),\"p50_ns\":\(m.p50Nanoseconds),\"p99_ns\":\(m.p99Nanoseconds)}"
+}
+
 /// The metrics as JSON: `{"stages":[{"name":"scale","frames":10,...}]}`.
 func metricsJSON(_ metrics: [Metrics]) -> String {
-    func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-    let stages = metrics.map { m in
-        "{\"name\":\(quoted(m.name)),\"frames\":\(m.frames),\"errors\":\(m.errors),\"drops\":\(m.drops),"
-            + "\"bypassed\":\(m.bypassed),\"p50_ns\":\(m.p50Nanoseconds),\"p99_ns\":\(m.p99Nanoseconds)}"
-    }
-    return "{\"stages\":[" + stages.joined(separator: ",") + "]}"
+    "{\"stages\":[" + metrics.map { metricsJSON($0) }.joined(separator: ",") + "]}"
 }
 
 /// Copies `text` NUL-terminated into the caller's buffer (snprintf-like: length always set).

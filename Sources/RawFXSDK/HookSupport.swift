@@ -153,6 +153,9 @@ public final class HookStats: Sendable {
 
     init(name: String) { self.name = name }
 
+    /// Errors so far, without a snapshot (which allocates): a C caller compares it around one call.
+    public var errors: UInt64 { errorCount.load(ordering: .relaxed) }
+
     @inline(__always) func recordError() { errorCount.add(1, ordering: .relaxed) }
     @inline(__always) func recordDrop() { dropCount.add(1, ordering: .relaxed) }
     @inline(__always) func recordRefused() { refusedCount.add(1, ordering: .relaxed) }

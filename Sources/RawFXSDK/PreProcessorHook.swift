@@ -111,6 +111,9 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
     /// The last error on the frame path (a refused format, a failing filter), if any.
     public var lastError: ChainError? { control.withLock { $0.lastError } }
 
+    /// Frames left untouched so far (refused format, failing filter): read without allocating.
+    public var errorCount: UInt64 { stats.errors }
+
     public var metrics: HookMetrics {
         stats.snapshot(filters: control.withLock { $0.chain }?.metrics ?? [], async: false)
     }

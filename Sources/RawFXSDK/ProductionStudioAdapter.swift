@@ -221,6 +221,9 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
         return audio.pump(nowMicroseconds: now)
     }
 
+    /// Who sends the audio chunks, and when.
+    public var audioPacing: AudioPacing { audio.pacing }
+
     /// Audio chunks waiting to be sent.
     public var queuedAudioChunks: Int { audio.queuedChunks }
 

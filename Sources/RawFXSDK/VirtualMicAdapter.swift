@@ -104,6 +104,8 @@ public final class VirtualMicAdapter: SDKVirtualAudioMic, Sendable {
     /// [any thread] Bypasses a stage, or re-enables it, from the next push.
     public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try publisher.setBypass(stage, bypassed) }
 
+    /// Who sends the chunks, and when.
+    public var pacing: AudioPacing { publisher.pacing }
     /// Bytes of each chunk sent: targetRate / 100 · 2.
     public var chunkBytes: Int { publisher.chunkBytes }
     public var isSending: Bool { publisher.gate.state == .sending }

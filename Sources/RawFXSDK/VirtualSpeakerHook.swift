@@ -218,6 +218,11 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
         streams.withLock { $0[id] }?.slot.latest.metrics
     }
 
+    /// Frames by which a stream's output lags its input (its chain's latency), once it has a chain.
+    public func latency(for id: AudioStreamID) -> Int? {
+        streams.withLock { $0[id] }?.slot.latest.latency
+    }
+
     /// The last error a stream's chain reported, if any.
     public var lastError: ChainError? { lastErrorStore.withLock { $0 } }
 

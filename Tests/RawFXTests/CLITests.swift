@@ -44,6 +44,20 @@ extension RawfxCommandTesting {
         }
     }
 
+    /// A real Y4M (in.y4m: 12 frames of 640x360 testsrc2) and WAV (in.wav: a 440 Hz tone in pink
+    /// noise, 48 kHz mono, `seconds` long) in `directory`, as the embedding tests use them.
+    func makeMediaInputs(in directory: URL, seconds: String = "1.5") throws {
+        try requireFFmpeg()
+        let made = try shell("""
+            cd '\(directory.path)' \
+            && ffmpeg -nostdin -loglevel error -f lavfi -i testsrc2=size=640x360:rate=25 -frames:v 12 -pix_fmt yuv420p in.y4m \
+            && ffmpeg -nostdin -loglevel error -f lavfi -i 'sine=frequency=440:sample_rate=48000:duration=\(seconds)' \
+                 -f lavfi -i 'anoisesrc=color=pink:amplitude=0.1:sample_rate=48000:duration=\(seconds)' \
+                 -filter_complex amix=inputs=2 -ac 1 -c:a pcm_s16le in.wav
+            """)
+        XCTAssertEqual(made.status, 0, made.stderr)
+    }
+
     /// Asserts the run failed with exactly one `rawfx: error:` line containing every fragment.
     func assertOneErrorLine(_ outcome: Outcome, _ fragments: String..., file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertTrue(outcome.exitedNormally, "ended by a signal", file: file, line: line)

@@ -71,17 +71,7 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
         return output
     }
 
-    private func makeInputs() throws {
-        try requireFFmpeg()
-        let made = try shell("""
-            cd '\(directory.path)' \
-            && ffmpeg -nostdin -loglevel error -f lavfi -i testsrc2=size=640x360:rate=25 -frames:v 12 -pix_fmt yuv420p in.y4m \
-            && ffmpeg -nostdin -loglevel error -f lavfi -i 'sine=frequency=440:sample_rate=48000:duration=1.5' \
-                 -f lavfi -i 'anoisesrc=color=pink:amplitude=0.1:sample_rate=48000:duration=1.5' \
-                 -filter_complex amix=inputs=2 -ac 1 -c:a pcm_s16le in.wav
-            """)
-        XCTAssertEqual(made.status, 0, made.stderr)
-    }
+    private func makeInputs() throws { try makeMediaInputs(in: directory) }
 
     private func assertSameFile(_ a: String, _ b: String, file: StaticString = #filePath, line: UInt = #line) throws {
         let left = try Data(contentsOf: URL(fileURLWithPath: a)), right = try Data(contentsOf: URL(fileURLWithPath: b))

@@ -319,3 +319,11 @@ class AudioChain(_Chain):
         blocks, emit = self._collector()
         self._call("drain", self._handle, emit, None)
         return self._joined(blocks)
+
+
+# The SDK hooks (rawfx_hooks.h), over the helpers above.
+from .hooks import (MIXED, ONE_WAY, SHARED, PreProcessor, ProductionStudio, ReceiveVideo,  # noqa: E402
+                    VideoSource, VirtualMic, VirtualSpeaker, user_key)
+
+__all__ += ["MIXED", "ONE_WAY", "SHARED", "PreProcessor", "ProductionStudio", "ReceiveVideo", "VideoSource", "VirtualMic", "VirtualSpeaker",
+            "user_key"]

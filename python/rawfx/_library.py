@@ -80,6 +80,47 @@ class StageMetrics(ctypes.Structure):
                 ("p50_ns", ctypes.c_uint64), ("p99_ns", ctypes.c_uint64)]
 
 
+class HookOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("async_", ctypes.c_int32), ("async_capacity", ctypes.c_uint32),
+                ("retain_in_async", ctypes.c_int32)]
+
+
+class VideoCapability(ctypes.Structure):
+    _fields_ = [("width", ctypes.c_uint32), ("height", ctypes.c_uint32), ("frame", ctypes.c_uint32),
+                ("data_mode", ctypes.c_int32)]
+
+
+class LifecycleEvent(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("kind", ctypes.c_int32), ("capability", VideoCapability),
+                ("description", ctypes.c_char_p)]
+
+
+class AudioRawData(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("buffer", ctypes.c_void_p), ("buffer_len", ctypes.c_uint32),
+                ("sample_rate", ctypes.c_uint32), ("channel_num", ctypes.c_uint32), ("timestamp_ms", ctypes.c_uint64),
+                ("sdk_object", ctypes.c_void_p), ("can_add_ref", ctypes.c_void_p), ("add_ref", ctypes.c_void_p),
+                ("release", ctypes.c_void_p)]
+
+
+class VideoRawData(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
+                ("planes", ctypes.c_void_p * 3), ("strides", ctypes.c_int32 * 3), ("rotation", ctypes.c_uint32),
+                ("is_limited", ctypes.c_int32), ("timestamp_ms", ctypes.c_uint64), ("sdk_object", ctypes.c_void_p),
+                ("can_add_ref", ctypes.c_void_p), ("add_ref", ctypes.c_void_p), ("release", ctypes.c_void_p)]
+
+
+PIPE_SUBSCRIBE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+PIPE_UNSUBSCRIBE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+RECEIVE_SINK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32, ctypes.POINTER(VideoFrame))
+PS_SEND_VIDEO = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                 ctypes.c_int32, ctypes.c_int32)
+LIFECYCLE_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(LifecycleEvent))
+SPEAKER_SINK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.POINTER(AudioFrame))
+VIDEO_SEND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                              ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)
+AUDIO_SEND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int32,
+                              ctypes.c_int32)
+
 VIDEO_EMIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(VideoFrame))
 AUDIO_EMIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(AudioFrame))
 
@@ -125,6 +166,59 @@ def _declare(lib):
         "rawfx_audio_chain_set_bypass": (result, [P, c.c_char_p, c.c_int32]),
         "rawfx_audio_chain_metrics": (result, [P, c.POINTER(StageMetrics), c.c_size_t, c.POINTER(c.c_size_t)]),
         "rawfx_audio_chain_metrics_json": (result, [P, c.c_char_p, c.c_size_t, c.POINTER(c.c_size_t)]),
+        # rawfx_hooks.h
+        "rawfx_hook_destroy": (None, [P]),
+        "rawfx_hook_kind": (c.c_int32, [P]),
+        "rawfx_hook_set_chain": (result, [P, c.c_char_p]),
+        "rawfx_hook_set_parameter": (result, [P, c.c_char_p, c.c_char_p]),
+        "rawfx_hook_set_bypass": (result, [P, c.c_char_p, c.c_int32]),
+        "rawfx_hook_metrics_json": (result, [P, c.c_char_p, c.c_size_t, c.POINTER(c.c_size_t)]),
+        "rawfx_hook_set_lifecycle_callback": (result, [P, LIFECYCLE_CALLBACK, P]),
+        "rawfx_preprocessor_create": (result, [P, c.c_char_p, c.POINTER(VideoFormat), c.POINTER(P)]),
+        "rawfx_preprocessor_process": (result, [P, c.POINTER(VideoFrame)]),
+        "rawfx_user_key": (c.c_uint64, [c.c_char_p]),
+        "rawfx_speaker_create": (result, [P, c.c_char_p, c.POINTER(HookOptions), SPEAKER_SINK, P, c.POINTER(P)]),
+        "rawfx_speaker_receive": (result, [P, c.c_int32, c.c_uint64, c.POINTER(AudioRawData)]),
+        "rawfx_speaker_remove_stream": (result, [P, c.c_int32, c.c_uint64]),
+        "rawfx_speaker_drain": (result, [P]),
+        "rawfx_speaker_latency": (result, [P, c.c_int32, c.c_uint64, c.POINTER(c.c_uint32)]),
+        "rawfx_receive_video_create": (result, [P, c.c_char_p, c.POINTER(HookOptions), RECEIVE_SINK, P, c.POINTER(P)]),
+        "rawfx_receive_video_subscribe": (result, [P, P, PIPE_SUBSCRIBE, PIPE_UNSUBSCRIBE, c.c_uint64, c.c_int32, c.c_int32,
+                                                   c.POINTER(VideoFormat)]),
+        "rawfx_receive_video_unsubscribe": (result, [P, c.c_uint64, c.c_int32]),
+        "rawfx_receive_video_wait_idle": (result, [P]),
+        "rawfx_pipe_frame_received": (result, [P, c.POINTER(VideoRawData)]),
+        "rawfx_pipe_status_changed": (result, [P, c.c_int32]),
+        "rawfx_production_studio_create": (result, [P, c.c_char_p, c.c_char_p, c.c_uint32, c.c_uint32, c.c_int32, c.c_uint32,
+                                                    c.c_int32, c.POINTER(HookOptions), c.POINTER(P)]),
+        "rawfx_production_studio_on_start_ps_mode_result": (result, [P, c.c_int32]),
+        "rawfx_production_studio_on_start_send": (result, [P, PS_SEND_VIDEO, AUDIO_SEND, P]),
+        "rawfx_production_studio_on_stop_send": (result, [P]),
+        "rawfx_production_studio_on_ps_user_status_changed": (result, [P, c.c_uint32, c.c_int32]),
+        "rawfx_production_studio_push_frame": (result, [P, c.POINTER(VideoFrame)]),
+        "rawfx_production_studio_push_audio": (result, [P, c.POINTER(AudioFrame), c.c_int64]),
+        "rawfx_production_studio_pump": (result, [P, c.c_int64, c.POINTER(c.c_int64)]),
+        "rawfx_production_studio_set_chain": (result, [P, c.c_int32, c.c_char_p]),
+        "rawfx_production_studio_set_parameter": (result, [P, c.c_int32, c.c_char_p, c.c_char_p]),
+        "rawfx_production_studio_set_bypass": (result, [P, c.c_int32, c.c_char_p, c.c_int32]),
+        "rawfx_video_source_create": (result, [P, c.c_char_p, c.POINTER(HookOptions), c.POINTER(P)]),
+        "rawfx_video_source_on_initialize": (result, [P, VIDEO_SEND, P, c.POINTER(VideoCapability), c.c_size_t,
+                                                      c.POINTER(VideoCapability)]),
+        "rawfx_video_source_on_property_change": (result, [P, c.POINTER(VideoCapability), c.c_size_t,
+                                                           c.POINTER(VideoCapability)]),
+        "rawfx_video_source_on_start_send": (result, [P]),
+        "rawfx_video_source_on_stop_send": (result, [P]),
+        "rawfx_video_source_on_uninitialized": (result, [P]),
+        "rawfx_video_source_push_frame": (result, [P, c.POINTER(VideoFrame)]),
+        "rawfx_video_source_capability": (result, [P, c.POINTER(VideoCapability)]),
+        "rawfx_virtual_mic_create": (result, [P, c.c_char_p, c.c_uint32, c.c_int32, c.POINTER(P)]),
+        "rawfx_virtual_mic_on_initialize": (result, [P, AUDIO_SEND, P]),
+        "rawfx_virtual_mic_on_start_send": (result, [P]),
+        "rawfx_virtual_mic_on_stop_send": (result, [P]),
+        "rawfx_virtual_mic_on_uninitialized": (result, [P]),
+        "rawfx_virtual_mic_push_audio": (result, [P, c.POINTER(AudioFrame), c.c_int64]),
+        "rawfx_virtual_mic_pump": (result, [P, c.c_int64, c.POINTER(c.c_int64)]),
+        "rawfx_virtual_mic_chunks_sent": (c.c_uint64, [P]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)

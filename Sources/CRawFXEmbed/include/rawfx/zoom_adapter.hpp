@@ -1,0 +1,547 @@
+// rawfx/zoom_adapter.hpp — RawFX behind the Zoom Linux SDKs' raw-data callback interfaces.
+//
+// Header-only C++17 over rawfx_hooks.h (librawfx): each class below IS the SDK's interface
+// (install it where the SDK takes one) and forwards every callback to the C hook API.
+//
+//   #include <zoom_video_sdk_interface.h>           // or the Meeting SDK's headers, first
+//   #define RAWFX_WITH_ZOOM_VIDEO_SDK 1              // and/or RAWFX_WITH_ZOOM_MEETING_SDK
+//   #include <rawfx/zoom_adapter.hpp>
+//
+//   rawfx::zoom::video_source camera(registry, "watermark=image=logo.png");
+//   sessionContext.externalVideoSource = &camera;   // then camera.push_frame(frame) from your loop
+//
+// Video SDK (namespace ZOOMVIDEOSDK):   pre_processor, virtual_speaker, video_source, virtual_mic,
+//                                       receive_video (IZoomVideoSDKRawDataPipeDelegate per pipe)
+// Meeting SDK (namespace ZOOMSDK):      meeting_pre_processor, meeting_audio_delegate,
+//                                       meeting_video_source, meeting_virtual_mic,
+//                                       meeting_production_studio
+// Constructors and run-time control throw rawfx::error (code + rawfx_last_error()); SDK
+// callbacks never throw: their result is kept (last_result(), last_error()). Thread rules
+// are those of rawfx_hooks.h: a callback runs on the SDK's thread, push_* on the app's.
+#ifndef RAWFX_ZOOM_ADAPTER_HPP
+#define RAWFX_ZOOM_ADAPTER_HPP
+
+#include "../rawfx_hooks.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace rawfx {
+
+// A failed call of the C API: its code and message.
+class error : public std::runtime_error {
+public:
+    error(const char *call, rawfx_result code)
+        : std::runtime_error(std::string(call) + ": " + rawfx_result_name(code) + ": " + rawfx_last_error()), code_(code) {}
+    rawfx_result code() const noexcept { return code_; }
+
+private:
+    rawfx_result code_;
+};
+
+inline void check(rawfx_result result, const char *call) {
+    if (result != RAWFX_OK) throw error(call, result);
+}
+
+// Owns one rawfx_hook: run-time control and metrics, the same for every hook.
+class hook {
+public:
+    hook(const hook &) = delete;
+    hook &operator=(const hook &) = delete;
+    virtual ~hook() { close(); }
+
+    rawfx_hook *get() const noexcept { return handle_; }
+    // [control] As rawfx_hook_set_chain / _set_parameter / _set_bypass; throw rawfx::error.
+    void set_chain(const std::string &chain) { check(rawfx_hook_set_chain(handle_, chain.c_str()), "rawfx_hook_set_chain"); }
+    void set_parameter(const std::string &address, const std::string &value) {
+        check(rawfx_hook_set_parameter(handle_, address.c_str(), value.c_str()), "rawfx_hook_set_parameter");
+    }
+    void set_bypass(const std::string &stage, bool bypassed) {
+        check(rawfx_hook_set_bypass(handle_, stage.c_str(), bypassed ? 1 : 0), "rawfx_hook_set_bypass");
+    }
+    // [control] (allocates) rawfx_hook_metrics_json.
+    std::string metrics_json() const {
+        size_t length = 0;
+        rawfx_hook_metrics_json(handle_, nullptr, 0, &length);
+        std::string text(length + 1, '\0');
+        check(rawfx_hook_metrics_json(handle_, &text[0], text.size(), &length), "rawfx_hook_metrics_json");
+        text.resize(length);
+        return text;
+    }
+    // The result of the last SDK callback or push, and its message when it failed.
+    rawfx_result last_result() const noexcept { return last_; }
+    const std::string &last_error() const noexcept { return last_error_; }
+
+protected:
+    explicit hook(rawfx_hook *handle) : handle_(handle) {}
+    // Stops and frees the hook. A class whose callbacks the hook calls (a sink, a listener)
+    // closes in its own destructor, before those members are destroyed.
+    void close() noexcept {
+        rawfx_hook_destroy(handle_);
+        handle_ = nullptr;
+    }
+    // Keeps a callback's result; the message is copied only on failure (no allocation on success).
+    rawfx_result keep(rawfx_result result) {
+        last_ = result;
+        if (result != RAWFX_OK) last_error_ = rawfx_last_error();
+        return result;
+    }
+
+private:
+    rawfx_hook *handle_;
+    rawfx_result last_ = RAWFX_OK;
+    std::string last_error_;
+};
+
+// Sources report start/stop: a callback, called on the SDK's thread after the source acted.
+class lifecycle_source : public hook {
+public:
+    ~lifecycle_source() override { close(); }
+    using listener = std::function<void(const rawfx_lifecycle_event &)>;
+    // [control] Sets (empty: removes) the listener.
+    void on_lifecycle(listener l) {
+        listener_ = std::move(l);
+        check(rawfx_hook_set_lifecycle_callback(get(), listener_ ? &lifecycle_source::deliver : nullptr, this),
+              "rawfx_hook_set_lifecycle_callback");
+    }
+
+protected:
+    using hook::hook;
+
+private:
+    static void deliver(void *self, const rawfx_lifecycle_event *event) { static_cast<lifecycle_source *>(self)->listener_(*event); }
+    listener listener_;
+};
+
+namespace zoom {
+namespace detail {
+
+inline rawfx_hook *create_preprocessor(rawfx_registry *registry, const char *chain, const rawfx_video_format *format) {
+    rawfx_hook *h = nullptr;
+    check(rawfx_preprocessor_create(registry, chain, format, &h), "rawfx_preprocessor_create");
+    return h;
+}
+inline rawfx_hook *create_video_source(rawfx_registry *registry, const char *chain, const rawfx_hook_options *options) {
+    rawfx_hook *h = nullptr;
+    check(rawfx_video_source_create(registry, chain, options, &h), "rawfx_video_source_create");
+    return h;
+}
+inline rawfx_hook *create_mic(rawfx_registry *registry, const char *chain, uint32_t rate, int32_t pacing) {
+    rawfx_hook *h = nullptr;
+    check(rawfx_virtual_mic_create(registry, chain, rate, pacing, &h), "rawfx_virtual_mic_create");
+    return h;
+}
+
+// A capability as the C API takes it (the Meeting SDK's has no data_mode).
+template <class C, class = void> struct has_data_mode : std::false_type {};
+template <class C> struct has_data_mode<C, std::void_t<decltype(std::declval<C>().data_mode)>> : std::true_type {};
+template <class C> rawfx_video_capability capability(const C &c) {
+    rawfx_video_capability out{c.width, c.height, c.frame, 0};
+    if constexpr (has_data_mode<C>::value) out.data_mode = static_cast<int32_t>(c.data_mode);
+    return out;
+}
+// The SDK's list (IVideoSDKVector / IList): copied, as the SDK owns it only for the call.
+template <class List> std::vector<rawfx_video_capability> capabilities(List *list) {
+    std::vector<rawfx_video_capability> out;
+    if (list)
+        for (int i = 0; i < list->GetCount(); i++) out.push_back(capability(list->GetItem(i)));
+    return out;
+}
+
+// A sender's answer as a code: the Video SDK's video sender returns nothing (success).
+template <class F> int32_t code_of(F &&call) {
+    if constexpr (std::is_void_v<decltype(call())>) {
+        call();
+        return 0;
+    } else {
+        return static_cast<int32_t>(call());
+    }
+}
+} // namespace detail
+
+// onPreProcessRawData(YUVProcessDataI420*), the same in both SDKs: runs the chain in place.
+template <class Interface> class basic_pre_processor : public Interface, public hook {
+public:
+    // `frame_format` (may be null) checks the chain against the camera's format now.
+    basic_pre_processor(rawfx_registry *registry, const std::string &chain, const rawfx_video_format *frame_format = nullptr)
+        : hook(detail::create_preprocessor(registry, chain.c_str(), frame_format)) {}
+
+    void onPreProcessRawData(YUVProcessDataI420 *data) override {
+        if (!data) return;
+        rawfx_video_frame frame{};
+        frame.struct_size = sizeof frame;
+        frame.width = data->GetWidth();
+        frame.height = data->GetHeight();
+        frame.pixel_format = RAWFX_PIXEL_I420;
+        frame.color_range = data->IsLimitedI420() ? RAWFX_RANGE_LIMITED : RAWFX_RANGE_FULL;
+        frame.rotation = data->GetRotation();
+        frame.planes[0] = reinterpret_cast<uint8_t *>(data->GetYBuffer(0));
+        frame.planes[1] = reinterpret_cast<uint8_t *>(data->GetUBuffer(0));
+        frame.planes[2] = reinterpret_cast<uint8_t *>(data->GetVBuffer(0));
+        frame.strides[0] = static_cast<int32_t>(data->GetYStride());
+        frame.strides[1] = static_cast<int32_t>(data->GetUStride());
+        frame.strides[2] = static_cast<int32_t>(data->GetVStride());
+        keep(rawfx_preprocessor_process(get(), &frame));
+    }
+};
+
+// Received audio (AudioRawData*, global in both SDKs) into the speaker hook.
+class audio_receiver : public hook {
+public:
+    // Called with each processed block of a stream (RAWFX_STREAM_*), valid during the call.
+    using sink = std::function<void(int32_t stream, uint64_t user_id, const rawfx_audio_frame &block)>;
+
+    audio_receiver(rawfx_registry *registry, const std::string &chain, sink s, const rawfx_hook_options *options = nullptr)
+        : hook(create(registry, chain.c_str(), options, this)), sink_(std::move(s)) {}
+    // The speaker flushes every stream to the sink as it closes: before sink_ goes.
+    ~audio_receiver() override { close(); }
+
+    // [control] A user left, or a stream ended: its chain is flushed to the sink and released.
+    void remove_stream(int32_t stream, uint64_t user_id = 0) {
+        check(rawfx_speaker_remove_stream(get(), stream, user_id), "rawfx_speaker_remove_stream");
+    }
+    // [control] Async mode: waits for the worker.
+    void drain() { check(rawfx_speaker_drain(get()), "rawfx_speaker_drain"); }
+    // [control] The frames by which a stream's output lags its input.
+    uint32_t latency(int32_t stream, uint64_t user_id = 0) const {
+        uint32_t frames = 0;
+        check(rawfx_speaker_latency(get(), stream, user_id, &frames), "rawfx_speaker_latency");
+        return frames;
+    }
+
+protected:
+    void receive(int32_t stream, uint64_t user_id, AudioRawData *data) {
+        if (!data) return;
+        rawfx_audio_raw_data raw{};
+        raw.struct_size = sizeof raw;
+        raw.buffer = data->GetBuffer();
+        raw.buffer_len = data->GetBufferLen();
+        raw.sample_rate = data->GetSampleRate();
+        raw.channel_num = data->GetChannelNum();
+        raw.timestamp_ms = data->GetTimeStamp();
+        raw.sdk_object = data;
+        raw.can_add_ref = [](void *o) -> int32_t { return static_cast<AudioRawData *>(o)->CanAddRef() ? 1 : 0; };
+        raw.add_ref = [](void *o) -> int32_t { return static_cast<AudioRawData *>(o)->AddRef() ? 1 : 0; };
+        raw.release = [](void *o) -> int32_t { return static_cast<AudioRawData *>(o)->Release(); };
+        keep(rawfx_speaker_receive(get(), stream, user_id, &raw));
+    }
+
+private:
+    static rawfx_hook *create(rawfx_registry *registry, const char *chain, const rawfx_hook_options *options, audio_receiver *self) {
+        rawfx_hook *h = nullptr;
+        check(rawfx_speaker_create(registry, chain, options, &audio_receiver::deliver, self, &h), "rawfx_speaker_create");
+        return h;
+    }
+    static void deliver(void *self, int32_t stream, uint64_t user_id, const rawfx_audio_frame *block) {
+        auto *receiver = static_cast<audio_receiver *>(self);
+        if (receiver->sink_) receiver->sink_(stream, user_id, *block);
+    }
+    sink sink_;
+};
+
+// A virtual camera: the SDK's video source interface. `Traits::send` calls the SDK's sender.
+template <class Interface, class Sender, class List, class Capability>
+class basic_video_source : public Interface, public lifecycle_source {
+public:
+    basic_video_source(rawfx_registry *registry, const std::string &chain, const rawfx_hook_options *options = nullptr)
+        : lifecycle_source(detail::create_video_source(registry, chain.c_str(), options)) {}
+
+    void onInitialize(Sender *sender, List *support_cap_list, Capability &suggest_cap) override {
+        auto supported = detail::capabilities(support_cap_list);
+        auto suggested = detail::capability(suggest_cap);
+        keep(rawfx_video_source_on_initialize(get(), &basic_video_source::send, sender, supported.data(), supported.size(), &suggested));
+    }
+    void onPropertyChange(List *support_cap_list, Capability suggest_cap) override {
+        auto supported = detail::capabilities(support_cap_list);
+        auto suggested = detail::capability(suggest_cap);
+        keep(rawfx_video_source_on_property_change(get(), supported.data(), supported.size(), &suggested));
+    }
+    void onStartSend() override { keep(rawfx_video_source_on_start_send(get())); }
+    void onStopSend() override { keep(rawfx_video_source_on_stop_send(get())); }
+    void onUninitialized() override { keep(rawfx_video_source_on_uninitialized(get())); }
+
+    // [app] One frame from the app's loop (any size and strides): RAWFX_OK when sent or
+    // queued, RAWFX_E_STATE outside start/stop.
+    rawfx_result push_frame(const rawfx_video_frame &frame) { return keep(rawfx_video_source_push_frame(get(), &frame)); }
+    // The capability frames are sent at.
+    rawfx_video_capability capability() const {
+        rawfx_video_capability c{};
+        check(rawfx_video_source_capability(get(), &c), "rawfx_video_source_capability");
+        return c;
+    }
+
+private:
+    static int32_t send(void *sender, char *buffer, int32_t width, int32_t height, int32_t length, int32_t rotation, int32_t format) {
+        return detail::code_of([&] {
+            return static_cast<Sender *>(sender)->sendVideoFrame(buffer, width, height, length, rotation,
+                                                                 static_cast<FrameDataFormat>(format));
+        });
+    }
+};
+
+// A virtual microphone: `Send` is the sender's method (the Video SDK's `Send`, the Meeting
+// SDK's `send`), `Channel` its channel enum.
+template <class Interface, class Sender, class Channel, class Send>
+class basic_virtual_mic : public Interface, public lifecycle_source {
+public:
+    // target_rate 0: 48000; pacing RAWFX_PACING_*.
+    basic_virtual_mic(rawfx_registry *registry, const std::string &chain, uint32_t target_rate = 0,
+                      int32_t pacing = RAWFX_PACING_WORKER)
+        : lifecycle_source(detail::create_mic(registry, chain.c_str(), target_rate, pacing)) {}
+
+    void onMicInitialize(Sender *sender) override { keep(rawfx_virtual_mic_on_initialize(get(), &basic_virtual_mic::send, sender)); }
+    void onMicStartSend() override { keep(rawfx_virtual_mic_on_start_send(get())); }
+    void onMicStopSend() override { keep(rawfx_virtual_mic_on_stop_send(get())); }
+    void onMicUninitialized() override { keep(rawfx_virtual_mic_on_uninitialized(get())); }
+
+    // [app] Interleaved s16 PCM; timestamp_us of its first sample, or RAWFX_TIMESTAMP_CONTINUE.
+    rawfx_result push_audio(const rawfx_audio_frame &block, int64_t timestamp_us = RAWFX_TIMESTAMP_CONTINUE) {
+        return keep(rawfx_virtual_mic_push_audio(get(), &block, timestamp_us));
+    }
+    // [app] RAWFX_PACING_CALLER: sends what is due at now_us; returns when the next is due (-1: none).
+    int64_t pump(int64_t now_us) {
+        int64_t next = -1;
+        keep(rawfx_virtual_mic_pump(get(), now_us, &next));
+        return next;
+    }
+    uint64_t chunks_sent() const { return rawfx_virtual_mic_chunks_sent(get()); }
+
+private:
+    static int32_t send(void *sender, char *data, uint32_t length, int32_t rate, int32_t channel) {
+        return detail::code_of([&] { return Send()(static_cast<Sender *>(sender), data, length, rate, static_cast<Channel>(channel)); });
+    }
+};
+
+#if defined(RAWFX_WITH_ZOOM_VIDEO_SDK)
+// ---- Video SDK ----
+using pre_processor = basic_pre_processor<ZOOMVIDEOSDK::IZoomVideoSDKVideoSourcePreProcessor>;
+
+// IZoomVideoSDKVirtualAudioSpeaker: the mix, each user (keyed by rawfx_user_key of the user
+// id), share audio.
+class virtual_speaker : public ZOOMVIDEOSDK::IZoomVideoSDKVirtualAudioSpeaker, public audio_receiver {
+public:
+    using audio_receiver::audio_receiver;
+    void onVirtualSpeakerMixedAudioReceived(AudioRawData *data) override { receive(RAWFX_STREAM_MIXED, 0, data); }
+    void onVirtualSpeakerOneWayAudioReceived(AudioRawData *data, ZOOMVIDEOSDK::IZoomVideoSDKUser *user) override {
+        receive(RAWFX_STREAM_ONE_WAY, user ? rawfx_user_key(user->getUserID()) : 0, data);
+    }
+    void onVirtualSpeakerSharedAudioReceived(AudioRawData *data) override { receive(RAWFX_STREAM_SHARED, 0, data); }
+    // onUserLeave (IZoomVideoSDKDelegate): release that user's stream.
+    void user_left(ZOOMVIDEOSDK::IZoomVideoSDKUser *user) {
+        if (user) remove_stream(RAWFX_STREAM_ONE_WAY, rawfx_user_key(user->getUserID()));
+    }
+};
+
+using video_source = basic_video_source<ZOOMVIDEOSDK::IZoomVideoSDKVideoSource, ZOOMVIDEOSDK::IZoomVideoSDKVideoSender,
+                                        ZOOMVIDEOSDK::IVideoSDKVector<ZOOMVIDEOSDK::VideoSourceCapability>,
+                                        ZOOMVIDEOSDK::VideoSourceCapability>;
+
+// Received video per user: subscribe each user's video or share pipe; each (user, pipe) runs
+// its own chain, and the sink gets the processed frames. One IZoomVideoSDKRawDataPipeDelegate
+// per subscription, owned here.
+class receive_video : public hook {
+public:
+    using sink = std::function<void(uint64_t user_id, int32_t pipe_kind, const rawfx_video_frame &frame)>;
+
+    receive_video(rawfx_registry *registry, const std::string &chain, sink s, const rawfx_hook_options *options = nullptr)
+        : hook(create(registry, chain.c_str(), options, this)), sink_(std::move(s)) {}
+    // Unsubscribes every pipe (through the subscriptions, still alive here), then frees.
+    ~receive_video() override { close(); }
+
+    // [control] Subscribes `pipe` at `resolution` (a concrete one: Auto is refused for raw
+    // data); `format` (may be null) is what the chain is negotiated for now. Throws rawfx::error.
+    void subscribe(ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipe *pipe, uint64_t user_id, int32_t pipe_kind,
+                   ZOOMVIDEOSDK::ZoomVideoSDKResolution resolution, const rawfx_video_format *format = nullptr) {
+        auto made = std::make_unique<subscription>(pipe);
+        subscription *s = made.get();
+        subscriptions_[{user_id, pipe_kind}] = std::move(made);
+        rawfx_result result = rawfx_receive_video_subscribe(get(), s, &subscription::subscribe, &subscription::unsubscribe,
+                                                            user_id, pipe_kind, static_cast<int32_t>(resolution), format);
+        if (result != RAWFX_OK) {
+            error failure("rawfx_receive_video_subscribe", result);
+            subscriptions_.erase({user_id, pipe_kind});
+            throw failure;
+        }
+    }
+    // [control] A user's video (or share) pipe, keyed by rawfx_user_key of its id.
+    void subscribe(ZOOMVIDEOSDK::IZoomVideoSDKUser *user, int32_t pipe_kind, ZOOMVIDEOSDK::ZoomVideoSDKResolution resolution) {
+        subscribe(pipe_kind == RAWFX_PIPE_SHARE ? user->GetSharePipe() : user->GetVideoPipe(), rawfx_user_key(user->getUserID()),
+                  pipe_kind, resolution);
+    }
+    // [control] Unsubscribes one pipe; false if it was not subscribed.
+    bool unsubscribe(uint64_t user_id, int32_t pipe_kind) {
+        bool done = rawfx_receive_video_unsubscribe(get(), user_id, pipe_kind) == RAWFX_OK;
+        subscriptions_.erase({user_id, pipe_kind});
+        return done;
+    }
+    // [control] Async: waits until every stream's worker is idle.
+    void wait_idle() { check(rawfx_receive_video_wait_idle(get()), "rawfx_receive_video_wait_idle"); }
+
+private:
+    struct subscription : ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipeDelegate {
+        explicit subscription(ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipe *p) : pipe(p) {}
+        ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipe *pipe;
+        rawfx_pipe_delegate *token = nullptr;
+        rawfx_result last = RAWFX_OK;
+
+        void onRawDataFrameReceived(YUVRawDataI420 *data) override {
+            if (!data) return;
+            rawfx_video_raw_data raw{};
+            raw.struct_size = sizeof raw;
+            raw.width = data->GetStreamWidth();
+            raw.height = data->GetStreamHeight();
+            raw.planes[0] = data->GetYBuffer();
+            raw.planes[1] = data->GetUBuffer();
+            raw.planes[2] = data->GetVBuffer();
+            // The SDK's received planes are packed: each row is the plane's width.
+            raw.strides[0] = static_cast<int32_t>(raw.width);
+            raw.strides[1] = raw.strides[2] = static_cast<int32_t>((raw.width + 1) / 2);
+            raw.rotation = data->GetRotation();
+            raw.is_limited = data->IsLimitedI420() ? 1 : 0;
+            raw.timestamp_ms = data->GetTimeStamp();
+            raw.sdk_object = data;
+            raw.can_add_ref = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->CanAddRef() ? 1 : 0; };
+            raw.add_ref = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->AddRef() ? 1 : 0; };
+            raw.release = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->Release(); };
+            last = rawfx_pipe_frame_received(token, &raw);
+        }
+        void onRawDataStatusChanged(ZOOMVIDEOSDK::RawDataStatus status) override {
+            last = rawfx_pipe_status_changed(token, status == ZOOMVIDEOSDK::RawData_On ? 0 : 1);
+        }
+        static int32_t subscribe(void *self, rawfx_pipe_delegate *token, int32_t resolution) {
+            auto *s = static_cast<subscription *>(self);
+            s->token = token;
+            return static_cast<int32_t>(s->pipe->subscribe(static_cast<ZOOMVIDEOSDK::ZoomVideoSDKResolution>(resolution), s));
+        }
+        static int32_t unsubscribe(void *self, rawfx_pipe_delegate *) {
+            auto *s = static_cast<subscription *>(self);
+            return static_cast<int32_t>(s->pipe->unSubscribe(s));
+        }
+    };
+
+    static rawfx_hook *create(rawfx_registry *registry, const char *chain, const rawfx_hook_options *options, receive_video *self) {
+        rawfx_hook *h = nullptr;
+        check(rawfx_receive_video_create(registry, chain, options, &receive_video::deliver, self, &h), "rawfx_receive_video_create");
+        return h;
+    }
+    static void deliver(void *self, uint64_t user_id, int32_t pipe_kind, const rawfx_video_frame *frame) {
+        auto *r = static_cast<receive_video *>(self);
+        if (r->sink_) r->sink_(user_id, pipe_kind, *frame);
+    }
+    sink sink_;
+    std::map<std::pair<uint64_t, int32_t>, std::unique_ptr<subscription>> subscriptions_;
+};
+
+namespace detail {
+struct video_sdk_audio_send {
+    ZOOMVIDEOSDK::ZoomVideoSDKErrors operator()(ZOOMVIDEOSDK::IZoomVideoSDKAudioSender *s, char *data, unsigned int length,
+                                                int rate, ZOOMVIDEOSDK::ZoomVideoSDKAudioChannel channel) const {
+        return s->Send(data, length, rate, channel);
+    }
+};
+} // namespace detail
+using virtual_mic = basic_virtual_mic<ZOOMVIDEOSDK::IZoomVideoSDKVirtualAudioMic, ZOOMVIDEOSDK::IZoomVideoSDKAudioSender,
+                                      ZOOMVIDEOSDK::ZoomVideoSDKAudioChannel, detail::video_sdk_audio_send>;
+#endif
+
+#if defined(RAWFX_WITH_ZOOM_MEETING_SDK)
+// ---- Meeting SDK ----
+using meeting_pre_processor = basic_pre_processor<ZOOMSDK::IZoomSDKPreProcessor>;
+
+// IZoomSDKAudioRawDataDelegate (subscribe it with IZoomSDKAudioRawDataHelper::subscribe).
+// Interpreter audio is not processed (no stream of its own in RawFX yet).
+class meeting_audio_delegate : public ZOOMSDK::IZoomSDKAudioRawDataDelegate, public audio_receiver {
+public:
+    using audio_receiver::audio_receiver;
+    void onMixedAudioRawDataReceived(AudioRawData *data) override { receive(RAWFX_STREAM_MIXED, 0, data); }
+    void onOneWayAudioRawDataReceived(AudioRawData *data, uint32_t user_id) override { receive(RAWFX_STREAM_ONE_WAY, user_id, data); }
+    void onShareAudioRawDataReceived(AudioRawData *data, uint32_t) override { receive(RAWFX_STREAM_SHARED, 0, data); }
+    void onOneWayInterpreterAudioRawDataReceived(AudioRawData *, const zchar_t *) override {}
+};
+
+using meeting_video_source = basic_video_source<ZOOMSDK::IZoomSDKVideoSource, ZOOMSDK::IZoomSDKVideoSender,
+                                                ZOOMSDK::IList<ZOOMSDK::VideoSourceCapability>, ZOOMSDK::VideoSourceCapability>;
+
+namespace detail {
+struct meeting_sdk_audio_send {
+    ZOOMSDK::SDKError operator()(ZOOMSDK::IZoomSDKAudioRawDataSender *s, char *data, unsigned int length, int rate,
+                                 ZOOMSDK::ZoomSDKAudioChannel channel) const {
+        return s->send(data, length, rate, channel);
+    }
+};
+} // namespace detail
+using meeting_virtual_mic = basic_virtual_mic<ZOOMSDK::IZoomSDKVirtualAudioMicEvent, ZOOMSDK::IZoomSDKAudioRawDataSender,
+                                              ZOOMSDK::ZoomSDKAudioChannel, detail::meeting_sdk_audio_send>;
+
+// Production studio mode (IMeetingProductionStudioCtrlEvent; set it with the controller's
+// SetEvent): pushed video is fitted to exactly `capability` (what you pass to StartPSMode),
+// pushed audio goes out as paced 10 ms chunks at audio_rate; both through the one PS sender.
+class meeting_production_studio : public ZOOMSDK::IMeetingProductionStudioCtrlEvent, public lifecycle_source {
+public:
+    meeting_production_studio(rawfx_registry *registry, const std::string &video_chain, const std::string &audio_chain,
+                              const ZOOMSDK::PSVideoSourceCapability &capability, uint32_t audio_rate = 0,
+                              int32_t pacing = RAWFX_PACING_WORKER, const rawfx_hook_options *options = nullptr)
+        : lifecycle_source(create(registry, video_chain.c_str(), audio_chain.c_str(), capability, audio_rate, pacing, options)) {}
+
+    void onStartPSModeResult(bool success) override { keep(rawfx_production_studio_on_start_ps_mode_result(get(), success ? 1 : 0)); }
+    void onStartSend(ZOOMSDK::IZoomSDKPSSender *sender) override {
+        keep(sender ? rawfx_production_studio_on_start_send(get(), &send_video, &send_audio, sender)
+                    : rawfx_production_studio_on_start_send(get(), nullptr, nullptr, nullptr));
+    }
+    void onStopSend() override { keep(rawfx_production_studio_on_stop_send(get())); }
+    void onPSUserStatusChanged(unsigned int user_id, bool start) override {
+        keep(rawfx_production_studio_on_ps_user_status_changed(get(), user_id, start ? 1 : 0));
+    }
+
+    // [app] As video_source::push_frame and virtual_mic::push_audio / pump.
+    rawfx_result push_frame(const rawfx_video_frame &frame) { return keep(rawfx_production_studio_push_frame(get(), &frame)); }
+    rawfx_result push_audio(const rawfx_audio_frame &block, int64_t timestamp_us = RAWFX_TIMESTAMP_CONTINUE) {
+        return keep(rawfx_production_studio_push_audio(get(), &block, timestamp_us));
+    }
+    int64_t pump(int64_t now_us) {
+        int64_t next = -1;
+        keep(rawfx_production_studio_pump(get(), now_us, &next));
+        return next;
+    }
+    // [control] One of the two chains: RAWFX_MEDIA_VIDEO or RAWFX_MEDIA_AUDIO.
+    void set_chain(int32_t media, const std::string &chain) {
+        check(rawfx_production_studio_set_chain(get(), media, chain.c_str()), "rawfx_production_studio_set_chain");
+    }
+    void set_parameter(int32_t media, const std::string &address, const std::string &value) {
+        check(rawfx_production_studio_set_parameter(get(), media, address.c_str(), value.c_str()), "rawfx_production_studio_set_parameter");
+    }
+    void set_bypass(int32_t media, const std::string &stage, bool bypassed) {
+        check(rawfx_production_studio_set_bypass(get(), media, stage.c_str(), bypassed ? 1 : 0), "rawfx_production_studio_set_bypass");
+    }
+
+private:
+    static rawfx_hook *create(rawfx_registry *registry, const char *video, const char *audio,
+                              const ZOOMSDK::PSVideoSourceCapability &c, uint32_t rate, int32_t pacing, const rawfx_hook_options *options) {
+        rawfx_hook *h = nullptr;
+        check(rawfx_production_studio_create(registry, video, audio, c.width, c.height, static_cast<int32_t>(c.format), rate, pacing,
+                                             options, &h),
+              "rawfx_production_studio_create");
+        return h;
+    }
+    static int32_t send_video(void *sender, char *buffer, int32_t width, int32_t height, int32_t length, int32_t format) {
+        return static_cast<int32_t>(static_cast<ZOOMSDK::IZoomSDKPSSender *>(sender)->sendVideoFrame(
+            buffer, width, height, length, static_cast<FrameDataFormat>(format)));
+    }
+    static int32_t send_audio(void *sender, char *data, uint32_t length, int32_t rate, int32_t channel) {
+        return static_cast<int32_t>(static_cast<ZOOMSDK::IZoomSDKPSSender *>(sender)->sendAudio(
+            data, length, rate, static_cast<ZOOMSDK::ZoomSDKAudioChannel>(channel)));
+    }
+};
+#endif
+
+} // namespace zoom
+} // namespace rawfx
+
+#endif // RAWFX_ZOOM_ADAPTER_HPP
