@@ -142,6 +142,9 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
                                makeSlot: { AudioChunkSlot(frames: frames) }) { slot in
             owner.value?.sendPaced(slot)
         }
+        // Chunks are small (10 ms): a few made now cover the pump's hand-offs, where a slot can
+        // still be on its way back to the free list when the next chunk is queued.
+        chunkQueue.prefill(8)
         owner.value = self
     }
 

@@ -65,6 +65,15 @@ package final class WorkQueue<Slot: AnyObject>: @unchecked Sendable {
 
     deinit { close() }
 
+    /// [control] Makes `count` free slots now, so the first bursts (and the moment a slot is
+    /// still in the worker's hands when the next one is wanted) take no allocation.
+    package func prefill(_ count: Int) {
+        let made = (0..<count).map { _ in makeSlot() }
+        lock.lock()
+        free.append(contentsOf: made)
+        lock.unlock()
+    }
+
     /// [any thread] A slot to fill, or nil once closed. Starts the worker on first use.
     package func acquire() -> Acquired? {
         lock.lock()
