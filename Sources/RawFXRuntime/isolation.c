@@ -135,7 +135,7 @@ typedef struct iso_instance {
 
     /* The negotiation, replayed after a restart. */
     int configured;
-    int provisional;                    /* answered as a passthrough: the helper died in configure */
+    _Atomic int provisional;            /* answered as a passthrough: the helper died in configure */
     rawfx_format input;
     rawfx_negotiation negotiation;
     size_t in_offset, out_offset, audio_in_frames, audio_out_frames;
@@ -290,14 +290,20 @@ static void video_layout(rawfx_video_frame *f, const rawfx_video_format *format,
     f->strides[2] = cw;
 }
 
-/* [control] Grows the memfd and the host's mapping to `size` (the helper maps again on MAP). */
+/* The host maps this much address space once, at create, and only grows the file inside it:
+ * the mapping never moves, so `map` and `control` are constant and the supervisor thread can
+ * use them while the control thread grows the memory (a moving mremap raced with it). Room
+ * for an 8K I420 frame in and out, with the control block. */
+#define ISO_MAP_RESERVE ((size_t)256 << 20)
+
+/* [control] Grows the memfd to `size` inside the reserved mapping (the helper maps again on MAP). */
 static int ensure_size(iso_instance *inst, size_t size) {
     if (size <= inst->map_size) return 0;
+    if (size > ISO_MAP_RESERVE) {
+        errno = EFBIG;
+        return -1;
+    }
     if (ftruncate(inst->memfd, (off_t)size) != 0) return -1;
-    void *grown = mremap(inst->map, inst->map_size, size, MREMAP_MAYMOVE);
-    if (grown == MAP_FAILED) return -1;
-    inst->map = grown;
-    inst->control = grown;
     inst->map_size = size;
     return 0;
 }
@@ -568,7 +574,7 @@ static void proxy_destroy(const rawfx_filter *filter) {
     pthread_cond_broadcast(&inst->changed);
     pthread_mutex_unlock(&inst->lock);
     pthread_join(inst->supervisor, NULL);
-    munmap(inst->map, inst->map_size);
+    munmap(inst->map, ISO_MAP_RESERVE);
     close(inst->memfd);
     pthread_cond_destroy(&inst->changed);
     pthread_mutex_destroy(&inst->lock);
@@ -948,7 +954,8 @@ static const rawfx_filter *proxy_create(const rawfx_filter_descriptor *descripto
     }
     size_t header = round_page(sizeof(rfx_iso_control));
     if (!inst->params || inst->memfd < 0 || ftruncate(inst->memfd, (off_t)header) != 0
-        || (inst->map = mmap(NULL, header, PROT_READ | PROT_WRITE, MAP_SHARED, inst->memfd, 0)) == MAP_FAILED) {
+        || (inst->map = mmap(NULL, ISO_MAP_RESERVE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                             inst->memfd, 0)) == MAP_FAILED) {
         snprintf(error, capacity, "cannot make the shared memory of an isolated stage: %s", strerror(errno));
         if (inst->memfd >= 0) close(inst->memfd);
         free(inst->params);
@@ -979,7 +986,7 @@ static const rawfx_filter *proxy_create(const rawfx_filter_descriptor *descripto
     if (pthread_create(&inst->supervisor, NULL, supervise, inst) != 0) {
         pthread_mutex_unlock(&inst->lock);
         snprintf(error, capacity, "cannot start the supervisor thread of an isolated stage");
-        munmap(inst->map, inst->map_size);
+        munmap(inst->map, ISO_MAP_RESERVE);
         close(inst->memfd);
         free(inst->params);
         free(inst);
