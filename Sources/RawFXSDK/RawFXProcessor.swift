@@ -30,6 +30,11 @@ public final class RawFXProcessor: Sendable {
         var receiveVideo: ReceiveVideoHook?
     }
     private let hooks = Locked<Hooks>(Hooks())
+    /// Held through a whole `configure*` call, so that looking for the hook and creating it
+    /// are one step: two threads configuring the same hook at once get the same object.
+    /// Separate from `hooks`, which the getters and `metrics` take, so they never wait for a
+    /// chain being negotiated.
+    private let configuring = Locked<Void>(())
 
     public init(registry: PluginRegistry) { self.registry = registry }
 
@@ -44,13 +49,11 @@ public final class RawFXProcessor: Sendable {
     /// Creates the pre-processor, or swaps the chain of the existing one between frames.
     @discardableResult
     public func configurePreProcessor(chain: String, frameFormat: VideoFormat? = nil) throws(ChainError) -> PreProcessorHook {
-        if let existing = preProcessor {
-            try existing.configure(chain: chain, frameFormat: frameFormat)
-            return existing
-        }
-        let hook = try PreProcessorHook(chain: chain, registry: registry, frameFormat: frameFormat)
-        hooks.withLock { $0.preProcessor = hook }
-        return hook
+        try configureHook(\.preProcessor, update: { hook throws(ChainError) in
+            try hook.configure(chain: chain, frameFormat: frameFormat)
+        }, make: { () throws(ChainError) in
+            try PreProcessorHook(chain: chain, registry: registry, frameFormat: frameFormat)
+        })
     }
 
     /// Creates the virtual speaker, or sets the chain of the existing one (the object the SDK
@@ -60,13 +63,11 @@ public final class RawFXProcessor: Sendable {
     @discardableResult
     public func configureVirtualSpeaker(chain: String, mode: ProcessingMode = .sync, retainInAsync: Bool = false,
                                         sink: @escaping VirtualSpeakerHook.Sink) throws(ChainError) -> VirtualSpeakerHook {
-        if let existing = virtualSpeaker {
-            try existing.setChain(chain)
-            return existing
-        }
-        let hook = try VirtualSpeakerHook(chain: chain, registry: registry, mode: mode, retainInAsync: retainInAsync, sink: sink)
-        hooks.withLock { $0.virtualSpeaker = hook }
-        return hook
+        try configureHook(\.virtualSpeaker, update: { hook throws(ChainError) in
+            try hook.setChain(chain)
+        }, make: { () throws(ChainError) in
+            try VirtualSpeakerHook(chain: chain, registry: registry, mode: mode, retainInAsync: retainInAsync, sink: sink)
+        })
     }
 
     /// Creates the video source, or sets the chain of the existing one (the object the SDK
@@ -74,13 +75,11 @@ public final class RawFXProcessor: Sendable {
     @discardableResult
     public func configureVideoSource(chain: String = "", mode: ProcessingMode = .sync,
                                      capabilityPolicy: VideoSourceAdapter.CapabilityPolicy? = nil) throws(ChainError) -> VideoSourceAdapter {
-        if let existing = videoSource {
-            try existing.setChain(chain)
-            return existing
-        }
-        let hook = try VideoSourceAdapter(chain: chain, registry: registry, mode: mode, capabilityPolicy: capabilityPolicy)
-        hooks.withLock { $0.videoSource = hook }
-        return hook
+        try configureHook(\.videoSource, update: { hook throws(ChainError) in
+            try hook.setChain(chain)
+        }, make: { () throws(ChainError) in
+            try VideoSourceAdapter(chain: chain, registry: registry, mode: mode, capabilityPolicy: capabilityPolicy)
+        })
     }
 
     /// Creates the virtual mic, or sets the chain of the existing one (`targetRate` and
@@ -88,13 +87,11 @@ public final class RawFXProcessor: Sendable {
     @discardableResult
     public func configureVirtualMic(chain: String = "", targetRate: Int = 48000,
                                     pacing: AudioPacing = .worker) throws(ChainError) -> VirtualMicAdapter {
-        if let existing = virtualMic {
-            try existing.setChain(chain)
-            return existing
-        }
-        let hook = try VirtualMicAdapter(chain: chain, registry: registry, targetRate: targetRate, pacing: pacing)
-        hooks.withLock { $0.virtualMic = hook }
-        return hook
+        try configureHook(\.virtualMic, update: { hook throws(ChainError) in
+            try hook.setChain(chain)
+        }, make: { () throws(ChainError) in
+            try VirtualMicAdapter(chain: chain, registry: registry, targetRate: targetRate, pacing: pacing)
+        })
     }
 
     /// Creates the share source, or sets the chain of the existing one (`mode` and
@@ -102,13 +99,11 @@ public final class RawFXProcessor: Sendable {
     @discardableResult
     public func configureShareSource(chain: String = "", mode: ProcessingMode = .sync,
                                      outputSize: (width: Int, height: Int)? = nil) throws(ChainError) -> ShareSourceAdapter {
-        if let existing = shareSource {
-            try existing.setChain(chain)
-            return existing
-        }
-        let hook = try ShareSourceAdapter(chain: chain, registry: registry, mode: mode, outputSize: outputSize)
-        hooks.withLock { $0.shareSource = hook }
-        return hook
+        try configureHook(\.shareSource, update: { hook throws(ChainError) in
+            try hook.setChain(chain)
+        }, make: { () throws(ChainError) in
+            try ShareSourceAdapter(chain: chain, registry: registry, mode: mode, outputSize: outputSize)
+        })
     }
 
     /// Creates production studio for `capability` (given once: the emulator and the app's
@@ -119,18 +114,16 @@ public final class RawFXProcessor: Sendable {
     public func configureProductionStudio(capability: PSVideoSourceCapability, videoChain: String = "", audioChain: String = "",
                                           audioRate: Int = 48000, mode: ProcessingMode = .sync,
                                           pacing: AudioPacing = .worker) throws(ChainError) -> ProductionStudioAdapter {
-        if let existing = productionStudio {
-            guard existing.capability == capability else {
-                throw .contract("production studio was configured for \(existing.capability), not \(capability): the capability is given once, when PS mode starts")
+        try configureHook(\.productionStudio, update: { hook throws(ChainError) in
+            guard hook.capability == capability else {
+                throw .contract("production studio was configured for \(hook.capability), not \(capability): the capability is given once, when PS mode starts")
             }
-            try existing.setChain(videoChain, for: .video)
-            try existing.setChain(audioChain, for: .audio)
-            return existing
-        }
-        let hook = try ProductionStudioAdapter(capability: capability, videoChain: videoChain, audioChain: audioChain,
-                                               registry: registry, audioRate: audioRate, mode: mode, pacing: pacing)
-        hooks.withLock { $0.productionStudio = hook }
-        return hook
+            try hook.setChain(videoChain, for: .video)
+            try hook.setChain(audioChain, for: .audio)
+        }, make: { () throws(ChainError) in
+            try ProductionStudioAdapter(capability: capability, videoChain: videoChain, audioChain: audioChain,
+                                        registry: registry, audioRate: audioRate, mode: mode, pacing: pacing)
+        })
     }
 
     /// Creates the received-video hook (each subscribed user's video or share pipe gets its
@@ -139,13 +132,27 @@ public final class RawFXProcessor: Sendable {
     @discardableResult
     public func configureReceiveVideo(chain: String, mode: ProcessingMode = .sync,
                                       sink: @escaping ReceiveVideoHook.Sink) throws(ChainError) -> ReceiveVideoHook {
-        if let existing = receiveVideo {
-            try existing.setChain(chain)
-            return existing
+        try configureHook(\.receiveVideo, update: { hook throws(ChainError) in
+            try hook.setChain(chain)
+        }, make: { () throws(ChainError) in
+            try ReceiveVideoHook(chain: chain, registry: registry, mode: mode, sink: sink)
+        })
+    }
+
+    /// The one shape of every `configure*`: updates the hook in `slot` if there is one,
+    /// otherwise makes it and stores it, all under `configuring`.
+    private func configureHook<Hook>(_ slot: WritableKeyPath<Hooks, Hook?>,
+                                     update: (Hook) throws(ChainError) -> Void,
+                                     make: () throws(ChainError) -> Hook) throws(ChainError) -> Hook {
+        try configuring.withLock { (_: inout Void) throws(ChainError) -> Hook in
+            if let existing = hooks.withLock({ $0[keyPath: slot] }) {
+                try update(existing)
+                return existing
+            }
+            let hook = try make()
+            hooks.withLock { $0[keyPath: slot] = hook }
+            return hook
         }
-        let hook = try ReceiveVideoHook(chain: chain, registry: registry, mode: mode, sink: sink)
-        hooks.withLock { $0.receiveVideo = hook }
-        return hook
     }
 
     /// Every configured hook's figures (frames, errors, drops, p50/p99) with its filters'.

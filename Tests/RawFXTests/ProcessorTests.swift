@@ -284,6 +284,33 @@ final class ProcessorTests: XCTestCase {
         }
     }
 
+    /// Looking for a hook and creating it are one step: before, two threads that configured the
+    /// same hook at once could each create one, and the SDK kept one while the processor kept
+    /// the other. Each round races two threads through `configureVideoSource`/`configureVirtualSpeaker`
+    /// on a fresh processor (making a chain takes long enough that the old window was wide).
+    func testConcurrentConfigureOfOneHookMakesOneHook() throws {
+        let registry = processorRegistry()
+        for _ in 0..<20 {
+            let processor = RawFXProcessor(registry: registry)
+            let sources = Locked<[ObjectIdentifier]>([])
+            let speakers = Locked<[ObjectIdentifier]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                if let source = try? processor.configureVideoSource(chain: "test_gate=add=0") {
+                    sources.withLock { $0.append(ObjectIdentifier(source)) }
+                }
+                if let speaker = try? processor.configureVirtualSpeaker(chain: "test_accum", sink: { _, _ in }) {
+                    speakers.withLock { $0.append(ObjectIdentifier(speaker)) }
+                }
+            }
+            let madeSources = sources.withLock { $0 }, madeSpeakers = speakers.withLock { $0 }
+            XCTAssertEqual(madeSources.count, 2)
+            XCTAssertEqual(Set(madeSources).count, 1, "two video sources were made")
+            XCTAssertEqual(Set(madeSpeakers).count, 1, "two virtual speakers were made")
+            XCTAssertEqual(processor.videoSource.map(ObjectIdentifier.init), madeSources.first)
+            processor.close()
+        }
+    }
+
     func testSDKUserKeysFromVideoSDKStringIDs() {
         XCTAssertEqual(SDKUser(userIDString: "16778240").userID, 16_778_240)
         XCTAssertEqual(SDKUser(userIDString: "abc"), SDKUser(userIDString: "abc"))
