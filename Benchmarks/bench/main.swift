@@ -145,6 +145,8 @@ for c in cases {
         result.error = "\(error)"
     }
     if let error = result.error { standardError("bench: \(c.name): failed: \(error)") }
+    // A threaded case leaves the process-wide pool at its last setting; the next case starts at 1.
+    RawFXThreadPool.threadCount = 1
     results.append(result)
 }
 context.finish()
