@@ -3,11 +3,12 @@
 #   libyuv-dev (scale/rotate/convert), libspeexdsp-dev (denoise/resample), libpng-dev (PNG),
 #   pkg-config (SwiftPM finds speexdsp and libpng through it; embedders find rawfx.pc), ffmpeg
 #   (end-to-end tests), python3 and python3-venv (the Python package's tests, in a venv: Debian's
-#   own Python refuses `pip install` outside one).
+#   own Python refuses `pip install` outside one), libswscale-dev, libavfilter-dev and
+#   libavutil-dev (the headers `bench --peers` is built with; it opens FFmpeg at run time).
 # Idempotent: when everything is installed it only checks and exits. Not root: prints the command.
 set -euo pipefail
 
-packages=(libyuv-dev libspeexdsp-dev libpng-dev pkg-config ffmpeg python3 python3-venv)
+packages=(libyuv-dev libspeexdsp-dev libpng-dev pkg-config ffmpeg python3 python3-venv libswscale-dev libavfilter-dev libavutil-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -155,16 +155,44 @@ final class DirectBlend: DirectStep {
 /// libyuv I420Blend over the logo region, in place (reference only).
 final class LibyuvBlend: DirectStep {
     static let summary = "libyuv I420Blend over the same region (SIMD, approximate rounding)"
-    let x0: Int, y0: Int, width: Int, height: Int
-    private let logoBuffer: VideoBuffer
-    private let alpha: UnsafeMutablePointer<UInt8>
+    let x0: Int, y0: Int
+    private let logo: LogoPlanes
 
-    init(logo: Logo, x: Int, y: Int, opacity: Double) {
+    init(logo: LogoPlanes, x: Int, y: Int) {
         precondition(x % 2 == 0 && y % 2 == 0, "the bench places the logo on even coordinates")
         x0 = x; y0 = y
-        width = logo.image.width; height = logo.image.height
-        logoBuffer = VideoBuffer(format: VideoFormat(width: width, height: height))
-        let f = logoBuffer.frame
+        self.logo = logo
+    }
+
+    var inPlace: Bool { true }
+    func output(for input: VideoFormat) -> VideoFormat { input }
+
+    func apply(_ frame: VideoFrame, _ output: VideoFrame) {
+        let l = logo.yuv.frame
+        let y = frame.plane(0) + y0 * frame.stride(0) + x0
+        let u = frame.plane(1) + (y0 / 2) * frame.stride(1) + x0 / 2
+        let v = frame.plane(2) + (y0 / 2) * frame.stride(2) + x0 / 2
+        let rc = I420Blend(y, Int32(frame.stride(0)), u, Int32(frame.stride(1)), v, Int32(frame.stride(2)),
+                           l.plane(0), Int32(l.stride(0)), l.plane(1), Int32(l.stride(1)), l.plane(2), Int32(l.stride(2)),
+                           logo.alpha, Int32(logo.width),
+                           y, Int32(frame.stride(0)), u, Int32(frame.stride(1)), v, Int32(frame.stride(2)),
+                           Int32(logo.width), Int32(logo.height))
+        precondition(rc == 0, "I420Blend failed")
+    }
+}
+
+/// The logo as I420 planes plus its alpha premultiplied by the opacity (as the plugin does):
+/// what libyuv's I420Blend and FFmpeg's overlay (as yuva420p) blend.
+final class LogoPlanes {
+    let yuv: VideoBuffer
+    let alpha: UnsafeMutablePointer<UInt8>
+    let width: Int, height: Int
+
+    init(logo: Logo, opacity: Double) {
+        width = logo.image.width
+        height = logo.image.height
+        yuv = VideoBuffer(format: VideoFormat(width: width, height: height))
+        let f = yuv.frame
         let width = width, height = height
         logo.image.pixels.withUnsafeBufferPointer { pixels in
             // RGBA in memory is libyuv's "ABGR".
@@ -176,20 +204,4 @@ final class LibyuvBlend: DirectStep {
     }
 
     deinit { alpha.deallocate() }
-
-    var inPlace: Bool { true }
-    func output(for input: VideoFormat) -> VideoFormat { input }
-
-    func apply(_ frame: VideoFrame, _ output: VideoFrame) {
-        let l = logoBuffer.frame
-        let y = frame.plane(0) + y0 * frame.stride(0) + x0
-        let u = frame.plane(1) + (y0 / 2) * frame.stride(1) + x0 / 2
-        let v = frame.plane(2) + (y0 / 2) * frame.stride(2) + x0 / 2
-        let rc = I420Blend(y, Int32(frame.stride(0)), u, Int32(frame.stride(1)), v, Int32(frame.stride(2)),
-                           l.plane(0), Int32(l.stride(0)), l.plane(1), Int32(l.stride(1)), l.plane(2), Int32(l.stride(2)),
-                           alpha, Int32(width),
-                           y, Int32(frame.stride(0)), u, Int32(frame.stride(1)), v, Int32(frame.stride(2)),
-                           Int32(width), Int32(height))
-        precondition(rc == 0, "I420Blend failed")
-    }
 }

@@ -1,4 +1,5 @@
 // The benchmark cases: what the engine runs, and what the direct path runs for comparison.
+import CBenchPeers
 import CLibYUV
 import Foundation
 import RawFX
@@ -11,6 +12,7 @@ final class BenchContext {
     private var pool: FramePool?
     private var audioPools: [String: AudioPool] = [:]
     private var logoStore: Logo?
+    private var logoPlanesStore: LogoPlanes?
 
     init(options: Options, registry: PluginRegistry) {
         self.options = options
@@ -36,6 +38,17 @@ final class BenchContext {
         return made
     }
 
+    /// `--peers` was given and FFmpeg loaded (`FFmpegPeer.availability` says why not).
+    var peersEnabled: Bool { options.peers && FFmpegPeer.isAvailable }
+
+    /// The logo as I420 planes and premultiplied alpha, for libyuv's and FFmpeg's blends.
+    func logoPlanes() throws -> LogoPlanes {
+        if let logoPlanesStore { return logoPlanesStore }
+        let made = LogoPlanes(logo: try logo(), opacity: WatermarkPlacement.opacity)
+        logoPlanesStore = made
+        return made
+    }
+
     func logo() throws -> Logo {
         if let logoStore { return logoStore }
         let made = try Logo.make()
@@ -54,7 +67,10 @@ struct Resolution {
     let name: String
     let width: Int
     let height: Int
+    static let p240 = Resolution(name: "240p", width: 320, height: 240)
     static let p360 = Resolution(name: "360p", width: 640, height: 360)
+    static let p480 = Resolution(name: "480p", width: 640, height: 480)
+    static let p540 = Resolution(name: "540p", width: 960, height: 540)
     static let p720 = Resolution(name: "720p", width: 1280, height: 720)
     static let p1080 = Resolution(name: "1080p", width: 1920, height: 1080)
 }
@@ -88,6 +104,10 @@ struct BenchCase {
         var short: String
         var label: String
         var workload: Workload
+        /// What the case reports this row as (`vs_ffmpeg`, `vs_copy`, …), if anything.
+        var peer: Peer? = nil
+        /// The engine's thread count on this path, for a threaded case's second engine path.
+        var threads: Int? = nil
     }
 }
 
@@ -123,18 +143,20 @@ func videoCases() -> [BenchCase] {
                 let d = DirectVideo(steps: [DirectBlend(logo: logo, x: WatermarkPlacement.x(frameWidth: r.width),
                                                         y: WatermarkPlacement.y, opacity: WatermarkPlacement.opacity)],
                                     pool: e.pool)
-                let reference = DirectVideo(steps: [LibyuvBlend(logo: logo, x: WatermarkPlacement.x(frameWidth: r.width),
-                                                                y: WatermarkPlacement.y, opacity: WatermarkPlacement.opacity)],
+                let reference = DirectVideo(steps: [LibyuvBlend(logo: try context.logoPlanes(),
+                                                                x: WatermarkPlacement.x(frameWidth: r.width), y: WatermarkPlacement.y)],
                                             pool: e.pool)
                 let raw = try RawABIVideo([("watermark", watermarkParameters(logo: logo, frameWidth: r.width))],
                                           pool: e.pool, registry: context.registry)
                 return .init(chain: chain, engine: e, direct: d, filterCount: 1,
-                             references: [.init(short: "libyuv", label: LibyuvBlend.summary, workload: reference),
-                                          .init(short: "raw-abi", label: RawABIVideo.summary, workload: raw)])
+                             references: [.init(short: "libyuv", label: LibyuvBlend.summary, workload: reference, peer: .libyuv),
+                                          .init(short: "raw-abi", label: RawABIVideo.summary, workload: raw)]
+                                 + (try ffmpegReferences(context, overlayGraph(frameWidth: r.width), pool: e.pool, logo: true)))
             }))
     }
 
-    let scales: [(Resolution, Resolution)] = [(.p1080, .p720), (.p720, .p360)]
+    // The ratios conferencing uses (issue 11), each in bilinear and box.
+    let scales: [(Resolution, Resolution)] = [(.p1080, .p720), (.p1080, .p360), (.p720, .p360), (.p720, .p540), (.p480, .p240)]
     for (from, to) in scales {
         for (filterName, mode) in [("bilinear", kFilterBilinear), ("box", kFilterBox)] {
             cases.append(BenchCase(
@@ -145,18 +167,33 @@ func videoCases() -> [BenchCase] {
                     let chain = "scale=width=\(to.width):height=\(to.height):filter=\(filterName):mode=stretch"
                     let e = try engine(context, chain, from)
                     let d = DirectVideo(steps: [DirectScale(width: to.width, height: to.height, filter: mode)], pool: e.pool)
-                    return .init(chain: chain, engine: e, direct: d, filterCount: 1)
+                    var references: [BenchCase.Reference] = []
+                    if context.peersEnabled {
+                        // swscale's counterpart of each libyuv filter, and its fastest bilinear beside.
+                        let algorithms = filterName == "box"
+                            ? [(BENCH_PEERS_SWS_AREA, Peer.ffmpeg)]
+                            : [(BENCH_PEERS_SWS_BILINEAR, Peer.ffmpeg), (BENCH_PEERS_SWS_FAST_BILINEAR, Peer.ffmpegFastBilinear)]
+                        for (algorithm, peer) in algorithms {
+                            let step = try FFmpegScale(from: e.pool.format, width: to.width, height: to.height, algorithm: algorithm)
+                            try checkPeer(FFmpegScale.label(algorithm), pool: e.pool,
+                                          step: DirectScale(width: to.width, height: to.height, filter: mode), exact: false,
+                                          peer: { step.apply($0, $1) })
+                            references.append(.init(short: peer == .ffmpeg ? "ffmpeg" : "ffmpeg-fast", label: FFmpegScale.label(algorithm),
+                                                    workload: DirectVideo(steps: [step], pool: e.pool), peer: peer))
+                        }
+                    }
+                    return .init(chain: chain, engine: e, direct: d, filterCount: 1, references: references)
                 }))
         }
     }
 
-    for degrees in [90, 180] {
+    for degrees in [90, 270, 180] {
         for r in resolutions {
             cases.append(BenchCase(
                 name: "rotate\(degrees)-\(r.name)", kind: .video, filters: ["rotate"], unit: "frame",
                 summary: "rotate \(r.name) by \(degrees) degrees",
                 directSummary: degrees == 180 ? "libyuv I420Mirror with negative height (what the plugin calls)"
-                                              : "libyuv I420Rotate(kRotate90)",
+                                              : "libyuv I420Rotate(kRotate\(degrees))",
                 make: { context in
                     let chain = "rotate=angle=\(degrees)"
                     let e = try engine(context, chain, r)
@@ -165,7 +202,31 @@ func videoCases() -> [BenchCase] {
                     if degrees == 180 {
                         references.append(.init(short: "rotate180", label: "libyuv I420Rotate(kRotate180), the obvious call",
                                                 workload: DirectVideo(steps: [DirectRotate180Naive()], pool: e.pool)))
+                        references.append(copyReference(e.pool))
                     }
+                    // transpose=1 is clockwise, 2 counter-clockwise; a half turn is two flips.
+                    let graph = [90: "transpose=1", 270: "transpose=2", 180: "hflip,vflip"][degrees]!
+                    references += try ffmpegReferences(context, graph, pool: e.pool, sameAs: DirectRotate(degrees: degrees))
+                    return .init(chain: chain, engine: e, direct: d, filterCount: 1, references: references)
+                }))
+        }
+    }
+
+    for vertical in [false, true] {
+        for r in resolutions {
+            cases.append(BenchCase(
+                name: "mirror\(vertical ? "-vertical" : "")-\(r.name)", kind: .video, filters: ["mirror"], unit: "frame",
+                summary: "mirror \(r.name) \(vertical ? "top to bottom" : "left to right")",
+                directSummary: vertical ? "libyuv I420Copy with negative height (what the plugin calls)" : "libyuv I420Mirror",
+                make: { context in
+                    let chain = vertical ? "mirror=vertical=true" : "mirror"
+                    let e = try engine(context, chain, r)
+                    let d = DirectVideo(steps: [DirectMirror(vertical: vertical)], pool: e.pool)
+                    // libavfilter's vflip moves no pixels (its output is a view with negative
+                    // strides), so its output is copied into a frame buffer, as RawFX's is.
+                    let references = [copyReference(e.pool)]
+                        + (try ffmpegReferences(context, vertical ? "vflip" : "hflip", pool: e.pool, copyOutput: vertical,
+                                                sameAs: DirectMirror(vertical: vertical)))
                     return .init(chain: chain, engine: e, direct: d, filterCount: 1, references: references)
                 }))
         }
@@ -188,7 +249,36 @@ func videoCases() -> [BenchCase] {
                     DirectScale(width: to.width, height: to.height, filter: kFilterBilinear),
                     DirectRotate(degrees: 90),
                 ], pool: e.pool)
-                return .init(chain: chain, engine: e, direct: d, filterCount: 3)
+                let graph = overlayGraph(frameWidth: r.width) + ",scale=\(to.width):\(to.height):flags=bilinear,transpose=1"
+                return .init(chain: chain, engine: e, direct: d, filterCount: 3,
+                             references: try ffmpegReferences(context, graph, pool: e.pool, logo: true))
+            }))
+    }
+
+    // Slice threading (issue 11, item 5): the same chain at 1 and at 2 engine threads, p50 per
+    // frame on wall time (the workers' CPU time is not the measuring thread's, so the
+    // per-round CPU-time ratio means nothing here).
+    let threadedChains: [(name: String, filters: [String], chain: (BenchContext) throws -> String)] = [
+        ("chain-1080p", ["watermark", "scale", "rotate"], { context in
+            watermarkChain(logo: try context.logo(), frameWidth: 1920) + ",scale=width=1280:height=720:filter=bilinear:mode=stretch,rotate=angle=90"
+        }),
+        ("watermark-1080p", ["watermark"], { context in watermarkChain(logo: try context.logo(), frameWidth: 1920) }),
+        ("scale-bilinear-1080p-720p", ["scale"], { _ in "scale=width=1280:height=720:filter=bilinear:mode=stretch" }),
+        ("rotate90-1080p", ["rotate"], { _ in "rotate=angle=90" }),
+        ("mirror-1080p", ["mirror"], { _ in "mirror" }),
+    ]
+    for threaded in threadedChains {
+        cases.append(BenchCase(
+            name: "threads-\(threaded.name)", kind: .video, filters: threaded.filters, unit: "frame",
+            summary: "\(threaded.name) with the engine thread pool at 1 and at 2 threads; speedup = p50(1) / p50(2)",
+            directSummary: nil,
+            make: { context in
+                let chain = try threaded.chain(context)
+                let one = try engine(context, chain, .p1080)
+                let two = try EngineVideo(chain: VideoChain(chain, registry: context.registry), pool: one.pool, threads: 2)
+                return .init(chain: chain, engine: one, direct: nil, filterCount: threaded.filters.count,
+                             references: [.init(short: "2 threads", label: "the same chain with RawFXThreadPool.threadCount = 2",
+                                                workload: two, threads: 2)])
             }))
     }
 
@@ -223,6 +313,34 @@ func videoCases() -> [BenchCase] {
         }
     }
     return cases
+}
+
+/// libyuv I420Copy of the frame (the memory floor), reported as `vs_copy`.
+func copyReference(_ pool: FramePool) -> BenchCase.Reference {
+    .init(short: "copy", label: DirectCopy.summary, workload: DirectVideo(steps: [DirectCopy()], pool: pool), peer: .copy)
+}
+
+/// With `--peers` and FFmpeg loaded: the libavfilter graph `description` on the same frames,
+/// reported as `vs_ffmpeg`; otherwise none. `logo`: the graph has the [logo] input (overlay).
+/// `sameAs`: the libyuv step whose output FFmpeg's must equal (checked once, before timing).
+func ffmpegReferences(_ context: BenchContext, _ description: String, pool: FramePool, logo: Bool = false,
+                      copyOutput: Bool = false, sameAs: DirectStep? = nil) throws -> [BenchCase.Reference] {
+    guard context.peersEnabled else { return [] }
+    let graph = try FFmpegGraph(description, pool: pool, logo: logo ? try context.logoPlanes() : nil, copyOutput: copyOutput)
+    if let sameAs {
+        try checkPeer("FFmpeg '\(description)'", pool: pool, step: sameAs, exact: true) { input, output in
+            guard try graph.feed(input, copyTo: output) == 1 else {
+                throw PeerFailure(description: "FFmpeg '\(description)' held its first frame back")
+            }
+        }
+    }
+    let label = "FFmpeg libavfilter '\(description)', one thread\(copyOutput ? ", its output copied with av_image_copy" : "")"
+    return [.init(short: "ffmpeg", label: label, workload: graph, peer: .ffmpeg)]
+}
+
+/// FFmpeg's overlay of the watermark cases' logo, where the plugin puts it.
+func overlayGraph(frameWidth: Int) -> String {
+    "[in][logo]overlay=x=\(WatermarkPlacement.x(frameWidth: frameWidth)):y=\(WatermarkPlacement.y):format=yuv420"
 }
 
 func watermarkParameters(logo: Logo, frameWidth: Int) -> [(String, String)] {

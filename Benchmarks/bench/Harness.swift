@@ -15,10 +15,14 @@ protocol Workload: AnyObject {
     func run(_ i: Int) throws
     /// Audio frames (samples per channel) consumed so far; 0 for video.
     var audioFramesConsumed: Int { get }
+    /// Called before each slice and warm-up, outside the timed and counted region: a path
+    /// sets up shared state it needs (the engine's thread count).
+    func prepareSlice()
 }
 
 extension Workload {
     var audioFramesConsumed: Int { 0 }
+    func prepareSlice() {}
 }
 
 /// Per-unit durations and totals of one path, filled without allocating during a slice.
@@ -69,6 +73,7 @@ final class UnitCounter {
 /// consecutive reads is the unit's time), and counts the thread's heap allocations around it.
 @inline(never)
 func runSlice(_ workload: Workload, units: Int, counter: UnitCounter, into recorder: Recorder) throws {
+    workload.prepareSlice()
     let framesBefore = workload.audioFramesConsumed
     var index = counter.next
     let allocationsBefore = rawfx_thread_allocation_count()
@@ -107,6 +112,7 @@ func runSlice(_ workload: Workload, units: Int, counter: UnitCounter, into recor
 /// negotiation, page faults and cache warm-up happen here. Returns the mean ns per unit and
 /// the index to continue from.
 func warmUp(_ workload: Workload, nanoseconds: UInt64, minimumUnits: Int, counter: UnitCounter) throws -> Double {
+    workload.prepareSlice()
     var i = counter.next
     let start = monotonicNanoseconds()
     var n = 0

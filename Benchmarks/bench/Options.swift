@@ -26,6 +26,8 @@ struct Options {
     var jsonOut: String?
     /// Write the benchmark logo PNG here and exit (for the FFmpeg/GStreamer comparisons).
     var writeLogo: String?
+    /// Also run FFmpeg (libswscale, libavfilter) on the same frames in the same interleave.
+    var peers = false
 
     var caseSeconds: Double { seconds ?? (quick ? 0.3 : 2.0) }
     var sliceNanoseconds: UInt64 { UInt64((sliceMilliseconds ?? (quick ? 10 : 20)) * 1_000_000) }
@@ -46,7 +48,7 @@ struct Options {
     }
 
     static let usage = """
-    usage: bench [--quick] [--json] [--json-out FILE] [--filter SUBSTRING]... [--hot | --pool N] [--seconds S] [--slice-ms MS] [--aa] [--list] [--write-logo PATH]
+    usage: bench [--quick] [--json] [--json-out FILE] [--filter SUBSTRING]... [--hot | --pool N] [--seconds S] [--slice-ms MS] [--aa] [--peers] [--list] [--write-logo PATH]
 
     Throughput of RawFX's I420 and PCM hot paths, each against the same work calling libyuv,
     SpeexDSP or a plain loop directly, in the same process, in interleaved slices.
@@ -64,6 +66,9 @@ struct Options {
       --slice-ms MS    length of one interleaved slice (default 20, quick 10)
       --aa             A/A check: compare the engine with a second, identical engine chain instead
                        of the direct path; every ratio should be 1.0 within the noise
+      --peers          also time FFmpeg on the same frames in the same run (libswscale and libavfilter,
+                       one thread, opened at run time) and report vs_ffmpeg = FFmpeg's time / RawFX's
+                       time per case; without FFmpeg 5.1 installed it says why and runs the rest
       --list           print the case names and exit
       --write-logo P   write the watermark cases' 400x100 RGBA logo to the PNG file P and exit
                        (the same image for the FFmpeg and GStreamer comparisons)
@@ -105,6 +110,7 @@ struct Options {
             case "--hot": options.poolFrames = 1
             case "--list": options.list = true
             case "--aa": options.aa = true
+            case "--peers": options.peers = true
             case "--write-logo": options.writeLogo = try take()
             case "--json-out": options.jsonOut = try take()
             case "--filter":

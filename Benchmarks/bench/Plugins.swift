@@ -9,6 +9,7 @@ enum PluginFiles {
         "null": "libRawFXBasics.so",
         "scale": "libRawFXYUV.so",
         "rotate": "libRawFXYUV.so",
+        "mirror": "libRawFXYUV.so",
         "watermark": "libRawFXWatermark.so",
         "denoise": "libRawFXSpeex.so",
         "resample": "libRawFXSpeex.so",

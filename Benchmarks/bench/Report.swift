@@ -11,6 +11,22 @@ struct PathResult {
     var figures: PathFigures
     /// Engine throughput / this path's, per-round median (not for the engine itself).
     var engineOverThis: Double?
+    /// What the case reports this reference as (vs_ffmpeg, vs_copy, …).
+    var peer: Peer?
+    /// The engine's thread count on this path (threaded cases only).
+    var threads: Int?
+
+    init(role: Role, label: String, short: String = "", unit: String, figures: PathFigures, engineOverThis: Double? = nil,
+         peer: Peer? = nil, threads: Int? = nil) {
+        self.role = role
+        self.label = label
+        self.short = short
+        self.unit = unit
+        self.figures = figures
+        self.engineOverThis = engineOverThis
+        self.peer = peer
+        self.threads = threads
+    }
 }
 
 struct CaseResult {
@@ -35,9 +51,34 @@ struct CaseResult {
 
     /// Engine ns per frame divided by the filters in the chain (pass-through chains).
     var nanosecondsPerFilter: Double? {
-        guard let e = engine, filterCount > 0 else { return nil }
+        guard let e = engine, filterCount > 0, speedup == nil else { return nil }
         return e.nanosecondsPerThroughputUnit / Double(filterCount)
     }
+
+    /// `vs_<peer>` per tagged reference: the peer's time / RawFX's time (per-round median of
+    /// engine throughput / peer throughput, on thread CPU time).
+    var versus: [(peer: Peer, ratio: Double)] {
+        paths.compactMap { p in
+            guard p.role == .reference, let peer = p.peer, let r = p.engineOverThis, r.isFinite else { return nil }
+            return (peer, r)
+        }
+    }
+
+    func versus(_ peer: Peer) -> Double? { versus.first { $0.peer == peer }?.ratio }
+
+    /// Threaded cases: p50 per frame of the engine at its thread count / p50 of the path with
+    /// the most threads (wall time).
+    var speedup: (threads: [Int], value: Double)? {
+        guard let e = paths.first(where: { $0.role == .engine }), let one = e.threads,
+              let most = paths.filter({ $0.threads != nil }).max(by: { $0.threads! < $1.threads! }), most.threads! > one,
+              most.figures.p50Nanoseconds > 0 else { return nil }
+        return ([one, most.threads!], Double(e.figures.p50Nanoseconds) / Double(most.figures.p50Nanoseconds))
+    }
+
+    /// Heap allocations per call on the engine path (engine and plugins, libraries inside
+    /// them included); > 0 is flagged in the report.
+    var engineAllocationsPerCall: Double? { engine.map { $0.allocationsPerUnit } }
+    var engineAllocates: Bool { (engine?.allocations ?? 0) > 0 }
 
     /// Allocations per unit the engine makes beyond what the same library calls make directly.
     var engineExtraAllocationsPerUnit: Double? {
@@ -62,6 +103,8 @@ struct RunInfo {
     var cpuPressure: Double?
     var allocationCounterActive: Bool
     var poolBytes: [String: (frames: Int, bytes: Int)]
+    /// --peers: "ffmpeg" and "gstreamer" with their versions, or why they did not run.
+    var peers: [String: String]
 }
 
 enum Report {
@@ -119,16 +162,22 @@ enum Report {
         if o.aa { out += "; A/A CHECK: 'direct' is a second engine chain" }
         if !info.allocationCounterActive { out += "; WARNING: allocation counter inactive, alloc figures are meaningless" }
         out += "\n"
+        if !info.peers.isEmpty {
+            out += "peers: FFmpeg \(info.peers["ffmpeg"] ?? "-"); \(info.peers["gstreamer"] ?? "")\n"
+        }
         out += "rate: frames/s (video) or 10 ms blocks/s (audio); ns/unit per frame or per 10 ms block; "
         out += "p50/p99 per process call; alloc: heap allocations per frame/call in steady state;\n"
         out += "ratio: engine/direct throughput, median of interleaved rounds on thread CPU time; "
-        out += "off-CPU: share of wall time the thread was preempted\n\n"
-        let header = ["case", "path", "rate", "ns/unit", "p50 µs", "p99 µs", "alloc", "RT x", "ratio", "off-CPU"]
+        out += "off-CPU: share of wall time the thread was preempted;\n"
+        out += "vs_ffmpeg, vs_copy: FFmpeg's / a plain frame copy's time over RawFX's (>1: RawFX faster), same rounds; "
+        out += "speedup: p50 at 1 thread / p50 at 2; alloc '!': the engine path allocates per call\n\n"
+        let header = ["case", "path", "rate", "ns/unit", "p50 µs", "p99 µs", "alloc", "RT x", "ratio", "vs_ffmpeg", "vs_copy",
+                      "speedup", "off-CPU"]
         var rows: [[String]] = [header]
         var notes: [String] = []
         for r in results {
             if let error = r.error {
-                rows.append([r.name, "FAILED", "", "", "", "", "", "", "", ""])
+                rows.append([r.name, "FAILED"] + Array(repeating: "", count: header.count - 2))
                 notes.append("\(r.name): \(error)")
                 continue
             }
@@ -148,9 +197,12 @@ enum Report {
                     format(f.nanosecondsPerThroughputUnit, 0),
                     format(Double(f.p50Nanoseconds) / 1000, 1),
                     format(Double(f.p99Nanoseconds) / 1000, 1),
-                    allocationText(perCall),
+                    allocationText(perCall) + (p.role == .engine && f.allocations > 0 ? " !" : ""),
                     f.realtimeFactor.map { format($0, 0) } ?? "",
                     p.role == .engine ? (r.ratio.map { format($0, 3) } ?? "") : "",
+                    p.role == .engine ? (r.versus(.ffmpeg).map { format($0, 2) } ?? "") : "",
+                    p.role == .engine ? (r.versus(.copy).map { format($0, 2) } ?? "") : "",
+                    p.role == .engine ? (r.speedup.map { format($0.value, 2) } ?? "") : (p.threads.map { "\($0) thr" } ?? ""),
                     format(f.descheduled * 100, 0) + " %",
                 ])
                 if p.role == .reference {
@@ -172,6 +224,11 @@ enum Report {
                 line += i == row.count - 1 ? "" : "  "
             }
             out += line.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) + "\n"
+        }
+        let allocating = results.filter(\.engineAllocates)
+        if !allocating.isEmpty {
+            notes.append("ALLOCATES per call on the engine path (engine + plugins): "
+                + allocating.map { "\($0.name) \(allocationText($0.engineAllocationsPerCall ?? 0))" }.joined(separator: ", "))
         }
         for d in derivedNullFigures(results, harness: info.harnessNanoseconds) {
             notes.append("\(d.resolution): null chains: \(format(d.marginal, 0)) ns per added filter per frame (null8 - null1) / 7; "
@@ -213,6 +270,13 @@ enum Report {
                 c["ratio"] = ratio
                 if let (lo, hi) = r.ratioQuartiles { c["round_spread_p25_p75"] = [lo, hi] }
             }
+            for (peer, ratio) in r.versus { c["vs_" + peer.rawValue] = ratio }
+            if let speedup = r.speedup {
+                c["threads"] = speedup.threads
+                c["speedup"] = speedup.value
+            }
+            if let perCall = r.engineAllocationsPerCall { c["engine_allocs_per_call"] = perCall }
+            c["engine_allocates"] = r.engineAllocates
             c["rounds"] = r.rounds
             if let extra = r.engineExtraAllocationsPerUnit, extra.isFinite { c["engine_extra_allocs_per_unit"] = extra }
             c["filters"] = r.filterCount
@@ -240,6 +304,8 @@ enum Report {
                 ["resolution": $0.resolution, "marginal_ns_per_filter": $0.marginal, "fixed_ns_per_frame": $0.fixed] as [String: Any]
             },
             "alloc_counter_active": info.allocationCounterActive,
+            "allocating_cases": results.filter(\.engineAllocates).map(\.name),
+            "peers": info.peers,
             "cases": cases,
             "failed": results.filter { $0.error != nil }.map(\.name),
         ]
@@ -268,6 +334,9 @@ enum Report {
             "allocs_per_call": f.units > 0 ? Double(f.allocations) / Double(f.units) : 0,
         ]
         if let rt = f.realtimeFactor { d["realtime_factor"] = rt }
+        if let peer = p.peer { d["peer"] = peer.rawValue }
+        if let threads = p.threads { d["threads"] = threads }
+        if let ratio = p.engineOverThis, ratio.isFinite { d["engine_over_this"] = ratio }
         if let blocks = f.blocksPerSecond, blocks > 0 {
             d["allocs_per_block"] = Double(f.allocations) / (blocks * f.seconds)
         }

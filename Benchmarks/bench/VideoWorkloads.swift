@@ -7,16 +7,25 @@ import RawFXSDK
 import Glibc
 #endif
 
-/// The engine: `VideoChain.process` on frame i of the pool.
+/// The engine: `VideoChain.process` on frame i of the pool, with the engine's thread pool at
+/// `threads` (set before each slice: the pool is process-wide, and the paths of a threaded
+/// case alternate between 1 and 2).
 final class EngineVideo: Workload {
     let chain: VideoChain
     let pool: FramePool
+    let threads: Int
     private(set) var lastOutput = rawfx_video_frame()
 
-    init(chain: VideoChain, pool: FramePool) throws {
+    init(chain: VideoChain, pool: FramePool, threads: Int = 1) throws {
         self.chain = chain
         self.pool = pool
+        self.threads = threads
         try chain.negotiate(pool.format)
+    }
+
+    func prepareSlice() {
+        // rfx_runtime_set_thread_count: started workers stay parked, so switching is cheap.
+        if RawFXThreadPool.threadCount != threads { RawFXThreadPool.threadCount = threads }
     }
 
     func run(_ i: Int) throws {
@@ -146,5 +155,38 @@ final class DirectRotate180Naive: DirectStep {
                             o.plane(0), s32(o.stride(0)), o.plane(1), s32(o.stride(1)), o.plane(2), s32(o.stride(2)),
                             s32(i.width), s32(i.height), kRotate180)
         precondition(rc == 0, "I420Rotate failed")
+    }
+}
+
+/// libyuv I420Mirror (horizontal), or for vertical I420Copy reading the source bottom up
+/// (negative height): what `mirror` calls.
+final class DirectMirror: DirectStep {
+    let vertical: Bool
+    init(vertical: Bool) { self.vertical = vertical }
+    var inPlace: Bool { false }
+    func output(for input: VideoFormat) -> VideoFormat { input }
+    func apply(_ i: VideoFrame, _ o: VideoFrame) {
+        let rc = vertical
+            ? I420Copy(i.plane(0), s32(i.stride(0)), i.plane(1), s32(i.stride(1)), i.plane(2), s32(i.stride(2)),
+                       o.plane(0), s32(o.stride(0)), o.plane(1), s32(o.stride(1)), o.plane(2), s32(o.stride(2)),
+                       s32(i.width), -s32(i.height))
+            : I420Mirror(i.plane(0), s32(i.stride(0)), i.plane(1), s32(i.stride(1)), i.plane(2), s32(i.stride(2)),
+                         o.plane(0), s32(o.stride(0)), o.plane(1), s32(o.stride(1)), o.plane(2), s32(o.stride(2)),
+                         s32(i.width), s32(i.height))
+        precondition(rc == 0, "libyuv mirror failed")
+    }
+}
+
+/// libyuv I420Copy of the whole frame into another buffer: the memory floor that any
+/// out-of-place operation which reads and writes every pixel once is compared with (vs_copy).
+final class DirectCopy: DirectStep {
+    static let summary = "libyuv I420Copy of the frame into another buffer: the memory floor"
+    var inPlace: Bool { false }
+    func output(for input: VideoFormat) -> VideoFormat { input }
+    func apply(_ i: VideoFrame, _ o: VideoFrame) {
+        let rc = I420Copy(i.plane(0), s32(i.stride(0)), i.plane(1), s32(i.stride(1)), i.plane(2), s32(i.stride(2)),
+                          o.plane(0), s32(o.stride(0)), o.plane(1), s32(o.stride(1)), o.plane(2), s32(o.stride(2)),
+                          s32(i.width), s32(i.height))
+        precondition(rc == 0, "I420Copy failed")
     }
 }

@@ -1,7 +1,8 @@
-// swift run -c release bench [--quick] [--json] [--filter SUBSTRING] [--hot]
+// swift run -c release bench [--quick] [--json] [--filter SUBSTRING] [--hot] [--peers]
 //
 // Throughput of RawFX's I420 and PCM hot paths against the same work done by calling libyuv,
-// SpeexDSP or a plain loop directly, in the same process, in interleaved slices.
+// SpeexDSP or a plain loop directly, in the same process, in interleaved slices; with --peers
+// also against FFmpeg on the same frames.
 // See docs/benchmarks.md.
 import Foundation
 import RawFX
@@ -76,6 +77,18 @@ if build == "debug" && !options.json {
     standardError("bench: note: a debug build measures unoptimized Swift; use swift run -c release bench for figures")
 }
 
+// --peers: which peers run, or why not (said once, before the cases).
+var peers: [String: String] = [:]
+if options.peers {
+    switch FFmpegPeer.availability {
+    case .success(let versions): peers["ffmpeg"] = versions
+    case .failure(let failure):
+        peers["ffmpeg"] = "unavailable: \(failure.description)"
+        standardError("bench: --peers: \(failure.description); the cases run without FFmpeg")
+    }
+    peers["gstreamer"] = GStreamerPeer.note
+}
+
 let harnessCost = harnessOverheadNanoseconds()
 let context = BenchContext(options: options, registry: registry)
 var results: [CaseResult] = []
@@ -110,7 +123,9 @@ for c in cases {
         result.measuredRatio = measured.ratio
         result.ratioQuartiles = measured.ratioQuartiles
         result.rounds = measured.rounds
-        result.paths.append(PathResult(role: .engine, label: "RawFX chain: \(built.chain)", unit: c.unit, figures: figures[0]))
+        let threaded = built.references.contains { $0.threads != nil }
+        result.paths.append(PathResult(role: .engine, label: "RawFX chain: \(built.chain)", unit: c.unit, figures: figures[0],
+                                       threads: threaded ? (built.engine as? EngineVideo)?.threads : nil))
         var next = 1
         if built.direct != nil {
             result.paths.append(PathResult(role: .direct, label: options.aa ? "A/A: a second engine chain" : c.directSummary ?? "direct",
@@ -118,9 +133,11 @@ for c in cases {
             next = 2
         }
         for (i, reference) in built.references.enumerated() {
+            // A second engine at more threads works partly off this thread: its CPU-time ratio means nothing.
             result.paths.append(PathResult(role: .reference, label: reference.label, short: reference.short,
                                            unit: c.kind == .audio ? "block" : "frame", figures: figures[next + i],
-                                           engineOverThis: measured.ratios[next + i - 1]))
+                                           engineOverThis: reference.threads == nil ? measured.ratios[next + i - 1] : nil,
+                                           peer: reference.peer, threads: reference.threads))
         }
     } catch let error as ChainError {
         result.error = error.description
@@ -128,6 +145,8 @@ for c in cases {
         result.error = "\(error)"
     }
     if let error = result.error { standardError("bench: \(c.name): failed: \(error)") }
+    // A threaded case leaves the process-wide pool at its last setting; the next case starts at 1.
+    RawFXThreadPool.threadCount = 1
     results.append(result)
 }
 context.finish()
@@ -136,7 +155,7 @@ let info = RunInfo(cpu: Report.cpuModel(), cpus: ProcessInfo.processInfo.activeP
                    loadAverage: Report.loadAverage(), build: build, options: options,
                    clockReadNanoseconds: clockReadNanoseconds(), harnessNanoseconds: harnessCost,
                    cpuPressure: Report.cpuPressure(), allocationCounterActive: counterActive,
-                   poolBytes: poolBytes)
+                   poolBytes: poolBytes, peers: peers)
 print(options.json ? Report.json(results, info: info) : Report.table(results, info: info), terminator: "")
 if let path = options.jsonOut {
     do {
