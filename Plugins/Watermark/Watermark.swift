@@ -59,7 +59,20 @@ final class Watermark: RawFXFilter {
     private static let notConfigured = "watermark: process before configure"
     private static let notI420 = "watermark: the frame is not I420"
 
-    init() {}
+    /// The host's thread pool (`rawfx.thread-pool/1`) and the host, kept at create; the pool
+    /// is nil without one.
+    private let host: FilterHost
+    private let pool: UnsafePointer<rawfx_host_thread_pool>?
+    /// Overlays with fewer visible luma samples than this are blended in one slice: waking the
+    /// pool's workers costs more than the blend.
+    static let minimumSlicedSamples = 256 * 256
+
+    init() { host = FilterHost(nil); pool = nil }
+
+    init(host: FilterHost) {
+        self.host = host
+        pool = host.threadPool
+    }
 
     func setParameter(_ index: Int, _ value: ParameterInput) throws(FilterFailure) {
         switch index {
@@ -114,7 +127,12 @@ final class Watermark: RawFXFilter {
             error = sizeMismatch
             return rawfx_status(RAWFX_ERR_INVALID_ARGUMENT)
         }
-        overlay.blend(frame)
+        let threads = pool.map { Int($0.pointee.thread_count(host.raw)) } ?? 1
+        if threads > 1 && overlay.lumaWidth * overlay.lumaHeight >= Watermark.minimumSlicedSamples {
+            host.runSlices(threads, pool: pool) { overlay.blend(frame, slice: $0, of: threads) }
+        } else {
+            overlay.blend(frame)
+        }
         return rawfx_status(RAWFX_OK)
     }
 

@@ -41,7 +41,7 @@ rotate_kernel_level rotate_kernels_select(void) {
     if (__builtin_cpu_supports("ssse3")) best = ROTATE_KERNELS_SSSE3;
     if (__builtin_cpu_supports("avx2")) best = ROTATE_KERNELS_AVX2;
 #endif
-    const char *forced = getenv("RAWFX_YUV_KERNELS");
+    const char *forced = getenv("RAWFX_KERNELS");
     if (forced != NULL) {
         rotate_kernel_level cap = best;
         if (strcmp(forced, "c") == 0) cap = ROTATE_KERNELS_C;

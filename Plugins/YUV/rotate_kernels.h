@@ -29,7 +29,7 @@ typedef enum rotate_kernel_level {
 } rotate_kernel_level;
 
 /* The best level this CPU runs, lowered by the environment variable
- * RAWFX_YUV_KERNELS ("c", "ssse3" or "avx2"; test-only: it lets tests compare
+ * RAWFX_KERNELS ("c", "ssse3" or "avx2"; test-only: it lets tests compare
  * each SIMD path with the portable one). Never raises it above what the CPU
  * supports. Not real-time (getenv): call at configure. */
 ROTATE_KERNELS_HIDDEN rotate_kernel_level rotate_kernels_select(void);

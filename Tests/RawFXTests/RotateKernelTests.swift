@@ -7,7 +7,7 @@ import XCTest
 /// The `rotate` and `mirror` filters on their own kernels (Plugins/YUV/rotate_kernels.c),
 /// checked byte for byte against libyuv's I420Rotate, I420Mirror and I420Copy called here
 /// directly, at each kernel level the CPU has (forced down with the test-only environment
-/// variable RAWFX_YUV_KERNELS, read at configure), on 1 and 2 threads of the host's pool.
+/// variable RAWFX_KERNELS, read at configure), on 1 and 2 threads of the host's pool.
 final class RotateKernelTests: XCTestCase {
     var registry: PluginRegistry!
 
@@ -20,7 +20,7 @@ final class RotateKernelTests: XCTestCase {
     }
 
     override func tearDown() {
-        unsetenv("RAWFX_YUV_KERNELS")
+        unsetenv("RAWFX_KERNELS")
         RawFXThreadPool.threadCount = 1
     }
 
@@ -44,14 +44,13 @@ final class RotateKernelTests: XCTestCase {
         // overlapping edge blocks; strides wider than the width on both sides.
         let sizes = [(2, 2), (2, 34), (34, 2), (18, 16), (66, 38), (130, 98), (322, 180)]
         for level in Self.levels {
-            setenv("RAWFX_YUV_KERNELS", level, 1)
+            setenv("RAWFX_KERNELS", level, 1)
             for (width, height) in sizes {
                 let input = randomBuffer(width: width, height: height, extraStride: 5, seed: width * 31 + height)
                 for (text, reference) in Self.operations {
                     let expected = reference.apply(input)
                     let got = try run(text, input)
-                    XCTAssertEqual(got.planes, expected.planes, "\(text) on \(width)x\(height), kernels \(level)")
-                    XCTAssertEqual(got.width, expected.width)
+                    XCTAssertEqual(got, expected, "\(text) on \(width)x\(height), kernels \(level)")
                 }
             }
         }
@@ -62,7 +61,7 @@ final class RotateKernelTests: XCTestCase {
         for (text, _) in Self.operations {
             var outputs: [String: PlanarPicture] = [:]
             for level in Self.levels {
-                setenv("RAWFX_YUV_KERNELS", level, 1)
+                setenv("RAWFX_KERNELS", level, 1)
                 outputs[level] = try run(text, input)
             }
             XCTAssertEqual(outputs["ssse3"], outputs["c"], text)
@@ -81,7 +80,7 @@ final class RotateKernelTests: XCTestCase {
                 RawFXThreadPool.threadCount = 2
                 let two = try run(text, input)
                 XCTAssertEqual(two, one, "\(text) on \(width)x\(height)")
-                XCTAssertEqual(two.planes, reference.apply(input).planes, "\(text) on \(width)x\(height)")
+                XCTAssertEqual(two, reference.apply(input), "\(text) on \(width)x\(height)")
             }
         }
     }
@@ -160,7 +159,7 @@ private enum Reference {
 }
 
 /// A tightly packed I420 picture, for comparisons.
-private struct PlanarPicture: Equatable {
+private struct PlanarPicture: Equatable, CustomStringConvertible {
     var width: Int
     var height: Int
     var planes: [[UInt8]]
@@ -169,6 +168,11 @@ private struct PlanarPicture: Equatable {
         width = frame.planeSize(0).width
         height = frame.planeSize(0).height
         planes = (0..<3).map { planeBytes(frame, $0) }
+    }
+
+    /// Size and per-plane sums: enough to tell two failing pictures apart in a message.
+    var description: String {
+        "\(width)x\(height) picture (sums \(planes.map { $0.reduce(0) { $0 &+ Int($1) } }))"
     }
 
     /// A picture written by `body` into a tightly packed buffer (y, stride, u, stride, v, stride).
