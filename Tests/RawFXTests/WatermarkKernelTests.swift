@@ -1,5 +1,6 @@
 import Foundation
 import RawFX
+import RawFXAllocCounter
 import XCTest
 
 /// The watermark's SIMD blends (Plugins/WatermarkKernels) against the exact integer formulas,
@@ -32,6 +33,23 @@ extension WatermarkPluginTests {
                         XCTAssertTrue(out == expected, "at \(x),\(y) opacity \(opacity) \(range), kernels \(level), \(threads) threads")
                     }
                 }
+            }
+        }
+    }
+
+    func testSlicedBlendDoesNotAllocate() throws {
+        XCTAssertEqual(rawfx_allocation_counter_active(), 1, "the malloc interposer is not in effect")
+        defer { RawFXThreadPool.threadCount = 1 }
+        let path = writeRGBA(picture(width: 300, height: 250, seed: 22))
+        for threads in [1, 2] {
+            RawFXThreadPool.threadCount = threads
+            let chain = try VideoChain("watermark=image=\(path):x=-5:y=3:opacity=0.7", registry: registry)
+            let buffer = patternBuffer(width: 320, height: 270, extraStride: 5)
+            try withExtendedLifetime(buffer) {
+                for _ in 0..<3 { _ = try chain.process(buffer.frame) }
+                let before = rawfx_thread_allocation_count()
+                for _ in 0..<50 { _ = try chain.process(buffer.frame) }
+                XCTAssertEqual(rawfx_thread_allocation_count() - before, 0, "\(threads) threads")
             }
         }
     }
