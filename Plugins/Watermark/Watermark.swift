@@ -67,6 +67,15 @@ final class Watermark: RawFXFilter {
     /// pool's workers costs more than the blend.
     static let minimumSlicedSamples = 256 * 256
 
+    /// One frame's blend as slice jobs see it: written on the process thread before
+    /// `pool->run`, only read by the jobs during it (the pool's wake-up orders the two).
+    private final class SliceJob {
+        var overlay: Overlay?
+        var frame = rawfx_video_frame()
+        var slices = 1
+    }
+    private let sliceJob = SliceJob()
+
     init() { host = FilterHost(nil); pool = nil }
 
     init(host: FilterHost) {
@@ -127,12 +136,24 @@ final class Watermark: RawFXFilter {
             error = sizeMismatch
             return rawfx_status(RAWFX_ERR_INVALID_ARGUMENT)
         }
-        let threads = pool.map { Int($0.pointee.thread_count(host.raw)) } ?? 1
-        if threads > 1 && overlay.lumaWidth * overlay.lumaHeight >= Watermark.minimumSlicedSamples {
-            host.runSlices(threads, pool: pool) { overlay.blend(frame, slice: $0, of: threads) }
-        } else {
-            overlay.blend(frame)
+        if let pool, let run = pool.pointee.run,
+           overlay.lumaWidth * overlay.lumaHeight >= Watermark.minimumSlicedSamples {
+            let threads = Int(pool.pointee.thread_count(host.raw))
+            if threads > 1 {
+                sliceJob.overlay = overlay
+                sliceJob.frame = frame
+                sliceJob.slices = threads
+                // pool->run with a capture-free C function and the job by pointer: a Swift closure
+                // (FilterHost.runSlices) boxes its context on the heap in debug builds.
+                if run(host.raw, { context, index in
+                    let job = Unmanaged<SliceJob>.fromOpaque(context!).takeUnretainedValue()
+                    job.overlay!.blend(job.frame, slice: Int(index), of: job.slices)
+                }, Unmanaged.passUnretained(sliceJob).toOpaque(), UInt32(threads)) == RAWFX_OK {
+                    return rawfx_status(RAWFX_OK)
+                }
+            }
         }
+        overlay.blend(frame)
         return rawfx_status(RAWFX_OK)
     }
 
