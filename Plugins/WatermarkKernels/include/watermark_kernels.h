@@ -13,6 +13,9 @@
 extern "C" {
 #endif
 
+/* Linked into libRawFXWatermark.so and hidden there: its exports stay the plugin entry. */
+#pragma GCC visibility push(hidden)
+
 /* 0 portable C, 1 SSE2, 2 AVX2: the best this CPU runs, lowered by the
  * test-only environment variable RAWFX_KERNELS ("c", "ssse3" or "avx2", the
  * same switch as the YUV plugin's; SSE2 counts as "ssse3"). Not real-time
@@ -34,6 +37,8 @@ void rfx_watermark_blend_luma(int level, uint8_t *dst, int dst_stride, const uin
  * and / 255 as in the luma blend. */
 void rfx_watermark_blend_chroma(int level, uint8_t *dst, int dst_stride, const uint8_t *kq, const uint8_t *kr,
                                 const uint16_t *bq, const uint8_t *br, int count, int rows);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
