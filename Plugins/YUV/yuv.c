@@ -365,7 +365,7 @@ static rawfx_status scale_process(const rawfx_filter *filter, const rawfx_video_
 
 /* ---------------------------------------------------------- turn slices -- */
 
-/* Columns per slice of a transpose are a multiple of this: the kernels' bands. */
+/* Columns per slice of a transpose are a multiple of this: whole AVX2 blocks. */
 #define TURN_SLICE_COLUMNS 32
 /* Planes smaller than this (luma samples) are turned in one slice: waking the
  * pool would cost more than the work. */
