@@ -10,14 +10,16 @@ import XCTest
 /// variable RAWFX_KERNELS, read at configure), on 1 and 2 threads of the host's pool.
 final class RotateKernelTests: XCTestCase {
     var registry: PluginRegistry!
+    var threadsBefore = 1
 
     override func setUpWithError() throws {
         registry = try registryOfBuiltPlugin("rawfx-yuv", file: "libRawFXYUV.so", product: "RawFXYUV")
+        threadsBefore = RawFXThreadPool.threadCount
     }
 
     override func tearDown() {
         unsetenv("RAWFX_KERNELS")
-        RawFXThreadPool.threadCount = 1
+        RawFXThreadPool.threadCount = threadsBefore
     }
 
     /// Every transformation the two filters have, with libyuv's answer for it.

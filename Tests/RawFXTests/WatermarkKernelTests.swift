@@ -9,7 +9,8 @@ import XCTest
 /// of the host's pool (an overlay this large is blended in slices).
 extension WatermarkPluginTests {
     func testExactBlendAtEveryKernelLevelOnOneAndTwoThreadsAtClippedPositions() throws {
-        defer { unsetenv("RAWFX_KERNELS"); RawFXThreadPool.threadCount = 1 }
+        let threadsBefore = RawFXThreadPool.threadCount
+        defer { unsetenv("RAWFX_KERNELS"); RawFXThreadPool.threadCount = threadsBefore }
         let pic = picture(width: 300, height: 250, seed: 21)
         let path = writeRGBA(pic)
         let (w, h) = (321, 271)
@@ -39,7 +40,8 @@ extension WatermarkPluginTests {
 
     func testSlicedBlendDoesNotAllocate() throws {
         XCTAssertEqual(rawfx_allocation_counter_active(), 1, "the malloc interposer is not in effect")
-        defer { RawFXThreadPool.threadCount = 1 }
+        let threadsBefore = RawFXThreadPool.threadCount
+        defer { RawFXThreadPool.threadCount = threadsBefore }
         let path = writeRGBA(picture(width: 300, height: 250, seed: 22))
         for threads in [1, 2] {
             RawFXThreadPool.threadCount = threads
