@@ -90,8 +90,10 @@ let package = Package(
         .target(name: "RawFXAllocCounter", path: "Sources/RawFXAllocCounter"),
 
         // Plugins: each is its own .so.
-        .target(name: "WatermarkPlugin", dependencies: ["RawFXPluginKit", "CLibPNG", "CLibYUV"],
+        .target(name: "WatermarkPlugin", dependencies: ["RawFXPluginKit", "CLibPNG", "CLibYUV", "WatermarkKernels"],
                 path: "Plugins/Watermark"),
+        // The watermark's SIMD row blends (C: run-time CPU dispatch), linked into its .so.
+        .target(name: "WatermarkKernels", path: "Plugins/WatermarkKernels"),
         // C targets do not inherit a system module's `link`: name the library here.
         .target(name: "YUVPlugin", dependencies: ["CRawFX", "CLibYUV"], path: "Plugins/YUV",
                 linkerSettings: [.linkedLibrary("yuv")]),

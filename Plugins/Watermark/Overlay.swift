@@ -2,6 +2,7 @@
 // configure, so that `blend` only mixes bytes (no allocation, no locks, no I/O).
 import CLibYUV
 import RawFXPluginKit
+import WatermarkKernels
 
 #if canImport(Glibc)
 import Glibc
@@ -40,7 +41,11 @@ struct Placement: Equatable {
 ///   outside the image count 0) and the alpha-weighted sums of the image's U and V over the
 ///   same footprint. The blend is then `(src * (1020 - S) + sum(a * U) + 510) / 1020`,
 ///   the exact rounding of `src * (1 - mean a) + mean(a * U)` (the average, over the
-///   footprint, of blending each luma pixel's colour on its own).
+///   footprint, of blending each luma pixel's colour on its own). They are stored split
+///   for 16-bit SIMD lanes (watermark_kernels.h): k = 1020 - S as 4 kq + kr, and each
+///   sum + 510 as 4 bq + br.
+///
+/// The blends run in C (Plugins/WatermarkKernels: AVX2, SSE2 or portable, chosen here).
 final class Overlay {
     let frameWidth: Int
     let frameHeight: Int
@@ -51,9 +56,15 @@ final class Overlay {
     let cx0: Int, cy0: Int, chromaWidth: Int, chromaHeight: Int
     private let lumaY: UnsafeMutablePointer<UInt8>
     private let lumaA: UnsafeMutablePointer<UInt8>
-    private let chromaS: UnsafeMutablePointer<UInt16>
-    private let chromaU: UnsafeMutablePointer<UInt32>
-    private let chromaV: UnsafeMutablePointer<UInt32>
+    /// Chroma weights, split as the kernels take them (see above); kq, kr shared by U and V.
+    private let chromaKQ: UnsafeMutablePointer<UInt8>
+    private let chromaKR: UnsafeMutablePointer<UInt8>
+    private let chromaUBQ: UnsafeMutablePointer<UInt16>
+    private let chromaUBR: UnsafeMutablePointer<UInt8>
+    private let chromaVBQ: UnsafeMutablePointer<UInt16>
+    private let chromaVBR: UnsafeMutablePointer<UInt8>
+    /// The kernels' SIMD level (rfx_watermark_kernels_select), fixed at configure.
+    private let kernels: Int32
 
     var isEmpty: Bool { lumaWidth == 0 || lumaHeight == 0 }
 
@@ -79,9 +90,13 @@ final class Overlay {
         let lumaCount = lumaWidth * lumaHeight, chromaCount = chromaWidth * chromaHeight
         lumaY = .allocate(capacity: max(lumaCount, 1))
         lumaA = .allocate(capacity: max(lumaCount, 1))
-        chromaS = .allocate(capacity: max(chromaCount, 1))
-        chromaU = .allocate(capacity: max(chromaCount, 1))
-        chromaV = .allocate(capacity: max(chromaCount, 1))
+        chromaKQ = .allocate(capacity: max(chromaCount, 1))
+        chromaKR = .allocate(capacity: max(chromaCount, 1))
+        chromaUBQ = .allocate(capacity: max(chromaCount, 1))
+        chromaUBR = .allocate(capacity: max(chromaCount, 1))
+        chromaVBQ = .allocate(capacity: max(chromaCount, 1))
+        chromaVBR = .allocate(capacity: max(chromaCount, 1))
+        kernels = rfx_watermark_kernels_select()
         guard visible else { return }
 
         // Per-pixel U and V of the visible image pixels, for the chroma footprints below.
@@ -123,16 +138,18 @@ final class Overlay {
                     }
                 }
                 let o = cy * chromaWidth + cx
-                chromaS[o] = UInt16(s)
-                chromaU[o] = pu
-                chromaV[o] = pv
+                let k = 1020 - s, bu = pu + 510, bv = pv + 510
+                chromaKQ[o] = UInt8(k / 4); chromaKR[o] = UInt8(k % 4)
+                chromaUBQ[o] = UInt16(bu / 4); chromaUBR[o] = UInt8(bu % 4)
+                chromaVBQ[o] = UInt16(bv / 4); chromaVBR[o] = UInt8(bv % 4)
             }
         }
     }
 
     deinit {
         lumaY.deallocate(); lumaA.deallocate()
-        chromaS.deallocate(); chromaU.deallocate(); chromaV.deallocate()
+        chromaKQ.deallocate(); chromaKR.deallocate()
+        chromaUBQ.deallocate(); chromaUBR.deallocate(); chromaVBQ.deallocate(); chromaVBR.deallocate()
     }
 
     /// Converts image columns [c0, c0 + n) of rows [r0, r0 + m) to Y, U, V per pixel with
@@ -170,52 +187,24 @@ final class Overlay {
         }
     }
 
-    /// Blends the prepared image into `frame` in place. The caller checked the size.
-    /// Plain `while` loops over raw pointers: nothing here allocates, even in debug builds.
-    @inline(__always)
-    func blend(_ frame: rawfx_video_frame) {
+    /// Blends slice `slice` of `slices` of the prepared image into `frame` in place: a band
+    /// of its luma rows and of its chroma rows (disjoint across slices, so slices may run
+    /// on different threads at once). The caller checked the size. Calls
+    /// rfx_watermark_blend_luma and rfx_watermark_blend_chroma; no allocation.
+    func blend(_ frame: rawfx_video_frame, slice: Int = 0, of slices: Int = 1) {
         if isEmpty { return }
-        blendLuma(frame.planes.0!, Int(frame.strides.0))
-        blendChroma(frame.planes.1!, Int(frame.strides.1), chromaU)
-        blendChroma(frame.planes.2!, Int(frame.strides.2), chromaV)
-    }
-
-    /// out = (src * (255 - a) + Y * a + 127) / 255, the exactly rounded blend. Every sample
-    /// of the rectangle is blended, without a branch on a == 0 (which gives src back
-    /// exactly): branch-free loops vectorize. The sum is at most 255 * 255 + 127 = 65152, so
-    /// it fits UInt16, and for x < 65535 x / 255 == (x + 1 + (x >> 8)) >> 8 exactly.
-    private func blendLuma(_ plane: UnsafeMutablePointer<UInt8>, _ stride: Int) {
-        var row = 0
-        while row < lumaHeight {
-            let dst = plane + (y0 + row) * stride + x0
-            let ys = lumaY + row * lumaWidth, alphas = lumaA + row * lumaWidth
-            var i = 0
-            while i < lumaWidth {
-                let a = UInt16(alphas[i])
-                let v = UInt16(dst[i]) &* (255 &- a) &+ UInt16(ys[i]) &* a &+ 127
-                dst[i] = UInt8(truncatingIfNeeded: (v &+ 1 &+ (v &>> 8)) &>> 8)
-                i += 1
-            }
-            row += 1
-        }
-    }
-
-    /// out = (src * (1020 - S) + sum(a * C) + 510) / 1020, S = sum of the footprint's alphas
-    /// (S == 0 gives src back exactly). x / 1020 == (x / 4) / 255 for integers, and x / 4 is
-    /// at most 65152, so the same exact shift form of / 255 applies.
-    private func blendChroma(_ plane: UnsafeMutablePointer<UInt8>, _ stride: Int, _ weighted: UnsafeMutablePointer<UInt32>) {
-        var row = 0
-        while row < chromaHeight {
-            let dst = plane + (cy0 + row) * stride + cx0
-            let sums = chromaS + row * chromaWidth, colours = weighted + row * chromaWidth
-            var i = 0
-            while i < chromaWidth {
-                let s = UInt32(sums[i])
-                let v = (UInt32(dst[i]) &* (1020 &- s) &+ colours[i] &+ 510) &>> 2
-                dst[i] = UInt8(truncatingIfNeeded: (v &+ 1 &+ (v &>> 8)) &>> 8)
-                i += 1
-            }
-            row += 1
-        }
+        let l0 = lumaHeight * slice / slices, l1 = lumaHeight * (slice + 1) / slices
+        let c0 = chromaHeight * slice / slices, c1 = chromaHeight * (slice + 1) / slices
+        let lumaStride = Int(frame.strides.0)
+        rfx_watermark_blend_luma(kernels, frame.planes.0! + (y0 + l0) * lumaStride + x0, Int32(lumaStride),
+                                 lumaY + l0 * lumaWidth, lumaA + l0 * lumaWidth, Int32(lumaWidth), Int32(l1 - l0))
+        let o = c0 * chromaWidth
+        let uStride = Int(frame.strides.1), vStride = Int(frame.strides.2)
+        rfx_watermark_blend_chroma(kernels, frame.planes.1! + (cy0 + c0) * uStride + cx0, Int32(uStride),
+                                   chromaKQ + o, chromaKR + o, chromaUBQ + o, chromaUBR + o,
+                                   Int32(chromaWidth), Int32(c1 - c0))
+        rfx_watermark_blend_chroma(kernels, frame.planes.2! + (cy0 + c0) * vStride + cx0, Int32(vStride),
+                                   chromaKQ + o, chromaKR + o, chromaVBQ + o, chromaVBR + o,
+                                   Int32(chromaWidth), Int32(c1 - c0))
     }
 }

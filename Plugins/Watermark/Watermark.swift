@@ -59,7 +59,29 @@ final class Watermark: RawFXFilter {
     private static let notConfigured = "watermark: process before configure"
     private static let notI420 = "watermark: the frame is not I420"
 
-    init() {}
+    /// The host's thread pool (`rawfx.thread-pool/1`) and the host, kept at create; the pool
+    /// is nil without one.
+    private let host: FilterHost
+    private let pool: UnsafePointer<rawfx_host_thread_pool>?
+    /// Overlays with fewer visible luma samples than this are blended in one slice: waking the
+    /// pool's workers costs more than the blend.
+    static let minimumSlicedSamples = 256 * 256
+
+    /// One frame's blend as slice jobs see it: written on the process thread before
+    /// `pool->run`, only read by the jobs during it (the pool's wake-up orders the two).
+    private final class SliceJob {
+        var overlay: Overlay?
+        var frame = rawfx_video_frame()
+        var slices = 1
+    }
+    private let sliceJob = SliceJob()
+
+    init() { host = FilterHost(nil); pool = nil }
+
+    init(host: FilterHost) {
+        self.host = host
+        pool = host.threadPool
+    }
 
     func setParameter(_ index: Int, _ value: ParameterInput) throws(FilterFailure) {
         switch index {
@@ -113,6 +135,23 @@ final class Watermark: RawFXFilter {
                 && frame.color_range == overlay.colorRange else {
             error = sizeMismatch
             return rawfx_status(RAWFX_ERR_INVALID_ARGUMENT)
+        }
+        if let pool, let run = pool.pointee.run,
+           overlay.lumaWidth * overlay.lumaHeight >= Watermark.minimumSlicedSamples {
+            let threads = Int(pool.pointee.thread_count(host.raw))
+            if threads > 1 {
+                sliceJob.overlay = overlay
+                sliceJob.frame = frame
+                sliceJob.slices = threads
+                // pool->run with a capture-free C function and the job by pointer: a Swift closure
+                // (FilterHost.runSlices) boxes its context on the heap in debug builds.
+                if run(host.raw, { context, index in
+                    let job = Unmanaged<SliceJob>.fromOpaque(context!).takeUnretainedValue()
+                    job.overlay!.blend(job.frame, slice: Int(index), of: job.slices)
+                }, Unmanaged.passUnretained(sliceJob).toOpaque(), UInt32(threads)) == RAWFX_OK {
+                    return rawfx_status(RAWFX_OK)
+                }
+            }
         }
         overlay.blend(frame)
         return rawfx_status(RAWFX_OK)

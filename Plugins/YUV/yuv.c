@@ -22,11 +22,15 @@
  * itself mallocs (and frees) three row buffers per call for linear, bilinear
  * and box filtering at most size ratios (point sampling, equal sizes,
  * vertical-only scaling, exact 1/2, 3/4, 3/8 and 2x do not). The plugin cannot
- * pass it a buffer. The other libyuv calls used here do not allocate;
- * I420Rotate(kRotate180) would (a row buffer), so 180 degrees is done with
- * I420Mirror on a bottom-up source instead, the same permutation of pixels.
+ * pass it a buffer. The other libyuv calls used here do not allocate.
+ *
+ * rotate and mirror run on the kernels of rotate_kernels.c (transposes and row
+ * reversals, AVX2/SSSE3/C chosen at configure) and libyuv's CopyPlane, split
+ * into slices over the host's thread pool (rawfx/ext/thread_pool.h).
  */
 #include "rawfx/plugin_helpers.h"
+#include "rawfx/ext/thread_pool.h"
+#include "rotate_kernels.h"
 
 #include <libyuv.h>
 
@@ -117,6 +121,27 @@ typedef struct scale_geometry {
     int dst_x, dst_y, dst_w, dst_h;
 } scale_geometry;
 
+/* One plane of a rotate or mirror: what `op` reads and writes. Strides may be
+ * negative (rows read or written bottom up); width and height are the source's. */
+typedef enum { PLANE_OP_COPY, PLANE_OP_REVERSE, PLANE_OP_TRANSPOSE } plane_op;
+
+typedef struct plane_turn {
+    const uint8_t *src;
+    ptrdiff_t src_stride;
+    uint8_t *dst;
+    ptrdiff_t dst_stride;
+    int width, height;
+} plane_turn;
+
+/* The frame being turned, set on the process thread before the slice jobs run
+ * and only read by them (pool->run orders the two). */
+typedef struct turn_plan {
+    plane_op op;
+    rotate_kernel_level kernels;
+    uint32_t slices;
+    plane_turn planes[3];
+} turn_plan;
+
 typedef struct yuv_instance {
     rawfx_instance_base base;       /* filter, host, error buffer */
     yuv_kind kind;
@@ -137,9 +162,11 @@ typedef struct yuv_instance {
     int rotate_angle_set;               /* as set; used at the next configure */
     int rotate_angle;                   /* configured */
     int rotate_mirror;                  /* live */
-    uint8_t *scratch;                   /* rotate-then-mirror at 90/270: one frame */
-    int scratch_strides[3];
-    uint8_t *scratch_planes[3];
+
+    /* rotate and mirror: kernels and pool chosen at configure, the plan per frame */
+    rotate_kernel_level kernels;
+    const rawfx_host_thread_pool *pool; /* NULL: no pool, slices run inline */
+    turn_plan turn;
 
     /* mirror */
     int mirror_vertical;                /* live */
@@ -336,14 +363,97 @@ static rawfx_status scale_process(const rawfx_filter *filter, const rawfx_video_
     return RAWFX_OK;
 }
 
-/* ----------------------------------------------------------------- rotate -- */
+/* ---------------------------------------------------------- turn slices -- */
 
-static void rotate_free_scratch(yuv_instance *self) {
-    free(self->scratch);
-    self->scratch = NULL;
-    memset(self->scratch_planes, 0, sizeof self->scratch_planes);
-    memset(self->scratch_strides, 0, sizeof self->scratch_strides);
+/* Columns per slice of a transpose are a multiple of this: whole AVX2 blocks. */
+#define TURN_SLICE_COLUMNS 32
+/* Planes smaller than this (luma samples) are turned in one slice: waking the
+ * pool would cost more than the work. */
+#define TURN_MIN_THREADED_SAMPLES (64u * 64u)
+
+/* Kernels and thread pool for rotate and mirror; at configure (getenv and
+ * get_extension are not real-time). */
+static void turn_configure(yuv_instance *self) {
+    self->kernels = rotate_kernels_select();
+    const rawfx_host *host = self->base.host;
+    self->pool = host != NULL ? host->get_extension(host, RAWFX_EXT_THREAD_POOL) : NULL;
 }
+
+/* Fills plane `p` of the plan: source (w x h) and destination, each read or
+ * written bottom up when its flag says so. */
+static void turn_plane(turn_plan *plan, int p, const rawfx_video_frame *in, rawfx_video_frame *out,
+                       int w, int h, int src_bottom_up, int dst_bottom_up, int dst_rows) {
+    plane_turn *t = &plan->planes[p];
+    const ptrdiff_t ss = in->strides[p], ds = out->strides[p];
+    t->src = src_bottom_up ? in->planes[p] + (ptrdiff_t)(h - 1) * ss : in->planes[p];
+    t->src_stride = src_bottom_up ? -ss : ss;
+    t->dst = dst_bottom_up ? out->planes[p] + (ptrdiff_t)(dst_rows - 1) * ds : out->planes[p];
+    t->dst_stride = dst_bottom_up ? -ds : ds;
+    t->width = w;
+    t->height = h;
+}
+
+/* Slice `index` of the plan: a band of destination rows of every plane. */
+static void turn_slice(void *context, uint32_t index) {
+    const turn_plan *plan = context;
+    const uint32_t n = plan->slices;
+    for (int p = 0; p < 3; p++) {
+        const plane_turn *t = &plan->planes[p];
+        if (plan->op == PLANE_OP_TRANSPOSE) {
+            /* Destination rows are source columns: bands of whole kernel blocks. */
+            const int begin = index == 0 ? 0 : (int)((uint64_t)t->width * index / n) & ~(TURN_SLICE_COLUMNS - 1);
+            const int end = index + 1 == n ? t->width
+                                           : (int)((uint64_t)t->width * (index + 1) / n) & ~(TURN_SLICE_COLUMNS - 1);
+            rotate_transpose_plane(plan->kernels, t->src, t->src_stride, t->dst, t->dst_stride, t->height, begin, end);
+        } else {
+            const int begin = (int)((uint64_t)t->height * index / n), end = (int)((uint64_t)t->height * (index + 1) / n);
+            const uint8_t *src = t->src + (ptrdiff_t)begin * t->src_stride;
+            uint8_t *dst = t->dst + (ptrdiff_t)begin * t->dst_stride;
+            if (plan->op == PLANE_OP_REVERSE)
+                rotate_reverse_rows(plan->kernels, src, t->src_stride, dst, t->dst_stride, t->width, end - begin);
+            else if (end > begin)
+                CopyPlane(src, (int)t->src_stride, dst, (int)t->dst_stride, t->width, end - begin);
+        }
+    }
+}
+
+/* Turns one frame by its plan: `degrees` clockwise (0, 90, 180, 270), then a
+ * left-right flip when `flip`. Every case is one operation per plane:
+ *   0: copy, flipped: reverse rows;  180: reverse rows read bottom up, flipped:
+ *   copy bottom up (a top-bottom flip);  90: transpose of the source read
+ *   bottom up, flipped: plain transpose;  270: transpose written bottom up,
+ *   flipped: both bottom up. */
+static void turn_frame(yuv_instance *self, const rawfx_video_frame *in, rawfx_video_frame *out,
+                       uint32_t degrees, int flip) {
+    turn_plan *plan = &self->turn;
+    const int w = (int)in->width, h = (int)in->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    const int quarter = degrees == 90 || degrees == 270;
+    int src_bottom_up, dst_bottom_up = 0;
+    if (quarter) {
+        plan->op = PLANE_OP_TRANSPOSE;
+        src_bottom_up = (degrees == 90) != flip;
+        dst_bottom_up = degrees == 270;
+    } else {
+        plan->op = flip == (degrees == 180) ? PLANE_OP_COPY : PLANE_OP_REVERSE;
+        src_bottom_up = degrees == 180;
+    }
+    turn_plane(plan, 0, in, out, w, h, src_bottom_up, dst_bottom_up, quarter ? w : h);
+    turn_plane(plan, 1, in, out, cw, ch, src_bottom_up, dst_bottom_up, quarter ? cw : ch);
+    turn_plane(plan, 2, in, out, cw, ch, src_bottom_up, dst_bottom_up, quarter ? cw : ch);
+    plan->kernels = self->kernels;
+
+    const rawfx_host *host = self->base.host;
+    uint32_t slices = 1;
+    if (self->pool != NULL && (uint64_t)w * (uint64_t)h >= TURN_MIN_THREADED_SAMPLES)
+        slices = self->pool->thread_count(host);
+    plan->slices = slices;
+    /* run fails only off the process thread: then the slices run here. */
+    if (slices > 1 && self->pool->run(host, turn_slice, plan, slices) == RAWFX_OK) return;
+    plan->slices = 1;
+    turn_slice(plan, 0);
+}
+
+/* ----------------------------------------------------------------- rotate -- */
 
 static rawfx_status rotate_configure(yuv_instance *self, const rawfx_video_format *in,
                                      rawfx_negotiation *result) {
@@ -362,22 +472,7 @@ static rawfx_status rotate_configure(yuv_instance *self, const rawfx_video_forma
     const uint32_t ow = swap ? in->height : in->width, oh = swap ? in->width : in->height;
     rawfx_status status = check_output_size(self, ow, oh);
     if (status != RAWFX_OK) return status;
-
-    /* Rotating by 90/270 and then mirroring goes through one frame of scratch.
-     * Allocate it whenever the angle is a quarter turn, so that mirror can be
-     * switched on between frames without a configure. */
-    rotate_free_scratch(self);
-    if (swap) {
-        const size_t y_size = (size_t)ow * oh, c_size = (size_t)(ow / 2) * (oh / 2);
-        self->scratch = malloc(y_size + 2 * c_size);
-        if (self->scratch == NULL)
-            return rawfx_fail(&self->base, RAWFX_ERR_OUT_OF_MEMORY, "cannot allocate a %ux%u scratch frame", ow, oh);
-        self->scratch_planes[0] = self->scratch;
-        self->scratch_planes[1] = self->scratch + y_size;
-        self->scratch_planes[2] = self->scratch + y_size + c_size;
-        self->scratch_strides[0] = (int)ow;
-        self->scratch_strides[1] = self->scratch_strides[2] = (int)(ow / 2);
-    }
+    turn_configure(self);
     self->rotate_angle = angle;
     self->out_width = ow;
     self->out_height = oh;
@@ -411,41 +506,7 @@ static rawfx_status rotate_process(const rawfx_filter *filter, const rawfx_video
     } else {
         degrees = (uint32_t)self->rotate_angle * 90;
     }
-
-    const int w = (int)in->width, h = (int)in->height;
-    uint8_t *const *sp = in->planes;
-    const int32_t *ss = in->strides;
-    uint8_t *const *dp = out->planes;
-    const int32_t *ds = out->strides;
-    const int mirror = self->rotate_mirror;
-    int rc;
-    switch (degrees) {
-    case 0:
-        rc = mirror ? I420Mirror(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, h)
-                    : I420Copy(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, h);
-        break;
-    case 180:
-        /* A negative height reads the source bottom up: mirroring that is a
-         * half turn, copying it is a half turn plus a left-right flip. */
-        rc = mirror ? I420Copy(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, -h)
-                    : I420Mirror(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, -h);
-        break;
-    default: {
-        const enum RotationMode mode = degrees == 90 ? kRotate90 : kRotate270;
-        if (mirror) {
-            uint8_t *const *tp = self->scratch_planes;
-            const int *ts = self->scratch_strides;
-            rc = I420Rotate(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], tp[0], ts[0], tp[1], ts[1], tp[2], ts[2], w, h, mode);
-            if (rc == 0)
-                rc = I420Mirror(tp[0], ts[0], tp[1], ts[1], tp[2], ts[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], h, w);
-        } else {
-            rc = I420Rotate(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, h, mode);
-        }
-        break;
-    }
-    }
-    if (rc != 0)
-        return rawfx_fail(&self->base, RAWFX_ERR_INTERNAL, "libyuv failed (%d) rotating %dx%d by %u", rc, w, h, degrees);
+    turn_frame(self, in, out, degrees, self->rotate_mirror);
     finish_frame(self, in, out, self->rotate_angle == ROTATE_ANGLE_AUTO ? 0 : in->rotation);
     return RAWFX_OK;
 }
@@ -457,6 +518,7 @@ static rawfx_status mirror_configure(yuv_instance *self, const rawfx_video_forma
     (void)result; /* the output format is the input format */
     rawfx_status status = check_output_size(self, in->width, in->height);
     if (status != RAWFX_OK) return status;
+    turn_configure(self);
     self->out_width = in->width;
     self->out_height = in->height;
     return RAWFX_OK;
@@ -468,16 +530,8 @@ static rawfx_status mirror_process(const rawfx_filter *filter, const rawfx_video
     rawfx_clear_error(&self->base);
     rawfx_status status = check_frames(self, in, out);
     if (status != RAWFX_OK) return status;
-    const int w = (int)in->width, h = (int)in->height;
-    uint8_t *const *sp = in->planes;
-    const int32_t *ss = in->strides;
-    uint8_t *const *dp = out->planes;
-    const int32_t *ds = out->strides;
-    int rc = self->mirror_vertical
-        ? I420Copy(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, -h)
-        : I420Mirror(sp[0], ss[0], sp[1], ss[1], sp[2], ss[2], dp[0], ds[0], dp[1], ds[1], dp[2], ds[2], w, h);
-    if (rc != 0)
-        return rawfx_fail(&self->base, RAWFX_ERR_INTERNAL, "libyuv failed (%d) on %dx%d", rc, w, h);
+    /* Top to bottom is a half turn plus a left-right flip. */
+    turn_frame(self, in, out, self->mirror_vertical ? 180 : 0, 1);
     finish_frame(self, in, out, in->rotation);
     return RAWFX_OK;
 }
@@ -571,7 +625,6 @@ static rawfx_status range_process(const rawfx_filter *filter, const rawfx_video_
 static void yuv_destroy(const rawfx_filter *filter) {
     yuv_instance *self = instance_of(filter);
     if (self == NULL) return;
-    rotate_free_scratch(self);
     rawfx_instance_free(&self->base);
 }
 

@@ -46,6 +46,17 @@ let invertSource = repositoryRoot.appendingPathComponent("docs/examples/invert.c
 /// The plugins SwiftPM built next to the test binary (the default search path).
 let builtPlugins: PluginRegistry = PluginRegistry(environment: [:])
 
+/// A registry holding only the plugin SwiftPM built next to the tests as `file`
+/// ("libRawFXYUV.so", plugin name `name`); skips the test when it is not built.
+func registryOfBuiltPlugin(_ name: String, file: String, product: String) throws -> PluginRegistry {
+    guard let library = builtPlugins.libraries.first(where: { $0.name == name }) else {
+        throw XCTSkip("\(file) is not built next to the tests (swift build --product \(product))")
+    }
+    let registry = PluginRegistry.empty()
+    try registry.load(path: library.path)
+    return registry
+}
+
 /// An I420 buffer with a deterministic pattern in every plane and `extraStride` bytes of
 /// padding per row (filled with 0xEE, so tests can check filters leave padding alone).
 func patternBuffer(width: Int, height: Int, range: ColorRange = .limited, rotation: Int = 0,

@@ -12,11 +12,7 @@ final class YUVPluginTests: XCTestCase {
     var registry: PluginRegistry!
 
     override func setUpWithError() throws {
-        registry = PluginRegistry.empty()
-        guard let library = builtPlugins.libraries.first(where: { $0.name == "rawfx-yuv" }) else {
-            throw XCTSkip("libRawFXYUV.so is not built next to the tests (swift build --product RawFXYUV)")
-        }
-        try registry.load(path: library.path)
+        registry = try registryOfBuiltPlugin("rawfx-yuv", file: "libRawFXYUV.so", product: "RawFXYUV")
     }
 
     /// Runs one frame of `buffer` through `chain` and copies the output out while both are

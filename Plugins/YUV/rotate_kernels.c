@@ -1,0 +1,294 @@
+/*
+ * rotate_kernels.c — transposes and row reversals for `rotate` and `mirror`
+ * (see rotate_kernels.h), in AVX2, SSSE3 and portable C.
+ *
+ * Transpose: byte blocks are transposed in registers by four rounds of unpacks
+ * (8-, 16-, 32- and 64-bit interleaves), 16x16 with SSE2 and two 16x16 blocks
+ * side by side with AVX2 (the unpacks work per 128-bit lane, so a 16x32 source
+ * block becomes two 16x16 results). The plane is walked in bands of 64 source
+ * columns, one cache line of every source row, from top to bottom: each source
+ * line is read once, and each band writes 64 destination rows front to back,
+ * a write stream the prefetchers follow. An edge narrower than a block is done
+ * by one more block that overlaps the previous one (the overlap is written
+ * twice with the same bytes), so only planes smaller than a block take the
+ * scalar path. The band reads one line per source row, a stride the hardware
+ * prefetchers follow poorly from DRAM: the lines TRANSPOSE_PREFETCH_ROWS ahead
+ * are prefetched by hand (on a cold 1080p frame, about 1.4x faster than
+ * without, measured on an AMD EPYC).
+ *
+ * Row reversal: 32 (AVX2) or 16 (SSSE3) bytes at a time through pshufb (plus a
+ * lane swap for AVX2), with the same overlapping last block. The source is read
+ * in the direction its rows go (ascending for a positive stride, descending for
+ * a negative one), one stream the prefetchers follow; the destination, written
+ * the other way, is the chain's own buffer and warm.
+ */
+#include "rotate_kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define ROTATE_KERNELS_X86 1
+#include <immintrin.h>
+#endif
+
+/* ------------------------------------------------------------ selection -- */
+
+rotate_kernel_level rotate_kernels_select(void) {
+    rotate_kernel_level best = ROTATE_KERNELS_C;
+#ifdef ROTATE_KERNELS_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("ssse3")) best = ROTATE_KERNELS_SSSE3;
+    if (__builtin_cpu_supports("avx2")) best = ROTATE_KERNELS_AVX2;
+#endif
+    const char *forced = getenv("RAWFX_KERNELS");
+    if (forced != NULL) {
+        rotate_kernel_level cap = best;
+        if (strcmp(forced, "c") == 0) cap = ROTATE_KERNELS_C;
+        else if (strcmp(forced, "ssse3") == 0) cap = ROTATE_KERNELS_SSSE3;
+        else if (strcmp(forced, "avx2") == 0) cap = ROTATE_KERNELS_AVX2;
+        if (cap < best) best = cap;
+    }
+    return best;
+}
+
+const char *rotate_kernels_name(rotate_kernel_level level) {
+    switch (level) {
+    case ROTATE_KERNELS_AVX2: return "avx2";
+    case ROTATE_KERNELS_SSSE3: return "ssse3";
+    default: return "c";
+    }
+}
+
+/* ------------------------------------------------------------- portable -- */
+
+/* Columns [c0, c1) of `height` rows, in 32x32 tiles so that both the rows read
+ * and the rows written stay in L1 within a tile. */
+static void transpose_c(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int height, int c0, int c1) {
+    enum { TILE = 32 };
+    for (int cb = c0; cb < c1; cb += TILE) {
+        const int ce = cb + TILE < c1 ? cb + TILE : c1;
+        for (int rb = 0; rb < height; rb += TILE) {
+            const int re = rb + TILE < height ? rb + TILE : height;
+            for (int c = cb; c < ce; c++) {
+                uint8_t *d = dst + (ptrdiff_t)c * ds;
+                for (int r = rb; r < re; r++) d[r] = src[(ptrdiff_t)r * ss + c];
+            }
+        }
+    }
+}
+
+static void reverse_rows_c(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height) {
+    for (int y = 0; y < height; y++) {
+        const uint8_t *s = src + (ptrdiff_t)y * ss;
+        uint8_t *d = dst + (ptrdiff_t)y * ds;
+        for (int x = 0; x < width; x++) d[x] = s[width - 1 - x];
+    }
+}
+
+#ifdef ROTATE_KERNELS_X86
+
+/* ----------------------------------------------------------- SSE2/SSSE3 -- */
+
+/* The four unpack rounds of a 16x16 byte transpose; `T`, `LO8`… name the
+ * vector type and its interleaves, so SSE2 and AVX2 share one network. */
+#define TRANSPOSE_16x16(T, LO8, HI8, LO16, HI16, LO32, HI32, LO64, HI64, r)                                  \
+    do {                                                                                                   \
+        T a_[16], b_[16];                                                                                  \
+        for (int i_ = 0; i_ < 8; i_++) {                                                                   \
+            a_[2 * i_] = LO8(r[2 * i_], r[2 * i_ + 1]);                                                    \
+            a_[2 * i_ + 1] = HI8(r[2 * i_], r[2 * i_ + 1]);                                                \
+        }                                                                                                  \
+        /* a_[2k], a_[2k+1]: rows 2k, 2k+1 interleaved, columns 0-7 and 8-15 */                           \
+        for (int g_ = 0; g_ < 4; g_++) {                                                                   \
+            T *p_ = a_ + 4 * g_, *q_ = b_ + 4 * g_;                                                        \
+            q_[0] = LO16(p_[0], p_[2]); q_[1] = HI16(p_[0], p_[2]);                                        \
+            q_[2] = LO16(p_[1], p_[3]); q_[3] = HI16(p_[1], p_[3]);                                        \
+        }                                                                                                  \
+        /* b_[4g + k]: rows 4g..4g+3, columns 4k..4k+3 */                                                 \
+        for (int g_ = 0; g_ < 2; g_++) {                                                                   \
+            T *p_ = b_ + 8 * g_, *q_ = a_ + 8 * g_;                                                        \
+            for (int k_ = 0; k_ < 4; k_++) {                                                               \
+                q_[2 * k_] = LO32(p_[k_], p_[k_ + 4]);                                                     \
+                q_[2 * k_ + 1] = HI32(p_[k_], p_[k_ + 4]);                                                 \
+            }                                                                                              \
+        }                                                                                                  \
+        /* a_[8g + j]: rows 8g..8g+7, columns 2j, 2j+1 */                                                 \
+        for (int j_ = 0; j_ < 8; j_++) {                                                                   \
+            r[2 * j_] = LO64(a_[j_], a_[j_ + 8]);                                                          \
+            r[2 * j_ + 1] = HI64(a_[j_], a_[j_ + 8]);                                                      \
+        }                                                                                                  \
+        /* r[c]: column c, rows 0..15 */                                                                  \
+    } while (0)
+
+/* How far ahead of the band's current 16 rows its source lines are prefetched. */
+#define TRANSPOSE_PREFETCH_ROWS 128
+
+/* Prefetches the band's lines of source rows [row, row + 16) when they exist. */
+__attribute__((always_inline)) static inline void
+prefetch_band(const uint8_t *src, ptrdiff_t ss, int height, int row, int band, int band_end) {
+    if (row + 16 > height) return;
+    for (int k = 0; k < 16; k++) {
+        const uint8_t *line = src + (ptrdiff_t)(row + k) * ss;
+        _mm_prefetch((const char *)(line + band), _MM_HINT_T0);
+        _mm_prefetch((const char *)(line + band_end - 1), _MM_HINT_T0);
+    }
+}
+
+/* src: 16 rows x 16 columns; dst: 16 rows x 16 columns. */
+__attribute__((target("sse2"), always_inline)) static inline void
+transpose_16x16_sse2(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds) {
+    __m128i r[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm_loadu_si128((const __m128i *)(src + i * ss));
+    TRANSPOSE_16x16(__m128i, _mm_unpacklo_epi8, _mm_unpackhi_epi8, _mm_unpacklo_epi16, _mm_unpackhi_epi16,
+                    _mm_unpacklo_epi32, _mm_unpackhi_epi32, _mm_unpacklo_epi64, _mm_unpackhi_epi64, r);
+    for (int i = 0; i < 16; i++) _mm_storeu_si128((__m128i *)(dst + i * ds), r[i]);
+}
+
+/* Columns [c0, c1), c1 - c0 >= 16 and height >= 16: 16x16 blocks, the last
+ * block of a band or of the rows overlapping its neighbour. */
+__attribute__((target("sse2"))) static void
+transpose_sse2(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int height, int c0, int c1) {
+    for (int band = c0; band < c1; band += 64) {
+        const int band_end = band + 64 < c1 ? band + 64 : c1;
+        for (int r = 0; r < height; r += 16) {
+            const int rr = r + 16 <= height ? r : height - 16;
+            prefetch_band(src, ss, height, rr + TRANSPOSE_PREFETCH_ROWS, band, band_end);
+            for (int c = band; c < band_end; c += 16) {
+                const int cc = c + 16 <= c1 ? c : c1 - 16;
+                transpose_16x16_sse2(src + rr * ss + cc, ss, dst + cc * ds + rr, ds);
+            }
+        }
+    }
+}
+
+static const uint8_t reverse_bytes[32] = { 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                           15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+
+/* width >= 16. */
+__attribute__((target("ssse3"))) static void
+reverse_rows_ssse3(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height) {
+    const __m128i shuffle = _mm_loadu_si128((const __m128i *)reverse_bytes);
+    for (int y = 0; y < height; y++) {
+        const uint8_t *s = src + (ptrdiff_t)y * ss;
+        uint8_t *d = dst + (ptrdiff_t)y * ds;
+        int x = 0;
+        for (; x + 32 <= width; x += 32) {
+            const int at = ss > 0 ? x : width - 32 - x;
+            const __m128i lo = _mm_loadu_si128((const __m128i *)(s + at));
+            const __m128i hi = _mm_loadu_si128((const __m128i *)(s + at + 16));
+            _mm_storeu_si128((__m128i *)(d + width - 16 - at), _mm_shuffle_epi8(lo, shuffle));
+            _mm_storeu_si128((__m128i *)(d + width - 32 - at), _mm_shuffle_epi8(hi, shuffle));
+        }
+        for (; x < width; x += 16) {
+            /* xx counts from the end the source is read from. */
+            const int xx = x + 16 <= width ? x : width - 16;
+            const int at = ss > 0 ? xx : width - 16 - xx;
+            const __m128i v = _mm_loadu_si128((const __m128i *)(s + at));
+            _mm_storeu_si128((__m128i *)(d + width - 16 - at), _mm_shuffle_epi8(v, shuffle));
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ AVX2 -- */
+
+/* src: 16 rows x 32 columns; dst: 32 rows x 16 columns. */
+__attribute__((target("avx2"), always_inline)) static inline void
+transpose_16x32_avx2(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds) {
+    __m256i r[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm256_loadu_si256((const __m256i *)(src + i * ss));
+    TRANSPOSE_16x16(__m256i, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, _mm256_unpacklo_epi16,
+                    _mm256_unpackhi_epi16, _mm256_unpacklo_epi32, _mm256_unpackhi_epi32, _mm256_unpacklo_epi64,
+                    _mm256_unpackhi_epi64, r);
+    /* The low lane of r[c] is source column c, the high lane column 16 + c. */
+    for (int i = 0; i < 16; i++) {
+        _mm_storeu_si128((__m128i *)(dst + i * ds), _mm256_castsi256_si128(r[i]));
+        _mm_storeu_si128((__m128i *)(dst + (i + 16) * ds), _mm256_extracti128_si256(r[i], 1));
+    }
+}
+
+/* Columns [c0, c1), c1 - c0 >= 32 and height >= 16. */
+__attribute__((target("avx2"))) static void
+transpose_avx2(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int height, int c0, int c1) {
+    for (int band = c0; band < c1; band += 64) {
+        const int band_end = band + 64 < c1 ? band + 64 : c1;
+        for (int r = 0; r < height; r += 16) {
+            const int rr = r + 16 <= height ? r : height - 16;
+            prefetch_band(src, ss, height, rr + TRANSPOSE_PREFETCH_ROWS, band, band_end);
+            for (int c = band; c < band_end; c += 32) {
+                const int cc = c + 32 <= c1 ? c : c1 - 32;
+                transpose_16x32_avx2(src + rr * ss + cc, ss, dst + cc * ds + rr, ds);
+            }
+        }
+    }
+}
+
+/* width >= 32. */
+__attribute__((target("avx2"))) static void
+reverse_rows_avx2(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, int width, int height) {
+    const __m256i shuffle = _mm256_loadu_si256((const __m256i *)reverse_bytes);
+    for (int y = 0; y < height; y++) {
+        const uint8_t *s = src + (ptrdiff_t)y * ss;
+        uint8_t *d = dst + (ptrdiff_t)y * ds;
+        /* Two vectors an iteration (measured 1.1x faster than one on cold frames). */
+        int x = 0;
+        for (; x + 64 <= width; x += 64) {
+            const int at = ss > 0 ? x : width - 64 - x;
+            const __m256i lo = _mm256_loadu_si256((const __m256i *)(s + at));
+            const __m256i hi = _mm256_loadu_si256((const __m256i *)(s + at + 32));
+            /* Reverse within each 128-bit lane, then swap the lanes. */
+            _mm256_storeu_si256((__m256i *)(d + width - 32 - at),
+                                _mm256_permute4x64_epi64(_mm256_shuffle_epi8(lo, shuffle), 0x4E));
+            _mm256_storeu_si256((__m256i *)(d + width - 64 - at),
+                                _mm256_permute4x64_epi64(_mm256_shuffle_epi8(hi, shuffle), 0x4E));
+        }
+        for (; x < width; x += 32) {
+            const int xx = x + 32 <= width ? x : width - 32;
+            const int at = ss > 0 ? xx : width - 32 - xx;
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(s + at));
+            _mm256_storeu_si256((__m256i *)(d + width - 32 - at),
+                                _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, shuffle), 0x4E));
+        }
+    }
+}
+
+#endif /* ROTATE_KERNELS_X86 */
+
+/* --------------------------------------------------------------- dispatch -- */
+
+void rotate_transpose_plane(rotate_kernel_level level, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                            ptrdiff_t dst_stride, int height, int column_begin, int column_end) {
+    const int columns = column_end - column_begin;
+    if (columns <= 0 || height <= 0) return;
+#ifdef ROTATE_KERNELS_X86
+    if (level >= ROTATE_KERNELS_AVX2 && columns >= 32 && height >= 16) {
+        transpose_avx2(src, src_stride, dst, dst_stride, height, column_begin, column_end);
+        return;
+    }
+    if (level >= ROTATE_KERNELS_SSSE3 && columns >= 16 && height >= 16) {
+        transpose_sse2(src, src_stride, dst, dst_stride, height, column_begin, column_end);
+        return;
+    }
+#else
+    (void)level;
+#endif
+    transpose_c(src, src_stride, dst, dst_stride, height, column_begin, column_end);
+}
+
+void rotate_reverse_rows(rotate_kernel_level level, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                         ptrdiff_t dst_stride, int width, int height) {
+    if (width <= 0 || height <= 0) return;
+#ifdef ROTATE_KERNELS_X86
+    if (level >= ROTATE_KERNELS_AVX2 && width >= 32) {
+        reverse_rows_avx2(src, src_stride, dst, dst_stride, width, height);
+        return;
+    }
+    if (level >= ROTATE_KERNELS_SSSE3 && width >= 16) {
+        reverse_rows_ssse3(src, src_stride, dst, dst_stride, width, height);
+        return;
+    }
+#else
+    (void)level;
+#endif
+    reverse_rows_c(src, src_stride, dst, dst_stride, width, height);
+}

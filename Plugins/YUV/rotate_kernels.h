@@ -1,0 +1,51 @@
+/*
+ * rotate_kernels.h — the plane kernels behind `rotate` and `mirror` (yuv.c).
+ *
+ * Two operations cover every quarter turn and flip of an I420 plane:
+ * - transpose: dst[x][y] = src[y][x]. With a negative source stride (rows read
+ *   bottom up) it is a clockwise quarter turn; with a negative destination
+ *   stride a counter-clockwise one; with both, a quarter turn plus a flip.
+ * - reverse rows: dst[y][x] = src[y][w-1-x] (a left-right flip; with the
+ *   source read bottom up, a half turn).
+ *
+ * Each has an AVX2, an SSSE3 (SSE2 transpose, pshufb reversal) and a portable C
+ * version, chosen at run time from the CPU (never from the build machine). The
+ * functions are hidden: the plugin's only exported symbol stays
+ * rawfx_get_plugin_entry. They allocate nothing, take no lock and may run on
+ * any thread; concurrent calls must write disjoint rows.
+ */
+#ifndef RAWFX_YUV_ROTATE_KERNELS_H
+#define RAWFX_YUV_ROTATE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ROTATE_KERNELS_HIDDEN __attribute__((visibility("hidden")))
+
+typedef enum rotate_kernel_level {
+    ROTATE_KERNELS_C = 0,
+    ROTATE_KERNELS_SSSE3 = 1,
+    ROTATE_KERNELS_AVX2 = 2,
+} rotate_kernel_level;
+
+/* The best level this CPU runs, lowered by the environment variable
+ * RAWFX_KERNELS ("c", "ssse3" or "avx2"; test-only: it lets tests compare
+ * each SIMD path with the portable one). Never raises it above what the CPU
+ * supports. Not real-time (getenv): call at configure. */
+ROTATE_KERNELS_HIDDEN rotate_kernel_level rotate_kernels_select(void);
+
+/* "c", "ssse3" or "avx2". */
+ROTATE_KERNELS_HIDDEN const char *rotate_kernels_name(rotate_kernel_level level);
+
+/* dst[x][y] = src[y][x] for the source columns [column_begin, column_end) of a
+ * width x height plane, i.e. the destination rows [column_begin, column_end)
+ * (so slices by column ranges write disjoint rows). Strides may be negative. */
+ROTATE_KERNELS_HIDDEN void rotate_transpose_plane(rotate_kernel_level level, const uint8_t *src,
+                                                  ptrdiff_t src_stride, uint8_t *dst, ptrdiff_t dst_stride,
+                                                  int height, int column_begin, int column_end);
+
+/* dst[y][x] = src[y][width-1-x] for y in [0, height). Strides may be negative. */
+ROTATE_KERNELS_HIDDEN void rotate_reverse_rows(rotate_kernel_level level, const uint8_t *src, ptrdiff_t src_stride,
+                                               uint8_t *dst, ptrdiff_t dst_stride, int width, int height);
+
+#endif /* RAWFX_YUV_ROTATE_KERNELS_H */
