@@ -97,8 +97,11 @@ public struct FilterHost: @unchecked Sendable {
     }
 
     /// [process] Runs `body(0..<count)` as slice jobs on the host's pool (inline without one);
-    /// returns when all are done. `body` must only touch disjoint data per index. No
-    /// allocation: the closure is passed by pointer for the duration of the call.
+    /// returns when all are done. `body` must only touch disjoint data per index. The closure
+    /// is passed by pointer for the duration of the call, but a debug build boxes its context
+    /// on the heap (2 allocations per call, measured): a filter that must not allocate in any
+    /// build calls `pool.pointee.run` with a capture-free C function and its state by
+    /// `Unmanaged` pointer, as the watermark plugin does (Plugins/Watermark/Watermark.swift).
     public func runSlices(_ count: Int, pool: UnsafePointer<rawfx_host_thread_pool>?, _ body: (Int) -> Void) {
         guard let raw, let pool, let run = pool.pointee.run, count > 1 else {
             for i in 0..<count { body(i) }
