@@ -88,6 +88,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             latencies.append(plan.negotiation.latency)
             format = plan.output
         }
+        if allocatingBuffers { placeOutputsInSharedMemory() }
         control.withLock { state in
             state.inputs = inputs
             state.outputs = outputs
@@ -249,7 +250,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             swap(&stage.negotiation, &fresh.negotiation)
             k += 1
         }
-        if stale { inputFormat = nil }
+        if stale { inputFormat = nil } else { placeOutputsInSharedMemory() }
         updateLatency()
         outputFormat = stages.last?.negotiation.flatMap { n in
             if case .video(let v) = n.output { return v } else { return nil }
@@ -270,15 +271,35 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         timestamps.resize(total)
     }
 
+    /// An out-of-place stage just upstream of an isolated one writes its output into that
+    /// stage's shared memory, so the frame crosses to the helper with no copy
+    /// (docs/isolation.md). An isolated stage's own output already lies in its own memory, so
+    /// two isolated stages in a row still copy once. Runs where the chain negotiates.
+    private func placeOutputsInSharedMemory() {
+        var index = 0
+        while index + 1 < stages.count {
+            let upstream = stages[index]
+            index += 1
+            guard let buffer = upstream.output, !upstream.instance.isIsolated else { continue }
+            if let shared = stages[index].instance.sharedVideoInput(format: buffer.format) {
+                upstream.output = shared
+            } else if buffer.owner != nil {
+                // The isolated stage below was replaced by one that offers none (negotiated
+                // as a passthrough): back to memory of the chain's own.
+                upstream.output = VideoBuffer(format: buffer.format)
+            }
+        }
+    }
+
     /// Configures `instance` for `input` and sizes its output buffer (reusing `existing` when
-    /// it fits). Runs on whichever thread negotiates: control for a prepared replacement.
+    /// it fits; never one in an isolated stage's memory, which `placeOutputsInSharedMemory` hands out). Runs on whichever thread negotiates: control for a prepared replacement.
     static func plan(_ instance: FilterInstance, input: VideoFormat, reusing existing: VideoBuffer?,
                      allocating: Bool = true) throws(ChainError)
         -> (negotiation: Negotiation, output: VideoFormat, buffer: VideoBuffer?) {
         let n = try instance.configure(input: .video(input))
         guard case .video(let out) = n.output else { preconditionFailure("configure checks the kind") }
         guard instance.type.processing == .outOfPlace, allocating else { return (n, out, nil) }
-        return (n, out, existing?.format == out ? existing : VideoBuffer(format: out))
+        return (n, out, existing?.format == out && existing?.owner == nil ? existing : VideoBuffer(format: out))
     }
 }
 
