@@ -158,6 +158,18 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         return VideoFrame(frames[stages.count], storage: storage)
     }
 
+    /// [processing thread] Where a caller that copies or converts every input frame anyway (NV12
+    /// to I420, a decoder, an async queue's slot) should write it: when the first stage is
+    /// isolated, a buffer of `format` in that stage's shared memory, so the frame then crosses
+    /// to the helper with no further copy (docs/isolation.md); nil otherwise. Negotiates for
+    /// `format` first when needed. Ask again after a format change; the buffer keeps the stage's
+    /// memory mapped, and its pixels are overwritten by the next frame processed.
+    public func sharedInputBuffer(for format: VideoFormat) throws(ChainError) -> VideoBuffer? {
+        guard let first = stages.first, first.instance.isIsolated else { return nil }
+        if inputFormat != format || anyFilterNeedsConfigure { try negotiate(format) }
+        return first.instance.sharedVideoInput(format: format)
+    }
+
     /// At the end of a stream, pushes the frames a delaying filter still holds out of the
     /// chain by feeding `last` (the last input frame) again, `latency` times; `emit` gets each
     /// output, stamped with the time of the input it came from.

@@ -292,8 +292,8 @@ static int wait_status_of(const siginfo_t *info) {
     return info->si_code == CLD_EXITED ? (info->si_status & 0xff) << 8 : (info->si_status & 0x7f);
 }
 
-static void describe_exit(int status, char *out, size_t capacity) {
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+static void describe_exit(int status, int seccomp, char *out, size_t capacity) {
+    if (seccomp && WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
         snprintf(out, capacity, "killed by signal %d (%s: a system call the seccomp filter forbids)", SIGSYS, strsignal(SIGSYS));
     else if (WIFSIGNALED(status))
         snprintf(out, capacity, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -367,7 +367,7 @@ static void fail_wait(iso_instance *inst, int result, const char *what, int64_t 
     char reason[160];
     if (result == REPLY_DEAD) {
         char how[80];
-        describe_exit(inst->exit_status, how, sizeof how);
+        describe_exit(inst->exit_status, inst->type->seccomp_strict, how, sizeof how);
         snprintf(reason, sizeof reason, "%s during %s", how, what);
     } else {
         snprintf(reason, sizeof reason, "did not finish %s within the %.2f ms deadline", what, (double)timeout_ns / 1e6);
@@ -670,7 +670,7 @@ static void *supervise(void *argument) {
             atomic_store(&inst->pid, 0);
             if (up && atomic_load(&inst->state) != STATE_QUIT) {
                 char how[80], reason[120];
-                describe_exit(status, how, sizeof how);
+                describe_exit(status, inst->type->seccomp_strict, how, sizeof how);
                 snprintf(reason, sizeof reason, "%s between frames", how);
                 claim_fault(inst, reason);
             }

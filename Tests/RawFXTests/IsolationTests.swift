@@ -258,6 +258,25 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(alone.filters[0].isolation?.copiedIn, 3)
     }
 
+    /// A caller that copies each frame anyway writes it into the first stage's shared memory
+    /// (`sharedInputBuffer`): no copy in, the in-process output.
+    func testCallerWritesIntoTheSharedInputBuffer() throws {
+        let registry = try faultyRegistry()
+        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms)=delta=4", registry: registry)
+        let reference = try VideoChain("faulty_video=delta=4", registry: registry)
+        let format = VideoFormat(width: 64, height: 48)
+        let shared = try XCTUnwrap(try chain.sharedInputBuffer(for: format))
+        for seed in 1...4 {
+            let picture = patternBuffer(width: 64, height: 48, extraStride: 8, seed: seed)
+            picture.frame.copy(to: shared.frame)
+            let output = try chain.process(shared.frame)
+            let expected = try reference.process(picture.frame)
+            XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, (0..<3).map { planeBytes(expected, $0) }, "frame \(seed)")
+        }
+        XCTAssertEqual(chain.filters[0].isolation?.copiedIn, 0)
+        XCTAssertNil(try reference.sharedInputBuffer(for: format), "in process: nothing to share")
+    }
+
     /// A new size renegotiates: the upstream stage's output moves with the isolated stage's
     /// input, and the frames stay right.
     func testZeroCopySurvivesARenegotiation() throws {
