@@ -109,10 +109,11 @@ extension FilterInstance {
     /// [any] True for the proxy of an isolated stage (`@isolate`).
     var isIsolated: Bool { rfx_isolation_is_proxy(type.descriptor) != 0 }
 
-    /// [control, after configure] The isolated stage's video input in its shared memory
+    /// [control or process, after configure; never waits] The isolated stage's video input in its shared memory
     /// (`rfx_isolation_video_input_frame`), as a buffer of `format` that keeps this instance,
     /// and so the mapping, alive. A frame written there crosses to the helper with no copy.
-    /// Nil for an in-process stage, audio, or a stage negotiated as a passthrough.
+    /// Nil for an in-process stage, audio, a stage negotiated as a passthrough, or while a
+    /// restart holds the stage.
     func sharedVideoInput(format: VideoFormat) -> VideoBuffer? {
         guard isIsolated else { return nil }
         var raw = rawfx_video_frame()

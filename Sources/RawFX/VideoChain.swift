@@ -286,18 +286,21 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// An out-of-place stage just upstream of an isolated one writes its output into that
     /// stage's shared memory, so the frame crosses to the helper with no copy
     /// (docs/isolation.md). An isolated stage's own output already lies in its own memory, so
-    /// two isolated stages in a row still copy once. Runs where the chain negotiates.
+    /// two isolated stages in a row still copy once. Runs where the chain negotiates or swaps
+    /// stages in; never waits for a restarting helper.
     private func placeOutputsInSharedMemory() {
         var index = 0
         while index + 1 < stages.count {
             let upstream = stages[index]
             index += 1
             guard let buffer = upstream.output, !upstream.instance.isIsolated else { continue }
-            if let shared = stages[index].instance.sharedVideoInput(format: buffer.format) {
+            let downstream = stages[index].instance
+            if let shared = downstream.sharedVideoInput(format: buffer.format) {
                 upstream.output = shared
-            } else if buffer.owner != nil {
-                // The isolated stage below was replaced by one that offers none (negotiated
-                // as a passthrough): back to memory of the chain's own.
+            } else if let owner = buffer.owner, owner !== downstream {
+                // The isolated stage below was replaced (a RECONFIGURE swap) by one that offers
+                // none yet: memory of the chain's own, not the old stage's (which it would keep
+                // alive, helper and all).
                 upstream.output = VideoBuffer(format: buffer.format)
             }
         }

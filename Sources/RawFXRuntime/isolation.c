@@ -1072,7 +1072,9 @@ static void counters_of(const void *extension, rfx_isolation_counters *out) {
 int32_t rfx_isolation_video_input_frame(const rawfx_filter *filter, rawfx_video_frame *frame) {
     if (!rfx_isolation_is_proxy(filter->descriptor) || filter->descriptor->media_kind != RAWFX_MEDIA_VIDEO) return 0;
     iso_instance *inst = instance_of(filter);
-    pthread_mutex_lock(&inst->lock);
+    /* Never waits: the chain may ask between two frames, while a restart holds the lock for
+     * seconds; it then keeps (or makes) a buffer of its own and the frame is copied. */
+    if (pthread_mutex_trylock(&inst->lock) != 0) return 0;
     int ok = inst->configured && !atomic_load(&inst->provisional) && inst->in_offset != 0;
     if (ok) {
         video_layout(frame, &inst->input.video, inst->in_offset);

@@ -56,12 +56,13 @@ typedef struct rfx_isolation_counters {
     int64_t deadline_ns;   /* the deadline in force (derived or configured) */
 } rfx_isolation_counters;
 
-/* [control, after configure] The proxy's video input frame in shared memory, as pointers in
+/* [control or process, after configure] The proxy's video input frame in shared memory, as pointers in
  * the host's mapping with the negotiated input's size and strides: a stage upstream that
  * writes its output there hands the frame over with no copy (the proxy sees its own planes
  * and skips the copy). The memory stays mapped, at the same address, until the instance is
  * destroyed. Returns 1 and fills `frame`, or 0 (not a video proxy, not negotiated, or
- * negotiated as a passthrough because the helper died in configure). */
+ * negotiated as a passthrough because the helper died in configure, or a restart holds the
+ * instance now: it never waits). */
 int32_t rfx_isolation_video_input_frame(const rawfx_filter *filter, rawfx_video_frame *frame);
 
 /* [any] Reads the counters of a proxy through its extension pointer. */
