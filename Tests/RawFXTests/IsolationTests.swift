@@ -430,6 +430,24 @@ final class IsolationIntegrationTests: XCTestCase, RawfxCommandTesting {
         XCTAssertTrue(emulator.violations.isEmpty, "\(emulator.violations)")
     }
 
+    /// From the second frame on, `rawfx run` reads the file straight into an isolated first
+    /// stage's shared memory: the output is byte for byte the in-process run's.
+    func testRunIsolateWritesWhatTheInProcessRunWrites() throws {
+        try requireRawfx()
+        let plugins = try faultyPluginDirectory()
+        let dir = temporaryDirectory()
+        let input = try makeY4M(dir, frames: 6)
+        let isolated = dir.appendingPathComponent("isolated.y4m").path, inProcess = dir.appendingPathComponent("plain.y4m").path
+        for (flags, output) in [(["--isolate"], isolated), ([], inProcess)] {
+            let outcome = try execute(rawfxBinary, ["run"] + flags + ["--plugin-path", plugins.path, "--vf", "faulty_video=delta=5,faulty_oop=at=1000000:delta=2", input, output])
+            XCTAssertEqual(outcome.status, 0, outcome.stderr)
+        }
+        let a = try Data(contentsOf: URL(fileURLWithPath: isolated)), b = try Data(contentsOf: URL(fileURLWithPath: inProcess))
+        XCTAssertEqual(a.count, b.count)
+        XCTAssertTrue(a == b, "the isolated run's output differs from the in-process run's")
+        XCTAssertNotEqual(b, try Data(contentsOf: URL(fileURLWithPath: input)), "the filters changed the frames")
+    }
+
     func testRunIsolateWritesEveryFrameAndWarnsAboutTheFaults() throws {
         try requireRawfx()
         let plugins = try faultyPluginDirectory()
