@@ -311,6 +311,20 @@ func videoCases() -> [BenchCase] {
                     return .init(chain: isolated, engine: e, direct: inProcess, filterCount: 1)
                 }))
         }
+        // Zero copy: an out-of-place stage upstream writes into the isolated stage's shared
+        // memory, so nothing is copied on the way in (scale to the same size: a plane copy).
+        cases.append(BenchCase(
+            name: "isolated-scale-watermark-\(r.name)", kind: .video, filters: ["scale", "watermark"], unit: "frame",
+            summary: "scale (same size) then watermark@isolate on \(r.name): scale writes into the shared memory, no copy in, a futex round trip",
+            directSummary: "the same scale,watermark in process (the engine)",
+            make: { context in
+                let scale = "scale=width=\(r.width):height=\(r.height)"
+                let plain = scale + "," + watermarkChain(logo: try context.logo(), frameWidth: r.width)
+                let isolated = plain.replacingOccurrences(of: ",watermark=", with: ",watermark@isolate(deadline=1000ms)=")
+                let e = try engine(context, isolated, r)
+                let inProcess = try engine(context, plain, r)
+                return .init(chain: isolated, engine: e, direct: inProcess, filterCount: 2)
+            }))
     }
     return cases
 }

@@ -159,12 +159,13 @@ private struct ChainParser {
 }
 
 extension ChainParser {
-    /// `isolate` or `isolate(deadline=40ms)` after a `@` (docs/isolation.md).
+    /// `isolate`, or `isolate(OPTIONS)` with options `deadline=40ms` and `seccomp=strict`
+    /// separated by `,`, after a `@` (docs/isolation.md).
     mutating func stageOption(filter: String) throws(ChainError) -> StageIsolation {
         var word = String.UnicodeScalarView()
         while i < chars.count, !"=,:@(".unicodeScalars.contains(chars[i]) { word.append(chars[i]); i += 1 }
         guard String(word) == "isolate" else {
-            throw error("'@\(String(word))' after filter '\(filter)' is not a stage option; expected '@isolate' or '@isolate(deadline=40ms)'")
+            throw error("'@\(String(word))' after filter '\(filter)' is not a stage option; expected '@isolate' or '@isolate(deadline=40ms,seccomp=strict)'")
         }
         guard i < chars.count, chars[i] == "(" else { return StageIsolation() }
         i += 1
@@ -172,23 +173,56 @@ extension ChainParser {
         while i < chars.count, chars[i] != ")" { inside.append(chars[i]); i += 1 }
         guard i < chars.count else { throw error("'@isolate(' is not closed with ')'") }
         i += 1
-        let text = String(inside)
-        guard text.hasPrefix("deadline="), let microseconds = StageIsolation.parseDuration(String(text.dropFirst(9))) else {
-            throw error("'@isolate(\(text))': expected '@isolate(deadline=N)' with N in ms or us, e.g. deadline=40ms")
+        var isolation = StageIsolation()
+        var seen: Set<String> = []
+        for option in String(inside).split(separator: ",", omittingEmptySubsequences: false).map({ String($0).trimmingBlanks() }) {
+            let key = String(option.prefix(while: { $0 != "=" }))
+            let value = option.dropFirst(key.count + 1)
+            guard seen.insert(key).inserted else { throw error("'@isolate(\(String(inside)))': '\(key)' is given twice") }
+            switch key {
+            case "deadline":
+                guard let microseconds = StageIsolation.parseDuration(String(value)) else {
+                    throw error("'@isolate(\(String(inside)))': expected deadline=N with N in ms or us, e.g. deadline=40ms")
+                }
+                isolation.deadlineMicroseconds = microseconds
+            case "seccomp":
+                guard let mode = StageIsolation.Seccomp(rawValue: String(value)) else {
+                    throw error("'@isolate(\(String(inside)))': expected seccomp=strict or seccomp=off, not seccomp=\(value)")
+                }
+                isolation.seccomp = mode
+            default:
+                throw error("'@isolate(\(String(inside)))': '\(option)' is not an isolation option; expected deadline=N (ms or us) or seccomp=strict|off")
+            }
         }
-        return StageIsolation(deadlineMicroseconds: microseconds)
+        return isolation
     }
 }
 
 /// How an isolated stage runs (`@isolate`): in a helper process, with a per-frame deadline
-/// (nil: half a video frame, one audio block; see docs/isolation.md).
+/// (nil: half a video frame, one audio block) and optionally under a seccomp filter; see
+/// docs/isolation.md.
 public struct StageIsolation: Hashable, Sendable, CustomStringConvertible {
+    /// The system calls the helper may make (`seccomp=`).
+    public enum Seccomp: String, Hashable, Sendable {
+        /// Only no-new-privileges: any system call.
+        case off
+        /// An allow-list (memory, threads, futex, clocks, files, signals to itself): anything
+        /// else, such as exec, fork, sockets or ptrace, kills the helper (a fault).
+        case strict
+    }
+
     public var deadlineMicroseconds: Int?
-    public init(deadlineMicroseconds: Int? = nil) { self.deadlineMicroseconds = deadlineMicroseconds }
+    public var seccomp: Seccomp
+    public init(deadlineMicroseconds: Int? = nil, seccomp: Seccomp = .off) {
+        self.deadlineMicroseconds = deadlineMicroseconds
+        self.seccomp = seccomp
+    }
 
     public var description: String {
-        guard let us = deadlineMicroseconds else { return "isolate" }
-        return "isolate(deadline=" + (us % 1000 == 0 ? "\(us / 1000)ms" : "\(us)us") + ")"
+        var options: [String] = []
+        if let us = deadlineMicroseconds { options.append("deadline=" + (us % 1000 == 0 ? "\(us / 1000)ms" : "\(us)us")) }
+        if seccomp != .off { options.append("seccomp=\(seccomp.rawValue)") }
+        return options.isEmpty ? "isolate" : "isolate(" + options.joined(separator: ",") + ")"
     }
 
     /// `40ms` or `2500us` (a whole, positive number) in microseconds, or nil.

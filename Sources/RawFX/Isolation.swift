@@ -48,6 +48,7 @@ public enum Isolation {
                     config.plugin_path = pluginC
                     config.allow_untrusted = allowUntrusted ? 1 : 0
                     config.deadline_ns = Int64(isolation.deadlineMicroseconds ?? 0) * 1000
+                    config.seccomp_strict = isolation.seccomp == .strict ? 1 : 0
                     var fields = type.fields
                     return rfx_isolation_descriptor_create(&fields, &config)
                 }
@@ -76,6 +77,9 @@ public struct IsolationMetrics: Hashable, Sendable, CustomStringConvertible {
     public var restarts: UInt64
     /// Frames or blocks passed on unchanged while the helper was down.
     public var passthrough: UInt64
+    /// Video frames copied into the shared memory: those that did not arrive there already
+    /// (a borrowed frame processed in place; 0 behind an out-of-place stage, which writes there).
+    public var copiedIn: UInt64
     /// True while the helper serves frames.
     public var isUp: Bool
     /// The current helper's pid (0 while none runs).
@@ -96,7 +100,27 @@ extension FilterInstance {
               let pointer = extensionPointer(RFX_ISOLATION_EXTENSION) else { return nil }
         var c = rfx_isolation_counters()
         rfx_isolation_read_counters(pointer, &c)
-        return IsolationMetrics(faults: c.faults, restarts: c.restarts, passthrough: c.passthrough,
+        return IsolationMetrics(faults: c.faults, restarts: c.restarts, passthrough: c.passthrough, copiedIn: c.copied_in,
                                 isUp: c.up != 0, pid: c.pid, deadlineNanoseconds: c.deadline_ns)
+    }
+}
+
+extension FilterInstance {
+    /// [any] True for the proxy of an isolated stage (`@isolate`).
+    var isIsolated: Bool { rfx_isolation_is_proxy(type.descriptor) != 0 }
+
+    /// [control or process, after configure; never waits] The isolated stage's video input in its shared memory
+    /// (`rfx_isolation_video_input_frame`), as a buffer of `format` that keeps this instance,
+    /// and so the mapping, alive. A frame written there crosses to the helper with no copy.
+    /// Nil for an in-process stage, audio, a stage negotiated as a passthrough, or while a
+    /// restart holds the stage.
+    func sharedVideoInput(format: VideoFormat) -> VideoBuffer? {
+        guard isIsolated else { return nil }
+        var raw = rawfx_video_frame()
+        guard rfx_isolation_video_input_frame(filter, &raw) != 0,
+              Int(raw.width) == format.width, Int(raw.height) == format.height else { return nil }
+        raw.color_range = format.colorRange.rawValue
+        raw.rotation = UInt32(format.rotation)
+        return VideoBuffer(format: format, planes: raw, owner: self)
     }
 }

@@ -88,6 +88,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             latencies.append(plan.negotiation.latency)
             format = plan.output
         }
+        if allocatingBuffers { placeOutputsInSharedMemory() }
         control.withLock { state in
             state.inputs = inputs
             state.outputs = outputs
@@ -155,6 +156,18 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         }
         frames[stages.count].timestamp_us = timestamps.push(frame.raw.timestamp_us)
         return VideoFrame(frames[stages.count], storage: storage)
+    }
+
+    /// [processing thread] Where a caller that copies or converts every input frame anyway (NV12
+    /// to I420, a decoder, an async queue's slot) should write it: when the first stage is
+    /// isolated, a buffer of `format` in that stage's shared memory, so the frame then crosses
+    /// to the helper with no further copy (docs/isolation.md); nil otherwise. Negotiates for
+    /// `format` first when needed. Ask again after a format change; the buffer keeps the stage's
+    /// memory mapped, and its pixels are overwritten by the next frame processed.
+    public func sharedInputBuffer(for format: VideoFormat) throws(ChainError) -> VideoBuffer? {
+        guard let first = stages.first, first.instance.isIsolated else { return nil }
+        if inputFormat != format || anyFilterNeedsConfigure { try negotiate(format) }
+        return first.instance.sharedVideoInput(format: format)
     }
 
     /// At the end of a stream, pushes the frames a delaying filter still holds out of the
@@ -249,7 +262,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             swap(&stage.negotiation, &fresh.negotiation)
             k += 1
         }
-        if stale { inputFormat = nil }
+        if stale { inputFormat = nil } else { placeOutputsInSharedMemory() }
         updateLatency()
         outputFormat = stages.last?.negotiation.flatMap { n in
             if case .video(let v) = n.output { return v } else { return nil }
@@ -270,15 +283,38 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         timestamps.resize(total)
     }
 
+    /// An out-of-place stage just upstream of an isolated one writes its output into that
+    /// stage's shared memory, so the frame crosses to the helper with no copy
+    /// (docs/isolation.md). An isolated stage's own output already lies in its own memory, so
+    /// two isolated stages in a row still copy once. Runs where the chain negotiates or swaps
+    /// stages in; never waits for a restarting helper.
+    private func placeOutputsInSharedMemory() {
+        var index = 0
+        while index + 1 < stages.count {
+            let upstream = stages[index]
+            index += 1
+            guard let buffer = upstream.output, !upstream.instance.isIsolated else { continue }
+            let downstream = stages[index].instance
+            if let shared = downstream.sharedVideoInput(format: buffer.format) {
+                upstream.output = shared
+            } else if let owner = buffer.owner, owner !== downstream {
+                // The isolated stage below was replaced (a RECONFIGURE swap) by one that offers
+                // none yet: memory of the chain's own, not the old stage's (which it would keep
+                // alive, helper and all).
+                upstream.output = VideoBuffer(format: buffer.format)
+            }
+        }
+    }
+
     /// Configures `instance` for `input` and sizes its output buffer (reusing `existing` when
-    /// it fits). Runs on whichever thread negotiates: control for a prepared replacement.
+    /// it fits; never one in an isolated stage's memory, which `placeOutputsInSharedMemory` hands out). Runs on whichever thread negotiates: control for a prepared replacement.
     static func plan(_ instance: FilterInstance, input: VideoFormat, reusing existing: VideoBuffer?,
                      allocating: Bool = true) throws(ChainError)
         -> (negotiation: Negotiation, output: VideoFormat, buffer: VideoBuffer?) {
         let n = try instance.configure(input: .video(input))
         guard case .video(let out) = n.output else { preconditionFailure("configure checks the kind") }
         guard instance.type.processing == .outOfPlace, allocating else { return (n, out, nil) }
-        return (n, out, existing?.format == out ? existing : VideoBuffer(format: out))
+        return (n, out, existing?.format == out && existing?.owner == nil ? existing : VideoBuffer(format: out))
     }
 }
 

@@ -16,10 +16,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/futex.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sched.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +88,120 @@ int rfx_iso_helper_restrict(void) {
     return result;
 }
 
+/* ------------------------------------------------------------- seccomp -- */
+
+#if defined(__x86_64__)
+#define ISO_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define ISO_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* What a filter legitimately does in a helper: memory, threads and their futexes, clocks,
+ * files (a plugin loads its libraries at HELLO, a watermark its image at configure), polling
+ * descriptors it holds, signals to itself, exit. Not in the list, hence fatal: exec, fork,
+ * sockets, ptrace, process_vm_*, mount, chmod, unlink, rename, kill of another process, ... */
+static const int strict_allowed[] = {
+    __NR_read, __NR_write, __NR_readv, __NR_writev, __NR_pread64, __NR_pwrite64, __NR_lseek,
+    __NR_close, __NR_dup, __NR_dup3, __NR_fcntl, __NR_fstat, __NR_newfstatat, __NR_statx,
+    __NR_fstatfs, __NR_statfs, __NR_openat, __NR_faccessat, __NR_readlinkat, __NR_getdents64,
+    __NR_getcwd, __NR_ftruncate, __NR_memfd_create, __NR_pipe2, __NR_eventfd2, __NR_ppoll,
+    __NR_mmap, __NR_munmap, __NR_mprotect, __NR_mremap, __NR_madvise, __NR_brk, __NR_msync,
+    __NR_mincore, __NR_membarrier,
+    __NR_futex, __NR_get_robust_list, __NR_set_robust_list, __NR_set_tid_address,
+    __NR_clock_gettime, __NR_clock_getres, __NR_clock_nanosleep, __NR_nanosleep, __NR_gettimeofday,
+    __NR_sched_yield, __NR_sched_getaffinity, __NR_sched_getparam, __NR_sched_getscheduler,
+    __NR_getpriority, __NR_getpid, __NR_gettid, __NR_getppid, __NR_getuid, __NR_geteuid,
+    __NR_getgid, __NR_getegid, __NR_getresuid, __NR_getresgid, __NR_getrandom,
+    __NR_rt_sigaction, __NR_rt_sigprocmask, __NR_rt_sigreturn, __NR_sigaltstack,
+    __NR_exit, __NR_exit_group, __NR_prlimit64, __NR_uname, __NR_sysinfo, __NR_getrusage, __NR_times,
+#ifdef __NR_faccessat2
+    __NR_faccessat2,
+#endif
+#ifdef __NR_rseq
+    __NR_rseq,
+#endif
+#ifdef __NR_futex_waitv
+    __NR_futex_waitv,
+#endif
+#if defined(__x86_64__)
+    __NR_open, __NR_stat, __NR_lstat, __NR_access, __NR_readlink, __NR_dup2, __NR_poll, __NR_pipe,
+    __NR_getrlimit, __NR_arch_prctl, __NR_time, __NR_select,
+#endif
+};
+
+#define BPF_ALLOW BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+#define BPF_KILL BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS)
+#define BPF_ERRNO(e) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (e))
+#define BPF_LOAD(field) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t)(field))
+#define BPF_ARG_LO(n) BPF_LOAD(offsetof(struct seccomp_data, args[n]))
+/* if (A == value) skip `t` instructions else skip `f` */
+#define BPF_IF_EQ(value, t, f) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(value), t, f)
+
+int rfx_iso_helper_seccomp_strict(void) {
+#ifndef ISO_AUDIT_ARCH
+    errno = ENOSYS;
+    return -1;
+#else
+    enum { ALLOWED = sizeof strict_allowed / sizeof strict_allowed[0] };
+    const uint32_t self = (uint32_t)getpid();
+    struct sock_filter program[2 * ALLOWED + 48];
+    size_t n = 0;
+#define EMIT(instruction) program[n++] = (struct sock_filter)instruction
+    /* Another architecture's numbering (a 32-bit entry point) would bypass the list. */
+    EMIT(BPF_LOAD(offsetof(struct seccomp_data, arch)));
+    EMIT(BPF_IF_EQ(ISO_AUDIT_ARCH, 1, 0));
+    EMIT(BPF_KILL);
+    EMIT(BPF_LOAD(offsetof(struct seccomp_data, nr)));
+#if defined(__x86_64__)
+    EMIT(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u /* x32 */, 0, 1));
+    EMIT(BPF_KILL);
+#endif
+    for (size_t k = 0; k < ALLOWED; k++) {
+        EMIT(BPF_IF_EQ(strict_allowed[k], 0, 1));
+        EMIT(BPF_ALLOW);
+    }
+    /* Threads, not processes: clone only with CLONE_THREAD; clone3 (whose flags sit in
+     * memory BPF cannot read) answers ENOSYS, and glibc falls back to clone. */
+    EMIT(BPF_IF_EQ(__NR_clone, 0, 4));
+    EMIT(BPF_ARG_LO(0));
+    EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
+    EMIT(BPF_ALLOW);
+    EMIT(BPF_KILL);
+#ifdef __NR_clone3
+    EMIT(BPF_IF_EQ(__NR_clone3, 0, 1));
+    EMIT(BPF_ERRNO(ENOSYS));
+#endif
+    /* Signals to itself only (raise, abort, pthread_kill): never to the host, whose
+     * process group the helper shares. */
+    EMIT(BPF_IF_EQ(__NR_kill, 1, 0));
+    EMIT(BPF_IF_EQ(__NR_tgkill, 0, 4));
+    EMIT(BPF_ARG_LO(0));
+    EMIT(BPF_IF_EQ(self, 0, 1));
+    EMIT(BPF_ALLOW);
+    EMIT(BPF_KILL);
+    /* Naming threads and mappings; any other prctl (undoing the death signal, ...) is refused. */
+    EMIT(BPF_IF_EQ(__NR_prctl, 0, 6));
+    EMIT(BPF_ARG_LO(0));
+    EMIT(BPF_IF_EQ(PR_SET_NAME, 2, 0));
+    EMIT(BPF_IF_EQ(PR_GET_NAME, 1, 0));
+    EMIT(BPF_IF_EQ(0x53564d41 /* PR_SET_VMA */, 0, 1));
+    EMIT(BPF_ALLOW);
+    EMIT(BPF_ERRNO(EPERM));
+    /* isatty and friends: no terminal here. A plugin may stack a stricter filter, never a wider one. */
+    EMIT(BPF_IF_EQ(__NR_ioctl, 0, 1));
+    EMIT(BPF_ERRNO(ENOTTY));
+    EMIT(BPF_IF_EQ(__NR_seccomp, 0, 1));
+    EMIT(BPF_ERRNO(EPERM));
+    EMIT(BPF_KILL);
+#undef EMIT
+    struct sock_fprog fprog = { (unsigned short)n, program };
+    /* NO_NEW_PRIVS (set by rfx_iso_helper_restrict, again here for a caller alone) lets an
+     * unprivileged process install it; filters only stack, so a plugin cannot widen it. */
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog);
+#endif
+}
+
 /* ------------------------------------------------------------ the types -- */
 
 typedef struct iso_type {
@@ -92,6 +211,7 @@ typedef struct iso_type {
     char *plugin_path;
     char *filter_id;
     int32_t allow_untrusted;
+    int32_t seccomp_strict;
     int64_t deadline_ns;
     int64_t control_timeout_ns;
     int64_t backoff_min_ns;
@@ -155,7 +275,7 @@ typedef struct iso_instance {
     uint64_t frames_in, frames_out;     /* for the passthrough length of a rate change */
 
     /* Counters (rfx_isolation_counters). */
-    _Atomic uint64_t faults, restarts, passthrough;
+    _Atomic uint64_t faults, restarts, passthrough, copied_in;
 } iso_instance;
 
 static iso_instance *instance_of(const rawfx_filter *filter) { return (iso_instance *)filter->filter_data; }
@@ -172,8 +292,10 @@ static int wait_status_of(const siginfo_t *info) {
     return info->si_code == CLD_EXITED ? (info->si_status & 0xff) << 8 : (info->si_status & 0x7f);
 }
 
-static void describe_exit(int status, char *out, size_t capacity) {
-    if (WIFSIGNALED(status))
+static void describe_exit(int status, int seccomp, char *out, size_t capacity) {
+    if (seccomp && WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+        snprintf(out, capacity, "killed by signal %d (%s: a system call the seccomp filter forbids)", SIGSYS, strsignal(SIGSYS));
+    else if (WIFSIGNALED(status))
         snprintf(out, capacity, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
     else if (WIFEXITED(status))
         snprintf(out, capacity, "exited with status %d", WEXITSTATUS(status));
@@ -245,7 +367,7 @@ static void fail_wait(iso_instance *inst, int result, const char *what, int64_t 
     char reason[160];
     if (result == REPLY_DEAD) {
         char how[80];
-        describe_exit(inst->exit_status, how, sizeof how);
+        describe_exit(inst->exit_status, inst->type->seccomp_strict, how, sizeof how);
         snprintf(reason, sizeof reason, "%s during %s", how, what);
     } else {
         snprintf(reason, sizeof reason, "did not finish %s within the %.2f ms deadline", what, (double)timeout_ns / 1e6);
@@ -413,8 +535,10 @@ static int spawn_helper(iso_instance *inst) {
     posix_spawnattr_setsigmask(&attributes, &none);
     posix_spawnattr_setsigdefault(&attributes, &defaults);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    char *argv[] = { t->helper_path, "--plugin", t->plugin_path, "--filter", t->filter_id,
-                     t->allow_untrusted ? "--allow-untrusted" : NULL, NULL };
+    char *argv[8] = { t->helper_path, "--plugin", t->plugin_path, "--filter", t->filter_id, NULL, NULL, NULL };
+    int argc = 5;
+    if (t->allow_untrusted) argv[argc++] = "--allow-untrusted";
+    if (t->seccomp_strict) argv[argc++] = "--seccomp-strict";
     /* The host's environment, with the Swift runtime's crash backtracer off: a plugin's
      * crash is the engine's to report (one log line), not a page on the host's stderr. */
     size_t count = 0;
@@ -546,7 +670,7 @@ static void *supervise(void *argument) {
             atomic_store(&inst->pid, 0);
             if (up && atomic_load(&inst->state) != STATE_QUIT) {
                 char how[80], reason[120];
-                describe_exit(status, how, sizeof how);
+                describe_exit(status, inst->type->seccomp_strict, how, sizeof how);
                 snprintf(reason, sizeof reason, "%s between frames", how);
                 claim_fault(inst, reason);
             }
@@ -769,10 +893,17 @@ static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_
         video_layout(&layout_out, &inst->negotiation.output.video, inst->out_offset);
         layout_out.timestamp_us = in->timestamp_us;
     }
-    /* The one copy: the borrowed frame into shared memory. */
-    for (int p = 0; p < 3; p++) {
-        uint32_t w = p ? (in->width + 1) / 2 : in->width, h = p ? (in->height + 1) / 2 : in->height;
-        copy_plane(inst->map + (uintptr_t)layout_in.planes[p], layout_in.strides[p], in->planes[p], in->strides[p], w, h);
+    /* The one copy, the borrowed frame into shared memory, unless the stage upstream wrote
+     * it there already (rfx_isolation_video_input_frame). */
+    int in_shared = 1;
+    for (int p = 0; p < 3; p++)
+        in_shared &= in->planes[p] == inst->map + (uintptr_t)layout_in.planes[p] && in->strides[p] == layout_in.strides[p];
+    if (!in_shared) {
+        atomic_fetch_add_explicit(&inst->copied_in, 1, memory_order_relaxed);
+        for (int p = 0; p < 3; p++) {
+            uint32_t w = p ? (in->width + 1) / 2 : in->width, h = p ? (in->height + 1) / 2 : in->height;
+            copy_plane(inst->map + (uintptr_t)layout_in.planes[p], layout_in.strides[p], in->planes[p], in->strides[p], w, h);
+        }
     }
     c->video_in = layout_in;
     c->video_out = layout_out;
@@ -932,9 +1063,25 @@ static void counters_of(const void *extension, rfx_isolation_counters *out) {
     out->faults = atomic_load(&inst->faults);
     out->restarts = atomic_load(&inst->restarts);
     out->passthrough = atomic_load(&inst->passthrough);
+    out->copied_in = atomic_load(&inst->copied_in);
     out->up = atomic_load(&inst->state) == STATE_UP && !inst->provisional;
     out->pid = atomic_load(&inst->pid);
     out->deadline_ns = inst->deadline_ns;
+}
+
+int32_t rfx_isolation_video_input_frame(const rawfx_filter *filter, rawfx_video_frame *frame) {
+    if (!rfx_isolation_is_proxy(filter->descriptor) || filter->descriptor->media_kind != RAWFX_MEDIA_VIDEO) return 0;
+    iso_instance *inst = instance_of(filter);
+    /* Never waits: the chain may ask between two frames, while a restart holds the lock for
+     * seconds; it then keeps (or makes) a buffer of its own and the frame is copied. */
+    if (pthread_mutex_trylock(&inst->lock) != 0) return 0;
+    int ok = inst->configured && !atomic_load(&inst->provisional) && inst->in_offset != 0;
+    if (ok) {
+        video_layout(frame, &inst->input.video, inst->in_offset);
+        for (int p = 0; p < 3; p++) frame->planes[p] = inst->map + (uintptr_t)frame->planes[p];
+    }
+    pthread_mutex_unlock(&inst->lock);
+    return ok;
 }
 
 /* [control] A proxy with a helper serving the real filter; NULL with a message
@@ -1024,6 +1171,7 @@ rawfx_filter_descriptor *rfx_isolation_descriptor_create(const rawfx_filter_desc
     t->plugin_path = strdup(config->plugin_path);
     t->filter_id = strdup(real->id);
     t->allow_untrusted = config->allow_untrusted;
+    t->seccomp_strict = config->seccomp_strict;
     t->deadline_ns = config->deadline_ns;
     t->control_timeout_ns = config->control_timeout_ns > 0 ? config->control_timeout_ns : 10000000000;
     t->backoff_min_ns = config->backoff_min_ns > 0 ? config->backoff_min_ns : 10000000;

@@ -1,7 +1,7 @@
 // rawfx-isolate: the helper process of an isolated stage (docs/isolation.md).
 //
 // Started by the engine's supervisor thread (Sources/RawFXRuntime/isolation.c) with the
-// shared memory as fd 3: `rawfx-isolate --plugin PATH --filter ID [--allow-untrusted]`.
+// shared memory as fd 3: `rawfx-isolate --plugin PATH --filter ID [--allow-untrusted] [--seccomp-strict]`.
 // It loads the plugin with the engine's loader and trust rules, creates one instance, and
 // serves commands from the control block until the host kills it. Everything runs on the
 // main thread; the futex wait is the only blocking call between frames.
@@ -25,19 +25,26 @@ func fail(_ message: String) -> Never {
 var pluginPath: String?
 var filterID: String?
 var allowUntrusted = false
+var seccompStrict = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
     case "--plugin": pluginPath = arguments.popFirst()
     case "--filter": filterID = arguments.popFirst()
     case "--allow-untrusted": allowUntrusted = true
-    default: fail("unknown argument '\(argument)'; expected --plugin PATH --filter ID [--allow-untrusted]")
+    case "--seccomp-strict": seccompStrict = true
+    default: fail("unknown argument '\(argument)'; expected --plugin PATH --filter ID [--allow-untrusted] [--seccomp-strict]")
     }
 }
 guard let pluginPath, let filterID else { fail("expected --plugin PATH --filter ID (started by the engine, not by hand)") }
 
 // Least privilege before any plugin code runs (a plugin cannot undo no_new_privs).
 if rfx_iso_helper_restrict() != 0 { report("the kernel refused a restriction (no_new_privs or pdeathsig); continuing") }
+// `@isolate(seccomp=strict)`: the allow-list, before the plugin is loaded (dlopen runs its
+// constructors). Asked for and refused is fatal: the stage then never comes up unfiltered.
+if seccompStrict, rfx_iso_helper_seccomp_strict() != 0 {
+    fail("the kernel refused the seccomp filter (\(String(cString: strerror(errno)))); the stage asked for seccomp=strict")
+}
 
 let sharedFD: Int32 = 3
 var mapping = UnsafeMutableRawPointer(bitPattern: 1)!

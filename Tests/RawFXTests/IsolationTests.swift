@@ -235,6 +235,131 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, before, "the planes are still mapped")
     }
 
+    // MARK: zero copy (docs/isolation.md, "Memory")
+
+    /// Behind an out-of-place stage the frame is written straight into the isolated stage's
+    /// shared memory: it crosses with no copy, and every frame is what the in-process chain makes.
+    func testFrameBehindAnOutOfPlaceStageCrossesWithoutACopy() throws {
+        let registry = try faultyRegistry()
+        let chain = try VideoChain("faulty_oop=at=1000000:delta=3,faulty_video@isolate(deadline=10000ms)=delta=5", registry: registry)
+        let reference = try VideoChain("faulty_oop=at=1000000:delta=3,faulty_video=delta=5", registry: registry)
+        for seed in 1...6 {
+            let input = patternBuffer(width: 64, height: 48, extraStride: 8, seed: seed)
+            let expected = try reference.process(input.frame)
+            let output = try chain.process(input.frame)
+            XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, (0..<3).map { planeBytes(expected, $0) }, "frame \(seed)")
+        }
+        let isolation = try XCTUnwrap(chain.filters[1].isolation)
+        XCTAssertEqual(isolation.passthrough, 0)
+        XCTAssertEqual(isolation.copiedIn, 0, "the upstream stage wrote into the shared memory")
+        // Alone, the borrowed input frame must be copied once per frame.
+        let alone = try VideoChain("faulty_video@isolate(deadline=10000ms)", registry: registry)
+        for seed in 1...3 { _ = try alone.process(patternBuffer(width: 64, height: 48, seed: seed).frame) }
+        XCTAssertEqual(alone.filters[0].isolation?.copiedIn, 3)
+    }
+
+    /// A caller that copies each frame anyway writes it into the first stage's shared memory
+    /// (`sharedInputBuffer`): no copy in, the in-process output.
+    func testCallerWritesIntoTheSharedInputBuffer() throws {
+        let registry = try faultyRegistry()
+        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms)=delta=4", registry: registry)
+        let reference = try VideoChain("faulty_video=delta=4", registry: registry)
+        let format = VideoFormat(width: 64, height: 48)
+        let shared = try XCTUnwrap(try chain.sharedInputBuffer(for: format))
+        for seed in 1...4 {
+            let picture = patternBuffer(width: 64, height: 48, extraStride: 8, seed: seed)
+            picture.frame.copy(to: shared.frame)
+            let output = try chain.process(shared.frame)
+            let expected = try reference.process(picture.frame)
+            XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, (0..<3).map { planeBytes(expected, $0) }, "frame \(seed)")
+        }
+        XCTAssertEqual(chain.filters[0].isolation?.copiedIn, 0)
+        XCTAssertNil(try reference.sharedInputBuffer(for: format), "in process: nothing to share")
+    }
+
+    /// A new size renegotiates: the upstream stage's output moves with the isolated stage's
+    /// input, and the frames stay right.
+    func testZeroCopySurvivesARenegotiation() throws {
+        let registry = try faultyRegistry()
+        let chain = try VideoChain("faulty_oop=at=1000000:delta=2,faulty_video@isolate(deadline=10000ms)=delta=9", registry: registry)
+        let reference = try VideoChain("faulty_oop=at=1000000:delta=2,faulty_video=delta=9", registry: registry)
+        for (seed, size) in [(1, (64, 48)), (2, (160, 90)), (3, (160, 90)), (4, (34, 18))] {
+            let input = patternBuffer(width: size.0, height: size.1, extraStride: 5, seed: seed)
+            let expected = try reference.process(input.frame)
+            let output = try chain.process(input.frame)
+            XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, (0..<3).map { planeBytes(expected, $0) }, "frame \(seed) at \(size)")
+        }
+        XCTAssertEqual(chain.filters[1].isolation?.copiedIn, 0)
+    }
+
+    // MARK: seccomp (docs/isolation.md, "Least privilege")
+
+    func testSeccompKillsAPluginThatOpensASocket() throws {
+        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=10000ms,seccomp=strict)=fault=socket", reference: "faulty_video",
+                                   logged: "killed by signal 31 (Bad system call: a system call the seccomp filter forbids) during a frame")
+    }
+
+    func testSeccompKillsAPluginThatExecutesAProgram() throws {
+        try checkFaultOnFifthFrame("faulty_video@isolate(deadline=10000ms,seccomp=strict)=fault=exec", reference: "faulty_video",
+                                   logged: "killed by signal 31 (Bad system call: a system call the seccomp filter forbids) during a frame")
+    }
+
+    /// The control for the two tests above: without the filter the same socket is harmless.
+    func testWithoutSeccompTheSocketIsNoFault() throws {
+        let registry = try faultyRegistry()
+        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms)=fault=socket", registry: registry)
+        let reference = try VideoChain("faulty_video", registry: registry)
+        for seed in 1...6 { XCTAssertEqual(try runFrame(chain, reference: reference, seed: seed), .processed) }
+        XCTAssertEqual(chain.filters[0].isolation?.faults, 0)
+        XCTAssertEqual(try seccompMode(of: chain.filters[0]), "0", "no filter unless asked for")
+    }
+
+    /// The kernel's word on the helper: `Seccomp:` in /proc/PID/status (0 none, 2 a filter).
+    func seccompMode(of instance: FilterInstance) throws -> String? {
+        let pid = try XCTUnwrap(instance.isolation?.pid)
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        return status.split(separator: "\n").first { $0.hasPrefix("Seccomp:") }?.split(separator: "\t").last.map(String.init)
+    }
+
+    /// The shipped plugins do nothing the strict filter forbids: the same output as in process, no fault.
+    func testShippedPluginsRunUnderSeccompUnchanged() throws {
+        let image = repositoryRoot.appendingPathComponent("docs/images/before-640x360.png").path
+        for text in ["watermark=image=\(image):x=10:y=8:opacity=0.6", "scale=width=96:height=54", "rotate=angle=90"] {
+            let name = String(text.prefix { $0 != "=" })
+            guard (try? builtPlugins.filterType(name)) != nil else { throw XCTSkip("\(name) is not built") }
+            let isolated = text.replacingOccurrences(of: name, with: "\(name)@isolate(deadline=10000ms,seccomp=strict)", options: .anchored)
+            let chain = try VideoChain(isolated, registry: builtPlugins)
+            let reference = try VideoChain(text, registry: builtPlugins)
+            for seed in 1...4 {
+                let input = patternBuffer(width: 160, height: 90, extraStride: 4, seed: seed)
+                let output = try chain.process(input.frame)
+                let expected = try reference.process(input.frame)
+                XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, (0..<3).map { planeBytes(expected, $0) }, "\(text), frame \(seed)")
+            }
+            XCTAssertEqual(chain.filters[0].isolation?.faults, 0, text)
+            XCTAssertEqual(chain.filters[0].isolation?.passthrough, 0, text)
+            XCTAssertEqual(try seccompMode(of: chain.filters[0]), "2", "\(text): the helper runs under a seccomp filter")
+        }
+        guard (try? builtPlugins.filterType("denoise")) != nil else { throw XCTSkip("denoise is not built") }
+        let chain = try AudioChain("denoise@isolate(deadline=10000ms,seccomp=strict)", registry: builtPlugins)
+        let reference = try AudioChain("denoise", registry: builtPlugins)
+        let format = AudioFormat(sampleRate: 48000, channels: 1)
+        for n in 1...8 {
+            var input = (0..<480).map { Int16(truncatingIfNeeded: ($0 * 7919 + n * 104_729) % 4000 - 2000) }
+            var expected = input
+            var output: [Int16] = [], referenceOutput: [Int16] = []
+            try input.withUnsafeMutableBufferPointer { b in
+                try chain.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format)) { output += UnsafeBufferPointer(start: $0.samples, count: $0.frameCount) }
+            }
+            try expected.withUnsafeMutableBufferPointer { b in
+                try reference.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format)) { referenceOutput += UnsafeBufferPointer(start: $0.samples, count: $0.frameCount) }
+            }
+            XCTAssertEqual(output, referenceOutput, "denoise, block \(n)")
+        }
+        XCTAssertEqual(chain.filters[0].isolation?.faults, 0)
+        XCTAssertEqual(chain.filters[0].isolation?.passthrough, 0)
+    }
+
     func testStageOptionSyntax() throws {
         let specs = try FilterSpec.parseChain("watermark@isolate=image=logo.png,scale@isolate(deadline=40ms)=width=640,null")
         XCTAssertEqual(specs.map(\.isolation), [StageIsolation(), StageIsolation(deadlineMicroseconds: 40_000), nil])
@@ -244,6 +369,12 @@ final class IsolationTests: XCTestCase {
         XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(deadline=soon)")) { XCTAssertTrue("\($0)".contains("deadline=40ms"), "\($0)") }
         XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate@isolate")) { XCTAssertTrue("\($0)".contains("twice"), "\($0)") }
         XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(deadline=5ms")) { XCTAssertTrue("\($0)".contains("not closed"), "\($0)") }
+        let strict = try FilterSpec.parseChain("a@isolate(deadline=8ms,seccomp=strict),b@isolate(seccomp=strict),c@isolate(seccomp=off)")
+        XCTAssertEqual(strict.map(\.isolation), [StageIsolation(deadlineMicroseconds: 8000, seccomp: .strict), StageIsolation(seccomp: .strict), StageIsolation()])
+        XCTAssertEqual(FilterSpec.chainText(strict), "a@isolate(deadline=8ms,seccomp=strict),b@isolate(seccomp=strict),c@isolate")
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(seccomp=loose)")) { XCTAssertTrue("\($0)".contains("expected seccomp=strict or seccomp=off"), "\($0)") }
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(sandbox)")) { XCTAssertTrue("\($0)".contains("'sandbox' is not an isolation option"), "\($0)") }
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(seccomp=strict,seccomp=off)")) { XCTAssertTrue("\($0)".contains("given twice"), "\($0)") }
     }
 
     func testMissingHelperIsAClearError() throws {
@@ -297,6 +428,24 @@ final class IsolationIntegrationTests: XCTestCase, RawfxCommandTesting {
         XCTAssertEqual(hook.metrics.hook.errors, 0)
         XCTAssertEqual(hook.metrics.filters[0].isolation?.faults, 1)
         XCTAssertTrue(emulator.violations.isEmpty, "\(emulator.violations)")
+    }
+
+    /// From the second frame on, `rawfx run` reads the file straight into an isolated first
+    /// stage's shared memory: the output is byte for byte the in-process run's.
+    func testRunIsolateWritesWhatTheInProcessRunWrites() throws {
+        try requireRawfx()
+        let plugins = try faultyPluginDirectory()
+        let dir = temporaryDirectory()
+        let input = try makeY4M(dir, frames: 6)
+        let isolated = dir.appendingPathComponent("isolated.y4m").path, inProcess = dir.appendingPathComponent("plain.y4m").path
+        for (flags, output) in [(["--isolate"], isolated), ([], inProcess)] {
+            let outcome = try execute(rawfxBinary, ["run"] + flags + ["--plugin-path", plugins.path, "--vf", "faulty_video=delta=5,faulty_oop=at=1000000:delta=2", input, output])
+            XCTAssertEqual(outcome.status, 0, outcome.stderr)
+        }
+        let a = try Data(contentsOf: URL(fileURLWithPath: isolated)), b = try Data(contentsOf: URL(fileURLWithPath: inProcess))
+        XCTAssertEqual(a.count, b.count)
+        XCTAssertTrue(a == b, "the isolated run's output differs from the in-process run's")
+        XCTAssertNotEqual(b, try Data(contentsOf: URL(fileURLWithPath: input)), "the filters changed the frames")
     }
 
     func testRunIsolateWritesEveryFrameAndWarnsAboutTheFaults() throws {

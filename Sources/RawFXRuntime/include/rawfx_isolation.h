@@ -25,6 +25,7 @@ typedef struct rfx_isolation_config {
     const char *plugin_path;      /* the real plugin file */
     int32_t allow_untrusted;      /* the helper loads with the trust rule skipped */
     int64_t deadline_ns;          /* per frame; 0: half a video frame, one audio block */
+    int32_t seccomp_strict;       /* the helper runs under rfx_iso_helper_seccomp_strict */
     int64_t control_timeout_ns;   /* start, configure, parameters before configure */
     int64_t backoff_min_ns;       /* first restart delay, doubled up to backoff_max_ns */
     int64_t backoff_max_ns;
@@ -49,10 +50,20 @@ typedef struct rfx_isolation_counters {
     uint64_t faults;       /* crashes, exits, hangs past the deadline, protocol violations */
     uint64_t restarts;     /* helpers brought back after a fault */
     uint64_t passthrough;  /* frames or blocks passed unchanged while the helper was down */
+    uint64_t copied_in;    /* video frames copied into shared memory (not already there) */
     int32_t up;            /* 1 when the helper is serving frames now */
     int32_t pid;           /* the current helper's pid, or 0 */
     int64_t deadline_ns;   /* the deadline in force (derived or configured) */
 } rfx_isolation_counters;
+
+/* [control or process, after configure] The proxy's video input frame in shared memory, as pointers in
+ * the host's mapping with the negotiated input's size and strides: a stage upstream that
+ * writes its output there hands the frame over with no copy (the proxy sees its own planes
+ * and skips the copy). The memory stays mapped, at the same address, until the instance is
+ * destroyed. Returns 1 and fills `frame`, or 0 (not a video proxy, not negotiated, or
+ * negotiated as a passthrough because the helper died in configure, or a restart holds the
+ * instance now: it never waits). */
+int32_t rfx_isolation_video_input_frame(const rawfx_filter *filter, rawfx_video_frame *frame);
 
 /* [any] Reads the counters of a proxy through its extension pointer. */
 void rfx_isolation_read_counters(const void *extension, rfx_isolation_counters *out);
@@ -112,6 +123,12 @@ void rfx_iso_helper_reply(rfx_iso_control *control, int32_t status);
 /* [helper] Least privilege before the plugin loads: no new privileges, die with
  * the host's supervisor thread. Returns 0, or -1 when the kernel refuses. */
 int rfx_iso_helper_restrict(void);
+/* [helper] Installs the strict seccomp filter (`@isolate(seccomp=strict)`, docs/isolation.md):
+ * an allow-list of what filters need (memory, threads, futex, clocks, files, signals to itself,
+ * exit); any other system call (exec, fork, sockets, ptrace, ...) kills the helper
+ * (SECCOMP_RET_KILL_PROCESS), which the host counts as a fault. Call before any plugin code
+ * runs, on the only thread. Returns 0, or -1 with errno when the kernel refuses. */
+int rfx_iso_helper_seccomp_strict(void);
 
 #ifdef __cplusplus
 }

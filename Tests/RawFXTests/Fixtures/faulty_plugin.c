@@ -10,15 +10,19 @@
  *   faulty_audio  in place: adds `delta` to every sample, delayed by `latency` frames (mono
  *                 ring; the negotiation says so); on block `at` it does `fault` (segv, hang,
  *                 exit).
+ *   fault=socket opens a TCP socket in process (and closes it: harmless unless a seccomp
+ *   filter forbids it); fault=exec runs /bin/true in place of the process.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include "rawfx.h"
 
-enum { FAULT_NONE, FAULT_SEGV, FAULT_HANG, FAULT_EXIT, FAULT_CONFIGURE };
-static const char *const fault_names[] = { "none", "segv", "hang", "exit", "configure" };
+enum { FAULT_NONE, FAULT_SEGV, FAULT_HANG, FAULT_EXIT, FAULT_CONFIGURE, FAULT_SOCKET, FAULT_EXEC };
+static const char *const fault_names[] = { "none", "segv", "hang", "exit", "configure", "socket", "exec" };
 
 typedef struct faulty {
     rawfx_filter filter;
@@ -34,7 +38,7 @@ static const rawfx_param_descriptor params[] = {
     { sizeof(rawfx_param_descriptor), "at", "At", "The frame (from 1) the fault happens on.", "",
       RAWFX_PARAM_INT, 0, 5.0, 1.0, 1000000.0, NULL, NULL, 0 },
     { sizeof(rawfx_param_descriptor), "fault", "Fault", "What goes wrong.", "",
-      RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, 5 },
+      RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, 7 },
     { sizeof(rawfx_param_descriptor), "marker", "Marker", "fault=configure: crash while this file does not exist.", "",
       RAWFX_PARAM_STRING, 0, 0.0, 0.0, 0.0, "", NULL, 0 },
 };
@@ -46,7 +50,7 @@ static const rawfx_param_descriptor audio_params[] = {
     { sizeof(rawfx_param_descriptor), "at", "At", "The block (from 1) the fault happens on.", "",
       RAWFX_PARAM_INT, 0, 5.0, 1.0, 1000000.0, NULL, NULL, 0 },
     { sizeof(rawfx_param_descriptor), "fault", "Fault", "What goes wrong.", "",
-      RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, 5 },
+      RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, 7 },
     { sizeof(rawfx_param_descriptor), "latency", "Latency", "Frames the output is delayed by (mono).", "frames",
       RAWFX_PARAM_INT, RAWFX_PARAM_FLAG_RECONFIGURE, 0.0, 0.0, 4800.0, NULL, NULL, 0 },
 };
@@ -102,6 +106,11 @@ static void maybe_fail(faulty *s) {
     if (s->fault == FAULT_SEGV) crash();
     if (s->fault == FAULT_HANG) for (volatile int spin = 1; spin;) {}
     if (s->fault == FAULT_EXIT) exit(3);
+    if (s->fault == FAULT_SOCKET) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0) close(fd);
+    }
+    if (s->fault == FAULT_EXEC) execl("/bin/true", "true", (char *)NULL);
 }
 
 static rawfx_status process_video(const rawfx_filter *f, const rawfx_video_frame *in, rawfx_video_frame *out) {
