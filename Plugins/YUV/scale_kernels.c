@@ -472,17 +472,37 @@ static void three_quarter_row1_c(const uint8_t *src, ptrdiff_t stride, uint8_t *
     three_quarter_row_c(src, stride, dst, width, 0);
 }
 
+#if SCALE_X86
+static void three_quarter_row_ssse3(const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst, int dst_width, int outer) {
+    const int simd = dst_width / 24 * 24;
+    if (outer) ScaleRowDown34_0_Box_SSSE3(src, src_stride, dst, simd);
+    else ScaleRowDown34_1_Box_SSSE3(src, src_stride, dst, simd);
+    if (simd < dst_width) three_quarter_row_c(src + simd / 3 * 4, src_stride, dst + simd, dst_width - simd, outer);
+}
+
+static void three_quarter_row0_ssse3(const uint8_t *src, ptrdiff_t stride, uint8_t *dst, int width) {
+    three_quarter_row_ssse3(src, stride, dst, width, 1);
+}
+
+static void three_quarter_row1_ssse3(const uint8_t *src, ptrdiff_t stride, uint8_t *dst, int width) {
+    three_quarter_row_ssse3(src, stride, dst, width, 0);
+}
+#endif
+
 /* 4:3, bilinear or box: libyuv's ScalePlaneDown34 rows, three output rows from
  * four source rows (weights 3:1, 1:1, 1:3 each way); a short last group leaves
- * its last row vertically unfiltered, as libyuv does. */
+ * its last row vertically unfiltered, as libyuv does. libyuv's bytes, except the
+ * last dst_w % 24 pixels of a row, which follow its SIMD arithmetic rather than
+ * its C rows' (so that every level gives the same bytes). */
 static void three_quarter_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
                                ptrdiff_t dst_stride, int row_begin, int row_end) {
     void (*row0)(const uint8_t *, ptrdiff_t, uint8_t *, int) = three_quarter_row0_c;
     void (*row1)(const uint8_t *, ptrdiff_t, uint8_t *, int) = three_quarter_row1_c;
 #if SCALE_X86
-    if (plan->isa >= SCALE_ISA_SSSE3) {
-        row0 = plan->dst_w % 24 == 0 ? ScaleRowDown34_0_Box_SSSE3 : ScaleRowDown34_0_Box_Any_SSSE3;
-        row1 = plan->dst_w % 24 == 0 ? ScaleRowDown34_1_Box_SSSE3 : ScaleRowDown34_1_Box_Any_SSSE3;
+    /* Whole 24-pixel blocks only: libyuv's Any wrappers would finish with its _C rows. */
+    if (plan->isa >= SCALE_ISA_SSSE3 && plan->dst_w >= 24) {
+        row0 = three_quarter_row0_ssse3;
+        row1 = three_quarter_row1_ssse3;
     }
 #endif
     const int w = plan->dst_w, full = plan->dst_h / 3 * 3;

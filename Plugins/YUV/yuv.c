@@ -360,8 +360,6 @@ static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format
     scale_update_plans(self);
     status = scale_allocate_rows(self, in->width);
     if (status != RAWFX_OK) return status;
-    rawfx_log(&self->base, RAWFX_LOG_INFO, "kernels: %s, luma path %d, %u row buffer(s)", scale_isa_name(self->isa),
-              (int)self->luma_plan.path, self->scale_row_buffers);
     result->output.video.width = self->out_width;
     result->output.video.height = self->out_height;
     return RAWFX_OK;
