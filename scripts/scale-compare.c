@@ -114,7 +114,8 @@ int main(int argc, char **argv) {
                                                         filter == SCALE_FILTER_BOX ? SWS_AREA : SWS_BILINEAR,
                                                         NULL, NULL, NULL);
             scale_plan best_plans[2], c_plans[2], ssse3_plans[2];
-            plan_frame(best_plans, &in[0], &a, filter, scale_isa_select());
+            const char *refused;
+            plan_frame(best_plans, &in[0], &a, filter, scale_isa_select(&refused));
             plan_frame(c_plans, &in[0], &a, filter, SCALE_ISA_C);
             plan_frame(ssse3_plans, &in[0], &a, filter, SCALE_ISA_SSSE3);
             double best[3] = { 1e9, 1e9, 1e9 };

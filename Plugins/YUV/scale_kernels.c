@@ -50,7 +50,7 @@
 
 /* ------------------------------------------------------------- dispatch -- */
 
-scale_isa scale_isa_select(void) {
+scale_isa scale_isa_select(const char **refused) {
     scale_isa best = SCALE_ISA_C;
 #if SCALE_X86
     __builtin_cpu_init();
@@ -58,11 +58,13 @@ scale_isa scale_isa_select(void) {
     if (__builtin_cpu_supports("avx2")) best = SCALE_ISA_AVX2;
 #endif
     const char *cap = getenv("RAWFX_SCALE_ISA");
-    if (cap != NULL) {
+    *refused = NULL;
+    if (cap != NULL && *cap != '\0') {
         scale_isa limit = best;
         if (strcasecmp(cap, "c") == 0) limit = SCALE_ISA_C;
         else if (strcasecmp(cap, "ssse3") == 0) limit = SCALE_ISA_SSSE3;
         else if (strcasecmp(cap, "avx2") == 0) limit = SCALE_ISA_AVX2;
+        else *refused = cap;
         if (limit < best) best = limit;
     }
     return best;

@@ -64,8 +64,9 @@ typedef struct scale_plan {
 
 /* The instruction set to use: the best the CPU has, capped by the environment
  * variable RAWFX_SCALE_ISA=c|ssse3|avx2 (a test-only way to force the portable
- * path; read when called, which the filter does at configure). */
-SCALE_HIDDEN scale_isa scale_isa_select(void);
+ * path; read when called, which the filter does at configure). Another value is
+ * ignored and returned in *refused (else NULL), for the caller to report. */
+SCALE_HIDDEN scale_isa scale_isa_select(const char **refused);
 SCALE_HIDDEN const char *scale_isa_name(scale_isa isa);
 
 /* Plans one plane's scale; sizes >= 1. Any thread; no allocation. */

@@ -356,7 +356,11 @@ static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format
     rawfx_log(&self->base, RAWFX_LOG_INFO, "%ux%u -> %ux%u, mode %s: input %dx%d at %d,%d to output %dx%d at %d,%d",
               in->width, in->height, self->out_width, self->out_height, scale_mode_names[self->scale_mode],
               g->src_w, g->src_h, g->src_x, g->src_y, g->dst_w, g->dst_h, g->dst_x, g->dst_y);
-    self->isa = scale_isa_select();
+    const char *refused;
+    self->isa = scale_isa_select(&refused);
+    if (refused != NULL)
+        rawfx_log(&self->base, RAWFX_LOG_WARNING, "RAWFX_SCALE_ISA=%s is not c, ssse3 or avx2; using %s", refused,
+                  scale_isa_name(self->isa));
     scale_update_plans(self);
     status = scale_allocate_rows(self, in->width);
     if (status != RAWFX_OK) return status;

@@ -60,8 +60,9 @@ final class ScaleKernelTests: XCTestCase {
     /// 3:2 and 3:1 in both dimensions run the plugin's own kernels: each output sample is
     /// the weighted sum of the formula (docs/plugins/scale-rotate.md), rounded once.
     func testFixedRatiosEqualTheirWeightFormula() throws {
-        let cases = [(1920, 1080, 1280, 720), (198, 66, 132, 44), (150, 90, 100, 60),
-                     (1920, 1080, 640, 360), (186, 66, 62, 22)]
+        // Widths that take whole SIMD blocks and widths that end in the C tail.
+        let cases = [(240, 138, 160, 92), (198, 66, 132, 44), (150, 90, 100, 60),
+                     (240, 138, 80, 46), (186, 66, 62, 22)]
         for (sw, sh, dw, dh) in cases {
             let input = patternBuffer(width: sw, height: sh, extraStride: 11, seed: sw)
             for box in [false, true] {
@@ -75,8 +76,8 @@ final class ScaleKernelTests: XCTestCase {
     /// The ratios that run libyuv's row functions (2:1, 4:3, any other ratio, upscales, odd
     /// sizes, point and linear filtering) give libyuv's I420Scale bytes exactly.
     func testOtherRatiosAndUpscalesEqualLibyuv() throws {
-        let cases = [(1280, 720, 640, 360), (1280, 720, 960, 540), (1920, 1080, 1024, 576), (1920, 1080, 854, 480),
-                     (1280, 720, 426, 240), (1280, 720, 1920, 1080), (640, 360, 1280, 720), (63, 37, 32, 20),
+        let cases = [(320, 180, 160, 90), (320, 192, 240, 144), (480, 270, 256, 144), (480, 270, 214, 120),
+                     (480, 272, 120, 68), (320, 180, 480, 270), (160, 90, 320, 180), (320, 180, 320, 136), (63, 37, 32, 20),
                      (101, 67, 40, 24), (90, 50, 60, 50), (90, 54, 60, 36), (96, 96, 32, 32), (120, 90, 40, 30)]
         for (sw, sh, dw, dh) in cases {
             let input = patternBuffer(width: sw, height: sh, extraStride: 5, seed: dh)
@@ -92,27 +93,30 @@ final class ScaleKernelTests: XCTestCase {
 
     /// fit and fill at a fixed ratio: the bars stay black and the picture is the formula's.
     func testLetterboxAndCropAtFixedRatios() throws {
-        // 1920x1080 fit into 1280x960: the picture is 1280x720 at y = 120 (3:2).
-        let wide = TestPattern(width: 1920, height: 1080).frame(3)
-        let fit = try scaled("scale=width=1280:height=960:mode=fit:filter=bilinear", wide)
-        let box = fitRectangle(input: (1920, 1080), output: (1280, 960))
-        XCTAssertEqual([box.x, box.y, box.w, box.h], [0, 120, 1280, 720])
+        // 240x138 fit into 160x120: the picture is 160x92 at y = 14 (3:2).
+        let wide = patternBuffer(width: 240, height: 138, extraStride: 5, seed: 3)
+        let fit = try scaled("scale=width=160:height=120:mode=fit:filter=bilinear", wide)
+        let box = fitRectangle(input: (240, 138), output: (160, 120))
+        XCTAssertEqual([box.x, box.y, box.w, box.h], [0, 14, 160, 92])
         XCTAssertEqual(fit.pixelsOutside(box), [Pixel(y: 16, u: 128, v: 128)])
-        XCTAssertEqual(fit.cropped(box), fixedRatioReference(Picture(wide), to: 1280, 720, box: false))
-        // 1920x1440 filled into 640x360: the centre 1920x1080 (from y = 180) scaled 3:1.
-        let tall = patternBuffer(width: 1920, height: 1440, extraStride: 3, seed: 4)
-        let crop = fillCrop(input: (1920, 1440), output: (640, 360))
-        XCTAssertEqual([crop.x, crop.y, crop.w, crop.h], [0, 180, 1920, 1080])
-        XCTAssertEqual(try scaled("scale=width=640:height=360:mode=fill:filter=box", tall),
-                       fixedRatioReference(Picture(tall).cropped(crop), to: 640, 360, box: true))
+        XCTAssertEqual(fit.cropped(box), fixedRatioReference(Picture(wide), to: 160, 92, box: false))
+        // 240x180 filled into 80x46: the centre 240x138 (from y = 20, even) scaled 3:1.
+        let tall = patternBuffer(width: 240, height: 180, extraStride: 3, seed: 4)
+        let crop = fillCrop(input: (240, 180), output: (80, 46))
+        XCTAssertEqual([crop.x, crop.y, crop.w, crop.h], [0, 20, 240, 138])
+        XCTAssertEqual(try scaled("scale=width=80:height=46:mode=fill:filter=box", tall),
+                       fixedRatioReference(Picture(tall).cropped(crop), to: 80, 46, box: true))
     }
 
     // MARK: Slices, allocations, SIMD
 
-    static let everyPath = [(1920, 1080, 1280, 720), (1920, 1080, 640, 360), (1280, 720, 640, 360), (1280, 720, 960, 540),
-                            (640, 480, 320, 240), (1920, 1080, 1280, 540), (1920, 1080, 1024, 576),
-                            (1920, 1080, 480, 270), (640, 360, 1280, 720), (1280, 720, 1920, 1080), (1280, 720, 1280, 540),
-                            (198, 66, 132, 44), (100, 52, 50, 26), (200, 72, 150, 54), (186, 66, 62, 22)]
+    /// One case of every path at small sizes (the paths depend on the ratio, not the size):
+    /// 3:2, 3:1, 2:1, 4:3, 3:2 by 2:1, generic down, 4:1 box, 2x and 1.5x up, vertical only,
+    /// and widths that end in the C tail.
+    static let everyPath = [(480, 270, 320, 180), (480, 270, 160, 90), (320, 180, 160, 90), (320, 192, 240, 144),
+                            (480, 272, 320, 136), (480, 270, 256, 144), (480, 272, 120, 68), (160, 90, 320, 180),
+                            (320, 180, 480, 270), (320, 180, 320, 136), (198, 66, 132, 44), (100, 52, 50, 26),
+                            (200, 72, 150, 54), (186, 66, 62, 22)]
     static let filters = ["none", "linear", "bilinear", "box"]
 
     /// With the host's pool at two threads each plane is cut into two slices of rows; the
@@ -155,8 +159,8 @@ final class ScaleKernelTests: XCTestCase {
     /// arithmetic it restates in C (2:1, 4:3) give the same bytes at every instruction-set
     /// level. (The generic ratios call libyuv's rows, whose C and SIMD round differently.)
     func testEverySIMDLevelEqualsThePortableC() throws {
-        let kernels = [(1920, 1080, 1280, 720), (198, 66, 132, 44), (1920, 1080, 640, 360), (186, 66, 62, 22),
-                       (1920, 1080, 1280, 540), (1280, 720, 640, 360), (100, 52, 50, 26), (1280, 720, 960, 540),
+        let kernels = [(480, 270, 320, 180), (198, 66, 132, 44), (480, 270, 160, 90), (186, 66, 62, 22),
+                       (480, 272, 320, 136), (320, 180, 160, 90), (100, 52, 50, 26), (320, 192, 240, 144),
                        (200, 72, 150, 54)]
         for (sw, sh, dw, dh) in kernels {
             let input = patternBuffer(width: sw, height: sh, extraStride: 3, seed: dw)
@@ -172,13 +176,31 @@ final class ScaleKernelTests: XCTestCase {
         }
     }
 
+    /// An unknown RAWFX_SCALE_ISA is not silently dropped: configure says what it ignored.
+    func testUnknownInstructionSetIsReportedAtConfigure() throws {
+        let lines = LogCapture()
+        defer { lines.stop() }
+        setenv("RAWFX_SCALE_ISA", "neon", 1)
+        let scale = try DirectFilter(DirectPlugin.built("rawfx-yuv").descriptor("scale"), host: .attached,
+                                     source: "scale#isa")
+        XCTAssertEqual(scale.set(0, int: 1280), Int32(RAWFX_OK))
+        try scale.configure(.video(width: 1920, height: 1080))
+        RawFXLog.sync()
+        let warnings = lines.records.filter { $0.source == "scale#isa" && $0.severity == .warning }.map(\.message)
+        XCTAssertEqual(warnings.count, 1)
+        XCTAssertTrue(warnings.first?.hasPrefix("RAWFX_SCALE_ISA=neon is not c, ssse3 or avx2; using ") ?? false,
+                      "\(warnings)")
+    }
+
     // MARK: References
 
     /// FFmpeg's bicubic scale of a picture, by the `ffmpeg` command (scripts/bootstrap.sh installs it).
     private func ffmpegBicubic(_ picture: Picture, to w: Int, _ h: Int) throws -> Picture {
         let dir = temporaryDirectory()
         let input = dir.appendingPathComponent("in.yuv"), output = dir.appendingPathComponent("out.yuv")
-        try Data(picture.planes.joined()).write(to: input)
+        var data = Data()
+        for plane in picture.planes { data.append(contentsOf: plane) }
+        try data.write(to: input)
         let outcome = try runProgram(URL(fileURLWithPath: "/usr/bin/env"), [
             "ffmpeg", "-nostdin", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "yuv420p",
             "-s", "\(picture.width)x\(picture.height)", "-i", input.path, "-vf", "scale=\(w):\(h):flags=bicubic",
@@ -195,18 +217,19 @@ final class ScaleKernelTests: XCTestCase {
     }
 }
 
-/// PSNR of `a` against `b` over all three planes, in dB.
+/// PSNR of `a` against `b` over all three planes together, in dB (libyuv's I420Psnr: the
+/// squared error of every sample against 255², capped at 128 dB for equal pictures).
 private func psnr(_ a: Picture, _ b: Picture) -> Double {
     precondition(a.width == b.width && a.height == b.height)
-    var squared = 0.0, count = 0
-    for p in 0..<3 {
-        for (x, y) in zip(a.planes[p], b.planes[p]) {
-            let d = Double(Int(x) - Int(y))
-            squared += d * d
-        }
-        count += a.planes[p].count
-    }
-    return squared == 0 ? .infinity : 10 * log10(255 * 255 * Double(count) / squared)
+    let (cw, w) = (Int32((a.width + 1) / 2), Int32(a.width))
+    return a.planes[0].withUnsafeBufferPointer { ay in a.planes[1].withUnsafeBufferPointer { au in
+        a.planes[2].withUnsafeBufferPointer { av in b.planes[0].withUnsafeBufferPointer { by in
+            b.planes[1].withUnsafeBufferPointer { bu in b.planes[2].withUnsafeBufferPointer { bv in
+                I420Psnr(ay.baseAddress, w, au.baseAddress, cw, av.baseAddress, cw,
+                         by.baseAddress, w, bu.baseAddress, cw, bv.baseAddress, cw, w, Int32(a.height))
+            } }
+        } }
+    } }
 }
 
 /// The fixed-ratio kernels' definition, per dimension: output q of each period reads
@@ -227,13 +250,17 @@ private func fixedRatioReference(_ input: Picture, to w: Int, _ h: Int, box: Boo
         let (sw, sh) = input.size(p), (dw, dh) = out.size(p)
         let across = phases(sw, dw), down = phases(sh, dh)
         let total = across.weights[0].reduce(0, +) * down.weights[0].reduce(0, +)
+        let samples = input.planes[p]
         for y in 0..<dh {
             let qy = y % down.periodOut, sy = y / down.periodOut * down.periodIn + down.first[qy]
+            let rowWeights = down.weights[qy]
             for x in 0..<dw {
                 let qx = x % across.periodOut, sx = x / across.periodOut * across.periodIn + across.first[qx]
+                let columnWeights = across.weights[qx]
                 var sum = 0
-                for (j, wy) in down.weights[qy].enumerated() {
-                    for (i, wx) in across.weights[qx].enumerated() { sum += wy * wx * Int(input.planes[p][(sy + j) * sw + sx + i]) }
+                for j in 0..<rowWeights.count {
+                    let row = (sy + j) * sw + sx
+                    for i in 0..<columnWeights.count { sum += rowWeights[j] * columnWeights[i] * Int(samples[row + i]) }
                 }
                 planes[p][y * dw + x] = UInt8((sum + total / 2) / total)
             }
