@@ -12,7 +12,8 @@
  * - configure validates and allocates; process only reads, computes and writes
  *   pixels (no malloc, no locks, no I/O of its own); set_param of the live
  *   parameters (scale's filter and mode, rotate's mirror, mirror's vertical)
- *   only stores numbers and recomputes the geometry.
+ *   only stores numbers and recomputes the geometry (and scale's plans, which
+ *   allocate nothing).
  * - Every host struct is read only as far as its struct_size reaches, and a
  *   struct we fill gets our struct_size.
  * - Each instance owns its error message; get_error returns "" when the last
