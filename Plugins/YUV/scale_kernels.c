@@ -579,6 +579,16 @@ static void up_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_st
     }
 }
 
+/* Boxes of 2 or 3 columns (downscales between 2:1 and 3:1), unrolled. */
+static void box_columns_2(const uint16_t *sums, uint8_t *d, int dst_w, int x, int dx, const int *scale) {
+    for (int i = 0; i < dst_w; i++) {
+        const int ix = x >> 16;
+        x += dx;
+        const int extra = (x >> 16) - ix - 2;
+        d[i] = (uint8_t)((sums[ix] + sums[ix + 1] + extra * sums[ix + 2]) * scale[extra] >> 16);
+    }
+}
+
 /* ScalePlaneBox: sum boxheight rows into 16 bits, then average boxes of columns
  * (libyuv's ScaleAddCols0/1/2_C arithmetic: truncating, by 65536 / area). */
 static void box_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
@@ -590,7 +600,7 @@ static void box_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_s
     for (int j = row_begin; j < row_end; j++) {
         const int top = row_position(plan, j, max_y) >> 16, next = row_position(plan, j + 1, max_y) >> 16;
         const int height = next - top < 1 ? 1 : next - top;
-        memset(sums, 0, (size_t)plan->src_w * sizeof *sums);
+        memset(sums, 0, ((size_t)plan->src_w + 1) * sizeof *sums);
         for (int k = 0; k < height; k++) add_row(src + (ptrdiff_t)(top + k) * src_stride, sums, plan->src_w);
         uint8_t *d = dst + (ptrdiff_t)j * dst_stride;
         if (!(dx & 0xffff) && dx != 0x10000) {          /* whole boxes: ScaleAddCols1_C */
@@ -607,13 +617,20 @@ static void box_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_s
         } else {                                        /* ScaleAddCols2_C */
             const int scale[2] = { 65536 / ((min_width < 1 ? 1 : min_width) * height),
                                    65536 / ((min_width + 1) * height) };
-            for (int i = 0, x = plan->x; i < plan->dst_w; i++) {
-                const int ix = x >> 16;
-                x += dx;
-                const int width = (x >> 16) - ix < 1 ? 1 : (x >> 16) - ix;
-                int sum = 0;
-                for (int k = 0; k < width; k++) sum += sums[ix + k];
-                d[i] = (uint8_t)(sum * scale[width - min_width] >> 16);
+            /* Boxes are min_width or min_width + 1 wide, irregularly: add the extra
+             * column times 0 or 1 instead of branching on the width (the column past
+             * the row's end is in the buffer, zeroed above). */
+            if (min_width == 2) {
+                box_columns_2(sums, d, plan->dst_w, plan->x, dx, scale);
+            } else {
+                for (int i = 0, x = plan->x; i < plan->dst_w; i++) {
+                    const int ix = x >> 16;
+                    x += dx;
+                    const int width = (x >> 16) - ix < 1 ? 1 : (x >> 16) - ix, extra = width - min_width;
+                    int sum = extra * sums[ix + min_width];
+                    for (int k = 0; k < min_width; k++) sum += sums[ix + k];
+                    d[i] = (uint8_t)(sum * scale[extra] >> 16);
+                }
             }
         }
     }
