@@ -86,6 +86,7 @@ static int fixed_phases(int src, int dst, int filter, scale_phases *p) {
     static const scale_phases two_thirds_bilinear = { 3, 2, 2, 4, { 0, 1 }, { { 3, 1 }, { 1, 3 } } };
     static const scale_phases two_thirds_box = { 3, 2, 2, 3, { 0, 1 }, { { 2, 1 }, { 1, 2 } } };
     static const scale_phases three_quarters = { 4, 3, 2, 4, { 0, 1, 2 }, { { 3, 1 }, { 2, 2 }, { 1, 3 } } };
+    /* the 3-tap SIMD rows rely on these shapes: outer weights 1, middle 1 or 2 */
     static const scale_phases third_bilinear = { 3, 1, 3, 4, { 0 }, { { 1, 2, 1 } } };
     static const scale_phases third_box = { 3, 1, 3, 3, { 0 }, { { 1, 1, 1 } } };
     const int box = filter == SCALE_FILTER_BOX;
@@ -323,14 +324,13 @@ __attribute__((target("ssse3")))
 static int fixed3_row_ssse3(const scale_plan *plan, const uint8_t *const *rows, const int *vw, uint8_t *dst,
                             int done) {
     const __m128i wt = _mm_set1_epi16((short)(plan->h.weight[0][0] | plan->h.weight[0][1] << 8));
-    const __m128i v0 = _mm_set1_epi16((short)vw[0]), v1 = _mm_set1_epi16((short)vw[1]),
-                  v2 = _mm_set1_epi16((short)vw[2]);
+    /* vertical weights (1, 1 or 2, 1): the middle row is shifted, not multiplied */
+    const __m128i middle_shift = _mm_cvtsi32_si128(vw[1] >> 1);
     const __m128i bias = _mm_set1_epi16((short)plan->bias), mul = _mm_set1_epi16((short)plan->multiplier);
     for (; done + 8 <= plan->dst_w && done * 3 + 24 <= plan->src_w; done += 8) {
         const int off = done * 3;
-        __m128i sum = _mm_mullo_epi16(fixed3_across_ssse3(rows[0] + off, wt), v0);
-        sum = _mm_add_epi16(sum, _mm_mullo_epi16(fixed3_across_ssse3(rows[1] + off, wt), v1));
-        sum = _mm_add_epi16(sum, _mm_mullo_epi16(fixed3_across_ssse3(rows[2] + off, wt), v2));
+        __m128i sum = _mm_add_epi16(fixed3_across_ssse3(rows[0] + off, wt), fixed3_across_ssse3(rows[2] + off, wt));
+        sum = _mm_add_epi16(sum, _mm_sll_epi16(fixed3_across_ssse3(rows[1] + off, wt), middle_shift));
         __m128i out = _mm_mulhi_epu16(_mm_add_epi16(sum, bias), mul);
         _mm_storel_epi64((__m128i *)(dst + done), _mm_packus_epi16(out, out));
     }
@@ -354,14 +354,12 @@ __attribute__((target("avx2")))
 static int fixed3_row_avx2(const scale_plan *plan, const uint8_t *const *rows, const int *vw, uint8_t *dst,
                            int done) {
     const __m256i wt = _mm256_set1_epi16((short)(plan->h.weight[0][0] | plan->h.weight[0][1] << 8));
-    const __m256i v0 = _mm256_set1_epi16((short)vw[0]), v1 = _mm256_set1_epi16((short)vw[1]),
-                  v2 = _mm256_set1_epi16((short)vw[2]);
+    const __m128i middle_shift = _mm_cvtsi32_si128(vw[1] >> 1);
     const __m256i bias = _mm256_set1_epi16((short)plan->bias), mul = _mm256_set1_epi16((short)plan->multiplier);
     for (; done + 16 <= plan->dst_w && done * 3 + 48 <= plan->src_w; done += 16) {
         const int off = done * 3;
-        __m256i sum = _mm256_mullo_epi16(fixed3_across_avx2(rows[0] + off, wt), v0);
-        sum = _mm256_add_epi16(sum, _mm256_mullo_epi16(fixed3_across_avx2(rows[1] + off, wt), v1));
-        sum = _mm256_add_epi16(sum, _mm256_mullo_epi16(fixed3_across_avx2(rows[2] + off, wt), v2));
+        __m256i sum = _mm256_add_epi16(fixed3_across_avx2(rows[0] + off, wt), fixed3_across_avx2(rows[2] + off, wt));
+        sum = _mm256_add_epi16(sum, _mm256_sll_epi16(fixed3_across_avx2(rows[1] + off, wt), middle_shift));
         __m256i out = _mm256_mulhi_epu16(_mm256_add_epi16(sum, bias), mul);
         __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(out, out), 0x08);
         _mm_storeu_si128((__m128i *)(dst + done), _mm256_castsi256_si128(packed));
