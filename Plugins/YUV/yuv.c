@@ -12,27 +12,31 @@
  * - configure validates and allocates; process only reads, computes and writes
  *   pixels (no malloc, no locks, no I/O of its own); set_param of the live
  *   parameters (scale's filter and mode, rotate's mirror, mirror's vertical)
- *   only stores numbers and recomputes the geometry.
+ *   only stores numbers and recomputes the geometry (and scale's plans, which
+ *   allocate nothing).
  * - Every host struct is read only as far as its struct_size reaches, and a
  *   struct we fill gets our struct_size.
  * - Each instance owns its error message; get_error returns "" when the last
  *   call succeeded. Instance base, entry and checks: rawfx/plugin_helpers.h.
  *
- * Caveat measured against libyuv 1857 (Debian 0.0~git20230123): I420Scale
- * itself mallocs (and frees) three row buffers per call for linear, bilinear
- * and box filtering at most size ratios (point sampling, equal sizes,
- * vertical-only scaling, exact 1/2, 3/4, 3/8 and 2x do not). The plugin cannot
- * pass it a buffer. The other libyuv calls used here do not allocate.
+ * `scale` does not call libyuv's I420Scale, which mallocs (and frees) three
+ * row buffers per call at most ratios (libyuv 1857): it plans each plane at
+ * configure and runs the kernels of scale_kernels.c with row buffers allocated
+ * there, one per thread the host's pool may run, cutting the output rows into
+ * slices when the pool has more than one thread.
  *
  * rotate and mirror run on the kernels of rotate_kernels.c (transposes and row
  * reversals, AVX2/SSSE3/C chosen at configure) and libyuv's CopyPlane, split
- * into slices over the host's thread pool (rawfx/ext/thread_pool.h).
+ * into slices over the host's thread pool (rawfx/ext/thread_pool.h). The other
+ * libyuv calls used here do not allocate.
  */
 #include "rawfx/plugin_helpers.h"
 #include "rawfx/ext/thread_pool.h"
 #include "rotate_kernels.h"
+#include "scale_kernels.h"
 
 #include <libyuv.h>
+#include <unistd.h>
 
 #define YUV_PLUGIN_NAME    "rawfx-yuv"
 #define YUV_PLUGIN_VERSION "1.1.0"
@@ -157,16 +161,30 @@ typedef struct yuv_instance {
     int scale_filter;                   /* live */
     int scale_mode;                     /* live: geometry recomputed on change */
     scale_geometry geometry;
+    scale_isa isa;                      /* chosen at configure (RAWFX_SCALE_ISA caps it) */
+    scale_plan luma_plan, chroma_plan;  /* remade whenever geometry or filter changes */
+    uint8_t *scale_rows;                /* one row buffer per slice, allocated at configure */
+    size_t scale_row_bytes;
+    uint32_t scale_row_buffers;
+    /* The frame being scaled: written by the process thread before pool->run,
+     * read by the slice jobs during it (the pool's wake-up orders them). */
+    const uint8_t *slice_src[3];
+    uint8_t *slice_dst[3];
+    ptrdiff_t slice_src_stride[3], slice_dst_stride[3];
+    uint32_t slice_count;
 
     /* rotate */
     int rotate_angle_set;               /* as set; used at the next configure */
     int rotate_angle;                   /* configured */
     int rotate_mirror;                  /* live */
 
-    /* rotate and mirror: kernels and pool chosen at configure, the plan per frame */
+    /* rotate and mirror: kernels chosen at configure, the plan per frame */
     rotate_kernel_level kernels;
-    const rawfx_host_thread_pool *pool; /* NULL: no pool, slices run inline */
     turn_plan turn;
+
+    /* every kind that slices: the host's pool, or NULL (slices run inline);
+     * asked for at configure (yuv_thread_pool) */
+    const rawfx_host_thread_pool *pool;
 
     /* mirror */
     int mirror_vertical;                /* live */
@@ -289,6 +307,70 @@ static void finish_frame(const yuv_instance *self, const rawfx_video_frame *in,
 
 /* ------------------------------------------------------------------ scale -- */
 
+/* Plans the luma and chroma planes for the current geometry and filter. Called at
+ * configure and by set_param of filter or mode (no allocation). */
+static void scale_update_plans(yuv_instance *self) {
+    const scale_geometry *g = &self->geometry;
+    scale_plan_init(&self->luma_plan, g->src_w, g->src_h, g->dst_w, g->dst_h, self->scale_filter, self->isa);
+    scale_plan_init(&self->chroma_plan, (g->src_w + 1) / 2, (g->src_h + 1) / 2, (g->dst_w + 1) / 2,
+                    (g->dst_h + 1) / 2, self->scale_filter, self->isa);
+}
+
+static void scale_free_rows(yuv_instance *self) {
+    free(self->scale_rows);
+    self->scale_rows = NULL;
+    self->scale_row_buffers = 0;
+}
+
+/* The host's thread pool (rawfx.thread-pool/1) as far as this file needs it,
+ * or NULL; at configure (get_extension is not real-time). */
+static const rawfx_host_thread_pool *yuv_thread_pool(const rawfx_host *host) {
+    const rawfx_host_thread_pool *pool = host ? host->get_extension(host, RAWFX_EXT_THREAD_POOL) : NULL;
+    if (pool != NULL && pool->struct_size < RAWFX_FIELD_END(rawfx_host_thread_pool, run)) pool = NULL;
+    return pool;
+}
+
+/* One row buffer per thread the host's pool may run (at least one), for every
+ * geometry and filter the live parameters can reach from this input size. The
+ * pool's size can grow after configure (RAWFX_THREADS, RawFXThreadPool), so
+ * the count is the larger of its size now and the online cores; process never
+ * cuts more slices than there are buffers. */
+static rawfx_status scale_allocate_rows(yuv_instance *self, uint32_t in_width) {
+    const rawfx_host *host = self->base.host;
+    const rawfx_host_thread_pool *pool = yuv_thread_pool(host);
+    self->pool = pool;
+    uint32_t threads = pool ? pool->thread_count(host) : 1;
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (pool != NULL && cores > (long)threads) threads = (uint32_t)(cores > 64 ? 64 : cores);
+    if (threads < 1) threads = 1;
+    if (threads > 64) threads = 64;
+    const size_t bytes = scale_row_buffer_size((int)in_width, (int)self->out_width);
+    if (self->scale_rows == NULL || self->scale_row_buffers < threads || self->scale_row_bytes < bytes) {
+        scale_free_rows(self);
+        self->scale_rows = aligned_alloc(64, bytes * threads);
+        if (self->scale_rows == NULL)
+            return rawfx_fail(&self->base, RAWFX_ERR_OUT_OF_MEMORY, "cannot allocate %u scale row buffers of %zu bytes",
+                              threads, bytes);
+        self->scale_row_bytes = bytes;
+        self->scale_row_buffers = threads;
+    }
+    return RAWFX_OK;
+}
+
+/* One slice job: rows `index` of slice_count of each plane. A pool thread or the
+ * process thread; writes only its own rows and its own row buffer. */
+static void scale_slice(void *context, uint32_t index) {
+    yuv_instance *self = context;
+    uint8_t *rows = self->scale_rows + (size_t)index * self->scale_row_bytes;
+    for (int p = 0; p < 3; p++) {
+        const scale_plan *plan = p == 0 ? &self->luma_plan : &self->chroma_plan;
+        int begin, end;
+        scale_slice_rows(plan, self->slice_count, index, &begin, &end);
+        scale_plane_rows(plan, self->slice_src[p], self->slice_src_stride[p], self->slice_dst[p],
+                         self->slice_dst_stride[p], begin, end, rows);
+    }
+}
+
 static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format *in,
                                     rawfx_negotiation *result) {
     uint64_t w = self->scale_width, h = self->scale_height;
@@ -315,6 +397,14 @@ static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format
     rawfx_log(&self->base, RAWFX_LOG_INFO, "%ux%u -> %ux%u, mode %s: input %dx%d at %d,%d to output %dx%d at %d,%d",
               in->width, in->height, self->out_width, self->out_height, scale_mode_names[self->scale_mode],
               g->src_w, g->src_h, g->src_x, g->src_y, g->dst_w, g->dst_h, g->dst_x, g->dst_y);
+    const char *refused;
+    self->isa = scale_isa_select(&refused);
+    if (refused != NULL)
+        rawfx_log(&self->base, RAWFX_LOG_WARNING, "RAWFX_SCALE_ISA=%s is not c, ssse3 or avx2; using %s", refused,
+                  scale_isa_name(self->isa));
+    scale_update_plans(self);
+    status = scale_allocate_rows(self, in->width);
+    if (status != RAWFX_OK) return status;
     result->output.video.width = self->out_width;
     result->output.video.height = self->out_height;
     return RAWFX_OK;
@@ -348,17 +438,20 @@ static rawfx_status scale_process(const rawfx_filter *filter, const rawfx_video_
     }
 
     const int sx = g->src_x, sy = g->src_y, dx = g->dst_x, dy = g->dst_y;
-    int rc = I420Scale(in->planes[0] + (ptrdiff_t)sy * in->strides[0] + sx, in->strides[0],
-                       in->planes[1] + (ptrdiff_t)(sy / 2) * in->strides[1] + sx / 2, in->strides[1],
-                       in->planes[2] + (ptrdiff_t)(sy / 2) * in->strides[2] + sx / 2, in->strides[2],
-                       g->src_w, g->src_h,
-                       dp[0] + (ptrdiff_t)dy * ds[0] + dx, ds[0],
-                       dp[1] + (ptrdiff_t)(dy / 2) * ds[1] + dx / 2, ds[1],
-                       dp[2] + (ptrdiff_t)(dy / 2) * ds[2] + dx / 2, ds[2],
-                       g->dst_w, g->dst_h, (enum FilterMode)self->scale_filter);
-    if (rc != 0)
-        return rawfx_fail(&self->base, RAWFX_ERR_INTERNAL, "libyuv I420Scale failed (%d) for %dx%d -> %dx%d",
-                          rc, g->src_w, g->src_h, g->dst_w, g->dst_h);
+    for (int p = 0; p < 3; p++) {
+        const int shift = p > 0; /* chroma offsets are half the (even) luma offsets */
+        self->slice_src[p] = in->planes[p] + (ptrdiff_t)(sy >> shift) * in->strides[p] + (sx >> shift);
+        self->slice_src_stride[p] = in->strides[p];
+        self->slice_dst[p] = dp[p] + (ptrdiff_t)(dy >> shift) * ds[p] + (dx >> shift);
+        self->slice_dst_stride[p] = ds[p];
+    }
+    const rawfx_host *host = self->base.host;
+    uint32_t slices = self->pool ? self->pool->thread_count(host) : 1;
+    if (slices > self->scale_row_buffers) slices = self->scale_row_buffers;
+    if (slices < 1) slices = 1;
+    self->slice_count = slices;
+    if (slices == 1 || self->pool->run(host, scale_slice, self, slices) != RAWFX_OK)
+        for (uint32_t i = 0; i < slices; i++) scale_slice(self, i);
     finish_frame(self, in, out, in->rotation);
     return RAWFX_OK;
 }
@@ -375,8 +468,7 @@ static rawfx_status scale_process(const rawfx_filter *filter, const rawfx_video_
  * get_extension are not real-time). */
 static void turn_configure(yuv_instance *self) {
     self->kernels = rotate_kernels_select();
-    const rawfx_host *host = self->base.host;
-    self->pool = host != NULL ? host->get_extension(host, RAWFX_EXT_THREAD_POOL) : NULL;
+    self->pool = yuv_thread_pool(self->base.host);
 }
 
 /* Fills plane `p` of the plan: source (w x h) and destination, each read or
@@ -625,6 +717,7 @@ static rawfx_status range_process(const rawfx_filter *filter, const rawfx_video_
 static void yuv_destroy(const rawfx_filter *filter) {
     yuv_instance *self = instance_of(filter);
     if (self == NULL) return;
+    scale_free_rows(self);
     rawfx_instance_free(&self->base);
 }
 
@@ -639,12 +732,17 @@ static rawfx_status yuv_set_param(const rawfx_filter *filter, uint32_t index, co
         switch (index) {
         case SCALE_PARAM_WIDTH: self->scale_width = (uint32_t)v; break;   /* at next configure */
         case SCALE_PARAM_HEIGHT: self->scale_height = (uint32_t)v; break; /* at next configure */
-        case SCALE_PARAM_FILTER: self->scale_filter = (int)v; break;
+        case SCALE_PARAM_FILTER:
+            self->scale_filter = (int)v;
+            if (self->configured) scale_update_plans(self);
+            break;
         case SCALE_PARAM_MODE:
             self->scale_mode = (int)v;
-            if (self->configured)
+            if (self->configured) {
                 self->geometry = compute_scale_geometry(self->scale_mode, self->in_width, self->in_height,
                                                         self->out_width, self->out_height);
+                scale_update_plans(self);
+            }
             break;
         }
         break;

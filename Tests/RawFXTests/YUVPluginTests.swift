@@ -314,8 +314,7 @@ final class YUVPluginTests: XCTestCase {
 
     func testRotateMirrorAndPointScaleDoNotAllocatePerFrame() throws {
         XCTAssertEqual(rawfx_allocation_counter_active(), 1, "the malloc interposer is not in effect")
-        // libyuv's I420Scale mallocs row buffers for linear/bilinear/box at most ratios (see
-        // docs/plugins/scale-rotate.md), so only point sampling is held to zero here.
+        // Scale at every ratio and filter: ScaleKernelTests.testNoAllocationPerFrameForAnyRatioOrFilter.
         let chain = try VideoChain("rotate=angle=90:mirror=true,rotate=angle=180,mirror,mirror=vertical=true,"
                                    + "rotate=angle=270,scale=width=60:height=40:mode=fit:filter=none", registry: registry)
         let input = patternBuffer(width: 64, height: 36, extraStride: 3)
@@ -332,7 +331,7 @@ final class YUVPluginTests: XCTestCase {
 // MARK: - Helpers
 
 /// What a chain produced, copied out of the chain's buffer.
-private struct Output {
+struct Output {
     var picture: Picture
     var format: VideoFormat
     var timestamp: Int64
@@ -349,12 +348,12 @@ private struct Output {
 }
 
 /// One pixel's Y and the U and V of its 2x2 block.
-private struct Pixel: Hashable {
+struct Pixel: Hashable {
     var y: UInt8, u: UInt8, v: UInt8
 }
 
 /// A tightly packed I420 picture, for comparisons.
-private struct Picture: Equatable, CustomStringConvertible {
+struct Picture: Equatable, CustomStringConvertible {
     var width: Int
     var height: Int
     var planes: [[UInt8]]
@@ -436,16 +435,16 @@ private struct Picture: Equatable, CustomStringConvertible {
     }
 }
 
-private struct Rect: CustomStringConvertible {
+struct Rect: CustomStringConvertible {
     var x: Int, y: Int, w: Int, h: Int
     var description: String { "\(w)x\(h) at (\(x), \(y))" }
 }
 
 /// The nearest even number to a ratio, computed in floating point independently of the plugin.
-private func nearestEven(_ value: Double) -> Int { 2 * Int((value / 2).rounded(.toNearestOrAwayFromZero)) }
+func nearestEven(_ value: Double) -> Int { 2 * Int((value / 2).rounded(.toNearestOrAwayFromZero)) }
 
 /// Where `fit` puts the picture: full width or full height, centred, even offsets rounded down.
-private func fitRectangle(input: (Int, Int), output: (Int, Int)) -> Rect {
+func fitRectangle(input: (Int, Int), output: (Int, Int)) -> Rect {
     let (iw, ih) = input, (ow, oh) = output
     if Double(iw) / Double(ih) > Double(ow) / Double(oh) {
         let h = nearestEven(Double(ow) * Double(ih) / Double(iw))
@@ -456,7 +455,7 @@ private func fitRectangle(input: (Int, Int), output: (Int, Int)) -> Rect {
 }
 
 /// What `fill` crops from the input: the centred rectangle of the output's aspect ratio.
-private func fillCrop(input: (Int, Int), output: (Int, Int)) -> Rect {
+func fillCrop(input: (Int, Int), output: (Int, Int)) -> Rect {
     let (iw, ih) = input, (ow, oh) = output
     if Double(iw) / Double(ih) > Double(ow) / Double(oh) {
         let w = nearestEven(Double(ih) * Double(ow) / Double(oh))
@@ -467,7 +466,7 @@ private func fillCrop(input: (Int, Int), output: (Int, Int)) -> Rect {
 }
 
 /// libyuv's I420Scale of (a crop of) a buffer into a packed picture of w x h.
-private func libyuvScale(_ buffer: VideoBuffer, crop: Rect? = nil, to w: Int, _ h: Int, filter: Int) -> Picture {
+func libyuvScale(_ buffer: VideoBuffer, crop: Rect? = nil, to w: Int, _ h: Int, filter: Int) -> Picture {
     withExtendedLifetime(buffer) { libyuvScale(buffer.frame, crop: crop, to: w, h, filter: filter) }
 }
 

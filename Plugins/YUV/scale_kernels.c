@@ -1,0 +1,672 @@
+/*
+ * scale_kernels.c — the plane scaler behind the `scale` filter.
+ *
+ * Why not libyuv's I420Scale: it mallocs three row buffers per call at most
+ * ratios, and its general bilinear path (a vertical InterpolateRow over the
+ * whole source row, then a per-pixel ScaleFilterCols gather) is 1.5-2.4x
+ * behind swscale at 1080p -> 720p. The means here:
+ *
+ * - Fixed ratios (2:1, 3:2, 4:3 and 3:1 in both dimensions, filter=bilinear or
+ *   box): the phase pattern repeats every few pixels, so the weights are
+ *   constants. One fused pass per output row: pshufb gathers each output's
+ *   source pairs, pmaddubsw applies the horizontal weights to two (or three)
+ *   source rows, pmullw/paddw the vertical weights, and one pmulhuw divides by
+ *   the weight total with a single rounding: out = (sum + total/2) / total,
+ *   exactly (the multiplier is checked against exact division for every
+ *   possible sum when the plan is made). No row buffer, no second pass.
+ *   Weights: bilinear samples the centre of each output pixel with quarter
+ *   precision (3:2: 0.25/1.75 -> (3,1),(1,3); 4:3: (3,1),(2,2),(1,3);
+ *   2:1: (1,1)); box is the exact area average (3:2: (2,1),(1,2)/3; 2:1 the
+ *   2x2 mean, libyuv's ScaleRowDown2Box exactly; 4:3 equals bilinear). At 3:1,
+ *   where libyuv's bilinear degrades to point sampling, bilinear is the tent
+ *   (1,2,1)/4 and box the 3x3 mean.
+ * - Every other ratio and filter: libyuv's own exported row functions, driven
+ *   the way libyuv's ScalePlaneBilinearDown / ScalePlaneBilinearUp /
+ *   ScalePlaneBox / ScalePlaneSimple drive them (ScaleSlope positions,
+ *   ScaleFilterReduce), but with the row buffers allocated at configure and
+ *   each output row a function of its index only, so any band of rows can run
+ *   on its own thread and give the same bytes.
+ * - Run-time dispatch: the AVX2 and SSSE3 kernels are compiled with
+ *   __attribute__((target)) and chosen with __builtin_cpu_supports; the
+ *   portable C path computes the same integers (tests compare them byte for
+ *   byte by forcing RAWFX_SCALE_ISA=c). The build assumes nothing about the CPU.
+ */
+#include "scale_kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libyuv.h>
+#include <libyuv/row.h>
+#include <libyuv/scale_row.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SCALE_X86 1
+#else
+#define SCALE_X86 0
+#endif
+
+/* ------------------------------------------------------------- dispatch -- */
+
+scale_isa scale_isa_select(const char **refused) {
+    scale_isa best = SCALE_ISA_C;
+#if SCALE_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("ssse3")) best = SCALE_ISA_SSSE3;
+    if (__builtin_cpu_supports("avx2")) best = SCALE_ISA_AVX2;
+#endif
+    const char *cap = getenv("RAWFX_SCALE_ISA");
+    *refused = NULL;
+    if (cap != NULL && *cap != '\0') {
+        scale_isa limit = best;
+        if (strcasecmp(cap, "c") == 0) limit = SCALE_ISA_C;
+        else if (strcasecmp(cap, "ssse3") == 0) limit = SCALE_ISA_SSSE3;
+        else if (strcasecmp(cap, "avx2") == 0) limit = SCALE_ISA_AVX2;
+        else *refused = cap;
+        if (limit < best) best = limit;
+    }
+    return best;
+}
+
+const char *scale_isa_name(scale_isa isa) {
+    switch (isa) {
+    case SCALE_ISA_AVX2: return "avx2";
+    case SCALE_ISA_SSSE3: return "ssse3";
+    default: return "c";
+    }
+}
+
+/* ----------------------------------------------------------------- plan -- */
+
+/* The fixed phase pattern for src -> dst in one dimension, or 0. */
+static int fixed_phases(int src, int dst, int filter, scale_phases *p) {
+    static const scale_phases half = { 2, 1, 2, 2, { 0 }, { { 1, 1 } } };
+    static const scale_phases two_thirds_bilinear = { 3, 2, 2, 4, { 0, 1 }, { { 3, 1 }, { 1, 3 } } };
+    static const scale_phases two_thirds_box = { 3, 2, 2, 3, { 0, 1 }, { { 2, 1 }, { 1, 2 } } };
+    static const scale_phases three_quarters = { 4, 3, 2, 4, { 0, 1, 2 }, { { 3, 1 }, { 2, 2 }, { 1, 3 } } };
+    /* the 3-tap SIMD rows rely on these shapes: outer weights 1, middle 1 or 2 */
+    static const scale_phases third_bilinear = { 3, 1, 3, 4, { 0 }, { { 1, 2, 1 } } };
+    static const scale_phases third_box = { 3, 1, 3, 3, { 0 }, { { 1, 1, 1 } } };
+    const int box = filter == SCALE_FILTER_BOX;
+    if (dst * 2 == src) *p = half;
+    else if (dst * 3 == src * 2) *p = box ? two_thirds_box : two_thirds_bilinear;
+    else if (dst * 4 == src * 3) *p = three_quarters;
+    else if (dst * 3 == src) *p = box ? third_box : third_bilinear;
+    else return 0;
+    return 1;
+}
+
+/* Finds a multiplier m with (s + total/2) * m >> 16 == (s + total/2) / total for
+ * every sum s of 8-bit samples, or returns 0. */
+static int exact_multiplier(int total) {
+    const int bias = total / 2;
+    for (int m = 65536 / total; m <= 65536 / total + 1; m++) {
+        int ok = 1;
+        for (int s = 0; s <= 255 * total && ok; s++)
+            ok = (((s + bias) * m) >> 16) == (s + bias) / total;
+        if (ok && (255 * total + bias) * (int64_t)m < (1 << 16) * 65536LL) return m;
+    }
+    return 0;
+}
+
+/* The pshufb / pmaddubsw tables of the two-tap kernel: 8 outputs a group. */
+static void fixed2_build_tables(scale_plan *plan) {
+    const scale_phases *h = &plan->h;
+    plan->group_count = h->period_out == 3 ? 3 : 1;
+    plan->block_in = 8 * plan->group_count / h->period_out * h->period_in;
+    for (int g = 0; g < plan->group_count; g++) {
+        int start[8];
+        for (int i = 0; i < 8; i++) {
+            const int o = 8 * g + i, q = o % h->period_out;
+            start[i] = o / h->period_out * h->period_in + h->first[q];
+            plan->weights[g][2 * i] = (uint8_t)h->weight[q][0];
+            plan->weights[g][2 * i + 1] = (uint8_t)h->weight[q][1];
+        }
+        plan->group_offset[g] = start[0];
+        for (int i = 0; i < 8; i++) {
+            plan->shuffle[g][2 * i] = (uint8_t)(start[i] - start[0]);
+            plan->shuffle[g][2 * i + 1] = (uint8_t)(start[i] - start[0] + 1);
+        }
+    }
+}
+
+void scale_plan_init(scale_plan *plan, int src_w, int src_h, int dst_w, int dst_h, int filter, scale_isa isa) {
+    memset(plan, 0, sizeof *plan);
+    plan->isa = isa;
+    plan->src_w = src_w;
+    plan->src_h = src_h;
+    plan->dst_w = dst_w;
+    plan->dst_h = dst_h;
+    plan->row_alignment = 1;
+    plan->filter = filter;
+    if (src_w == dst_w && src_h == dst_h) {
+        plan->path = SCALE_PATH_COPY;
+        return;
+    }
+    const int smooth = filter == SCALE_FILTER_BILINEAR || filter == SCALE_FILTER_BOX;
+    if (smooth && 2 * dst_w == src_w && 2 * dst_h == src_h) {
+        plan->path = SCALE_PATH_HALF;
+        return;
+    }
+    if (smooth && 4 * dst_w == 3 * src_w && 4 * dst_h == 3 * src_h) {
+        plan->path = SCALE_PATH_THREE_QUARTERS;
+        plan->row_alignment = 3;
+        return;
+    }
+    if (smooth &&
+        fixed_phases(src_w, dst_w, filter, &plan->h) && fixed_phases(src_h, dst_h, filter, &plan->v) &&
+        plan->h.taps == plan->v.taps) {
+        const int total = plan->h.total * plan->v.total;
+        const int multiplier = exact_multiplier(total);
+        if (multiplier != 0) {
+            plan->path = plan->h.taps == 2 ? SCALE_PATH_FIXED2 : SCALE_PATH_FIXED3;
+            plan->bias = total / 2;
+            plan->multiplier = multiplier;
+            plan->row_alignment = plan->v.period_out;
+            if (plan->path == SCALE_PATH_FIXED2) fixed2_build_tables(plan);
+            return;
+        }
+    }
+    /* libyuv's own choice of algorithm, in ScalePlane's order. */
+    const enum FilterMode f = ScaleFilterReduce(src_w, src_h, dst_w, dst_h, (enum FilterMode)filter);
+    plan->filter = (int)f;
+    ScaleSlope(src_w, src_h, dst_w, dst_h, f, &plan->x, &plan->y, &plan->dx, &plan->dy);
+    const int down = dst_w <= src_w && dst_h <= src_h;
+    if ((dst_w == src_w && f != kFilterBox) ||
+        (down && ((4 * dst_w == 3 * src_w && 4 * dst_h == 3 * src_h) || (2 * dst_w == src_w && 2 * dst_h == src_h) ||
+                  (8 * dst_w == 3 * src_w && 8 * dst_h == 3 * src_h) ||
+                  (4 * dst_w == src_w && 4 * dst_h == src_h && (f == kFilterBox || f == kFilterNone)))) ||
+        (!(f == kFilterBox && dst_h * 2 < src_h) &&
+         (((dst_w + 1) / 2 == src_w && f == kFilterLinear) ||
+          ((dst_h + 1) / 2 == src_h && (dst_w + 1) / 2 == src_w && (f == kFilterBilinear || f == kFilterBox))))) {
+        /* ScalePlane's special cases: they allocate nothing; one slice runs them whole */
+        plan->path = SCALE_PATH_LIBYUV;
+        plan->filter = filter;
+        plan->row_alignment = dst_h;
+    } else if (f == kFilterBox && dst_h * 2 < src_h) {
+        plan->path = SCALE_PATH_BOX;
+    } else if (f == kFilterNone) {
+        plan->path = SCALE_PATH_POINT;
+    } else {
+        plan->path = dst_h > src_h ? SCALE_PATH_UP : SCALE_PATH_DOWN;
+        if (f == kFilterBox) plan->filter = kFilterBilinear;
+    }
+}
+
+size_t scale_row_buffer_size(int max_src_w, int max_dst_w) {
+    const size_t widest = (size_t)(max_src_w > max_dst_w ? max_src_w : max_dst_w);
+    return (2 * widest + 128 + 63) & ~(size_t)63;
+}
+
+void scale_slice_rows(const scale_plan *plan, uint32_t count, uint32_t index, int *begin, int *end) {
+    const int64_t a = plan->row_alignment, units = (plan->dst_h + a - 1) / a;
+    const int64_t per = (units + count - 1) / count;
+    int64_t b = (int64_t)index * per * a, e = b + per * a;
+    if (b > plan->dst_h) b = plan->dst_h;
+    if (e > plan->dst_h) e = plan->dst_h;
+    *begin = (int)b;
+    *end = (int)e;
+}
+
+/* ------------------------------------------------- fixed ratios, in C -- */
+
+/* Outputs [from, dst_w) of one row of the fixed kernels: `rows` source rows
+ * (2 or 3) with vertical weights `vw`. The reference the SIMD kernels match. */
+static void fixed_row_c(const scale_plan *plan, const uint8_t *const *rows, const int *vw, uint8_t *dst, int from) {
+    const scale_phases *h = &plan->h;
+    const int total = plan->h.total * plan->v.total;
+    for (int x = from; x < plan->dst_w; x++) {
+        const int q = x % h->period_out, s = x / h->period_out * h->period_in + h->first[q];
+        int sum = 0;
+        for (int r = 0; r < plan->v.taps; r++) {
+            int across = 0;
+            for (int t = 0; t < h->taps; t++) across += h->weight[q][t] * rows[r][s + t];
+            sum += vw[r] * across;
+        }
+        dst[x] = (uint8_t)((sum + plan->bias) / total);
+    }
+}
+
+#if SCALE_X86
+/* The SIMD loops run whole blocks (group_count groups of 8 outputs, block_in
+ * source bytes) while every 16-byte load stays inside the row; the C loop
+ * finishes the row from where they stop. */
+
+__attribute__((target("ssse3")))
+static int fixed2_row_ssse3(const scale_plan *plan, const uint8_t *r0, const uint8_t *r1, int w0, int w1,
+                            uint8_t *dst, int done) {
+    const int gc = plan->group_count, block_out = 8 * gc, last = plan->group_offset[gc - 1];
+    const __m128i vw0 = _mm_set1_epi16((short)w0), vw1 = _mm_set1_epi16((short)w1);
+    const __m128i bias = _mm_set1_epi16((short)plan->bias), mul = _mm_set1_epi16((short)plan->multiplier);
+    __m128i mask[3], wt[3];
+    for (int g = 0; g < gc; g++) {
+        mask[g] = _mm_loadu_si128((const __m128i *)plan->shuffle[g]);
+        wt[g] = _mm_loadu_si128((const __m128i *)plan->weights[g]);
+    }
+    for (int base = done / block_out * plan->block_in;
+         done + block_out <= plan->dst_w && base + last + 16 <= plan->src_w; done += block_out, base += plan->block_in) {
+        for (int g = 0; g < gc; g++) {
+            const int off = base + plan->group_offset[g];
+            __m128i a = _mm_maddubs_epi16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(r0 + off)), mask[g]), wt[g]);
+            __m128i b = _mm_maddubs_epi16(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(r1 + off)), mask[g]), wt[g]);
+            __m128i sum = _mm_add_epi16(_mm_mullo_epi16(a, vw0), _mm_mullo_epi16(b, vw1));
+            __m128i out = _mm_mulhi_epu16(_mm_add_epi16(sum, bias), mul);
+            _mm_storel_epi64((__m128i *)(dst + done + 8 * g), _mm_packus_epi16(out, out));
+        }
+    }
+    return done;
+}
+
+__attribute__((target("avx2")))
+static inline __m256i load_two(const uint8_t *lo, const uint8_t *hi) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
+                                   _mm_loadu_si128((const __m128i *)hi), 1);
+}
+
+/* Two blocks at a time; pair k of 8-output groups (2k, 2k+1) fills one ymm. */
+__attribute__((target("avx2")))
+static int fixed2_row_avx2(const scale_plan *plan, const uint8_t *r0, const uint8_t *r1, int w0, int w1,
+                           uint8_t *dst, int done) {
+    const int gc = plan->group_count, span_out = 16 * gc, span_in = 2 * plan->block_in;
+    const __m256i vw0 = _mm256_set1_epi16((short)w0), vw1 = _mm256_set1_epi16((short)w1);
+    const __m256i bias = _mm256_set1_epi16((short)plan->bias), mul = _mm256_set1_epi16((short)plan->multiplier);
+    __m256i mask[3], wt[3];
+    int off[3][2];
+    for (int k = 0; k < gc; k++) {
+        for (int half = 0; half < 2; half++) {
+            const int i = 2 * k + half, g = i % gc;
+            off[k][half] = i / gc * plan->block_in + plan->group_offset[g];
+        }
+        const int g0 = (2 * k) % gc, g1 = (2 * k + 1) % gc;
+        mask[k] = load_two(plan->shuffle[g0], plan->shuffle[g1]);
+        wt[k] = load_two(plan->weights[g0], plan->weights[g1]);
+    }
+    const int last = off[gc - 1][1];
+    for (int base = done / span_out * span_in;
+         done + span_out <= plan->dst_w && base + last + 16 <= plan->src_w; done += span_out, base += span_in) {
+        for (int k = 0; k < gc; k++) {
+            const int o0 = base + off[k][0], o1 = base + off[k][1];
+            __m256i a = _mm256_maddubs_epi16(_mm256_shuffle_epi8(load_two(r0 + o0, r0 + o1), mask[k]), wt[k]);
+            __m256i b = _mm256_maddubs_epi16(_mm256_shuffle_epi8(load_two(r1 + o0, r1 + o1), mask[k]), wt[k]);
+            __m256i sum = _mm256_add_epi16(_mm256_mullo_epi16(a, vw0), _mm256_mullo_epi16(b, vw1));
+            __m256i out = _mm256_mulhi_epu16(_mm256_add_epi16(sum, bias), mul);
+            /* packus works per lane: bytes 0-7 of each lane hold a group; gather them. */
+            __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(out, out), 0x08);
+            _mm_storeu_si128((__m128i *)(dst + done + 16 * k), _mm256_castsi256_si128(packed));
+        }
+    }
+    return done;
+}
+
+/* 3:1: output j of a group of 8 reads bytes 3j..3j+2; bytes 0-15 come from
+ * load 0 (at the group's start) and 8-23 from load 1 (8 bytes on). */
+static const uint8_t third_pair_lo[16] = { 0, 1, 3, 4, 6, 7, 9, 10, 12, 13, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80 };
+static const uint8_t third_pair_hi[16] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                           7, 8, 10, 11, 13, 14 };
+static const uint8_t third_last_lo[16] = { 2, 0x80, 5, 0x80, 8, 0x80, 11, 0x80, 14, 0x80,
+                                           0x80, 0x80, 0x80, 0x80, 0x80, 0x80 };
+static const uint8_t third_last_hi[16] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                           9, 0x80, 12, 0x80, 15, 0x80 };
+
+__attribute__((target("ssse3")))
+static inline __m128i fixed3_across_ssse3(const uint8_t *s, __m128i wt) {
+    const __m128i lo = _mm_loadu_si128((const __m128i *)s), hi = _mm_loadu_si128((const __m128i *)(s + 8));
+    const __m128i pairs = _mm_or_si128(_mm_shuffle_epi8(lo, _mm_loadu_si128((const __m128i *)third_pair_lo)),
+                                       _mm_shuffle_epi8(hi, _mm_loadu_si128((const __m128i *)third_pair_hi)));
+    const __m128i last = _mm_or_si128(_mm_shuffle_epi8(lo, _mm_loadu_si128((const __m128i *)third_last_lo)),
+                                      _mm_shuffle_epi8(hi, _mm_loadu_si128((const __m128i *)third_last_hi)));
+    return _mm_add_epi16(_mm_maddubs_epi16(pairs, wt), last); /* the third tap's weight is 1 */
+}
+
+__attribute__((target("ssse3")))
+static int fixed3_row_ssse3(const scale_plan *plan, const uint8_t *const *rows, const int *vw, uint8_t *dst,
+                            int done) {
+    const __m128i wt = _mm_set1_epi16((short)(plan->h.weight[0][0] | plan->h.weight[0][1] << 8));
+    /* vertical weights (1, 1 or 2, 1): the middle row is shifted, not multiplied */
+    const __m128i middle_shift = _mm_cvtsi32_si128(vw[1] >> 1);
+    const __m128i bias = _mm_set1_epi16((short)plan->bias), mul = _mm_set1_epi16((short)plan->multiplier);
+    for (; done + 8 <= plan->dst_w && done * 3 + 24 <= plan->src_w; done += 8) {
+        const int off = done * 3;
+        __m128i sum = _mm_add_epi16(fixed3_across_ssse3(rows[0] + off, wt), fixed3_across_ssse3(rows[2] + off, wt));
+        sum = _mm_add_epi16(sum, _mm_sll_epi16(fixed3_across_ssse3(rows[1] + off, wt), middle_shift));
+        __m128i out = _mm_mulhi_epu16(_mm_add_epi16(sum, bias), mul);
+        _mm_storel_epi64((__m128i *)(dst + done), _mm_packus_epi16(out, out));
+    }
+    return done;
+}
+
+__attribute__((target("avx2")))
+static inline __m256i fixed3_across_avx2(const uint8_t *s, __m256i wt) {
+    /* lane 0: the group at s, lane 1: the next group, 24 bytes on */
+    const __m256i lo = load_two(s, s + 24), hi = load_two(s + 8, s + 32);
+    const __m256i pair_lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)third_pair_lo));
+    const __m256i pair_hi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)third_pair_hi));
+    const __m256i last_lo = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)third_last_lo));
+    const __m256i last_hi = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)third_last_hi));
+    const __m256i pairs = _mm256_or_si256(_mm256_shuffle_epi8(lo, pair_lo), _mm256_shuffle_epi8(hi, pair_hi));
+    const __m256i last = _mm256_or_si256(_mm256_shuffle_epi8(lo, last_lo), _mm256_shuffle_epi8(hi, last_hi));
+    return _mm256_add_epi16(_mm256_maddubs_epi16(pairs, wt), last);
+}
+
+__attribute__((target("avx2")))
+static int fixed3_row_avx2(const scale_plan *plan, const uint8_t *const *rows, const int *vw, uint8_t *dst,
+                           int done) {
+    const __m256i wt = _mm256_set1_epi16((short)(plan->h.weight[0][0] | plan->h.weight[0][1] << 8));
+    const __m128i middle_shift = _mm_cvtsi32_si128(vw[1] >> 1);
+    const __m256i bias = _mm256_set1_epi16((short)plan->bias), mul = _mm256_set1_epi16((short)plan->multiplier);
+    for (; done + 16 <= plan->dst_w && done * 3 + 48 <= plan->src_w; done += 16) {
+        const int off = done * 3;
+        __m256i sum = _mm256_add_epi16(fixed3_across_avx2(rows[0] + off, wt), fixed3_across_avx2(rows[2] + off, wt));
+        sum = _mm256_add_epi16(sum, _mm256_sll_epi16(fixed3_across_avx2(rows[1] + off, wt), middle_shift));
+        __m256i out = _mm256_mulhi_epu16(_mm256_add_epi16(sum, bias), mul);
+        __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(out, out), 0x08);
+        _mm_storeu_si128((__m128i *)(dst + done), _mm256_castsi256_si128(packed));
+    }
+    return done;
+}
+#endif /* SCALE_X86 */
+
+static void fixed_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                       ptrdiff_t dst_stride, int row_begin, int row_end) {
+    const scale_phases *v = &plan->v;
+    for (int j = row_begin; j < row_end; j++) {
+        const int q = j % v->period_out, first = j / v->period_out * v->period_in + v->first[q];
+        const uint8_t *rows[3];
+        for (int r = 0; r < v->taps; r++) rows[r] = src + (ptrdiff_t)(first + r) * src_stride;
+        const int *vw = v->weight[q];
+        uint8_t *out = dst + (ptrdiff_t)j * dst_stride;
+        int done = 0;
+#if SCALE_X86
+        if (plan->path == SCALE_PATH_FIXED2) {
+            if (plan->isa >= SCALE_ISA_AVX2) done = fixed2_row_avx2(plan, rows[0], rows[1], vw[0], vw[1], out, done);
+            if (plan->isa >= SCALE_ISA_SSSE3) done = fixed2_row_ssse3(plan, rows[0], rows[1], vw[0], vw[1], out, done);
+        } else {
+            if (plan->isa >= SCALE_ISA_AVX2) done = fixed3_row_avx2(plan, rows, vw, out, done);
+            if (plan->isa >= SCALE_ISA_SSSE3) done = fixed3_row_ssse3(plan, rows, vw, out, done);
+        }
+#endif
+        fixed_row_c(plan, rows, vw, out, done);
+    }
+}
+
+/* ------------------------------------------------ libyuv's row functions -- */
+
+typedef void (*interpolate_row_fn)(uint8_t *dst, const uint8_t *src, ptrdiff_t src_stride, int width, int fraction);
+typedef void (*filter_cols_fn)(uint8_t *dst, const uint8_t *src, int dst_width, int x, int dx);
+typedef void (*add_row_fn)(const uint8_t *src, uint16_t *dst, int width);
+
+/* libyuv's row functions for `width` pixels, chosen as libyuv chooses them:
+ * the whole-vector kernel when the width is a multiple of its vector, the Any
+ * wrapper otherwise (which, built with assertions, refuses an empty tail). */
+static interpolate_row_fn interpolate_row_for(scale_isa isa, int width) {
+#if SCALE_X86
+    if (isa >= SCALE_ISA_AVX2) return width % 32 == 0 ? InterpolateRow_AVX2 : InterpolateRow_Any_AVX2;
+    if (isa >= SCALE_ISA_SSSE3) return width % 16 == 0 ? InterpolateRow_SSSE3 : InterpolateRow_Any_SSSE3;
+#endif
+    (void)isa;
+    (void)width;
+    return InterpolateRow_C;
+}
+
+static filter_cols_fn filter_cols_for(scale_isa isa) {
+#if SCALE_X86
+    if (isa >= SCALE_ISA_SSSE3) return ScaleFilterCols_SSSE3;
+#endif
+    (void)isa;
+    return ScaleFilterCols_C;
+}
+
+static add_row_fn add_row_for(scale_isa isa, int width) {
+#if SCALE_X86
+    if (isa >= SCALE_ISA_AVX2) return width % 32 == 0 ? ScaleAddRow_AVX2 : ScaleAddRow_Any_AVX2;
+    if (isa >= SCALE_ISA_SSSE3) return width % 16 == 0 ? ScaleAddRow_SSE2 : ScaleAddRow_Any_SSE2;
+#endif
+    (void)isa;
+    (void)width;
+    return ScaleAddRow_C;
+}
+
+/* 2:1, bilinear or box: libyuv's ScalePlaneDown2 rows (the 2x2 mean, rounded). */
+static void half_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                      ptrdiff_t dst_stride, int row_begin, int row_end) {
+    void (*down2)(const uint8_t *, ptrdiff_t, uint8_t *, int) = ScaleRowDown2Box_C;
+#if SCALE_X86
+    if (plan->isa >= SCALE_ISA_SSSE3)
+        down2 = plan->dst_w % 16 == 0 ? ScaleRowDown2Box_SSSE3 : ScaleRowDown2Box_Any_SSSE3;
+    if (plan->isa >= SCALE_ISA_AVX2)
+        down2 = plan->dst_w % 32 == 0 ? ScaleRowDown2Box_AVX2 : ScaleRowDown2Box_Any_AVX2;
+#endif
+    for (int j = row_begin; j < row_end; j++)
+        down2(src + (ptrdiff_t)(2 * j) * src_stride, src_stride, dst + (ptrdiff_t)j * dst_stride, plan->dst_w);
+}
+
+/* The arithmetic of libyuv's ScaleRowDown34_{0,1}_Box_SSSE3 in portable C (libyuv's
+ * own _C rows round differently): the rows are blended with pavgb first, (3a+b)/4
+ * as avg(a, avg(a, b)) for row 0 and avg(a, b) for row 1, then each group of four
+ * pixels gives three with weights (3,1), (2,2), (1,3) and +2 >> 2. */
+static inline uint8_t average_rounded(int a, int b) { return (uint8_t)((a + b + 1) >> 1); }
+
+static void three_quarter_row_c(const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst, int dst_width, int outer) {
+    const uint8_t *a = src, *b = src + src_stride;
+    for (int x = 0; x < dst_width; x += 3) {
+        uint8_t v[4];
+        for (int k = 0; k < 4; k++) {
+            const uint8_t mid = average_rounded(b[k], a[k]);
+            v[k] = outer ? average_rounded(a[k], mid) : mid;
+        }
+        dst[x] = (uint8_t)((3 * v[0] + v[1] + 2) >> 2);
+        if (x + 1 < dst_width) dst[x + 1] = (uint8_t)((2 * v[1] + 2 * v[2] + 2) >> 2);
+        if (x + 2 < dst_width) dst[x + 2] = (uint8_t)((v[2] + 3 * v[3] + 2) >> 2);
+        a += 4;
+        b += 4;
+    }
+}
+
+static void three_quarter_row0_c(const uint8_t *src, ptrdiff_t stride, uint8_t *dst, int width) {
+    three_quarter_row_c(src, stride, dst, width, 1);
+}
+
+static void three_quarter_row1_c(const uint8_t *src, ptrdiff_t stride, uint8_t *dst, int width) {
+    three_quarter_row_c(src, stride, dst, width, 0);
+}
+
+#if SCALE_X86
+static void three_quarter_row_ssse3(const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst, int dst_width, int outer) {
+    const int simd = dst_width / 24 * 24;
+    if (outer) ScaleRowDown34_0_Box_SSSE3(src, src_stride, dst, simd);
+    else ScaleRowDown34_1_Box_SSSE3(src, src_stride, dst, simd);
+    if (simd < dst_width) three_quarter_row_c(src + simd / 3 * 4, src_stride, dst + simd, dst_width - simd, outer);
+}
+
+static void three_quarter_row0_ssse3(const uint8_t *src, ptrdiff_t stride, uint8_t *dst, int width) {
+    three_quarter_row_ssse3(src, stride, dst, width, 1);
+}
+
+static void three_quarter_row1_ssse3(const uint8_t *src, ptrdiff_t stride, uint8_t *dst, int width) {
+    three_quarter_row_ssse3(src, stride, dst, width, 0);
+}
+#endif
+
+/* 4:3, bilinear or box: libyuv's ScalePlaneDown34 rows, three output rows from
+ * four source rows (weights 3:1, 1:1, 1:3 each way); a short last group leaves
+ * its last row vertically unfiltered, as libyuv does. libyuv's bytes, except the
+ * last dst_w % 24 pixels of a row, which follow its SIMD arithmetic rather than
+ * its C rows' (so that every level gives the same bytes). */
+static void three_quarter_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                               ptrdiff_t dst_stride, int row_begin, int row_end) {
+    void (*row0)(const uint8_t *, ptrdiff_t, uint8_t *, int) = three_quarter_row0_c;
+    void (*row1)(const uint8_t *, ptrdiff_t, uint8_t *, int) = three_quarter_row1_c;
+#if SCALE_X86
+    /* Whole 24-pixel blocks only: libyuv's Any wrappers would finish with its _C rows. */
+    if (plan->isa >= SCALE_ISA_SSSE3 && plan->dst_w >= 24) {
+        row0 = three_quarter_row0_ssse3;
+        row1 = three_quarter_row1_ssse3;
+    }
+#endif
+    const int w = plan->dst_w, full = plan->dst_h / 3 * 3;
+    for (int j = row_begin; j < row_end; j += 3) {
+        const uint8_t *s = src + (ptrdiff_t)(j / 3 * 4) * src_stride;
+        uint8_t *d = dst + (ptrdiff_t)j * dst_stride;
+        if (j < full) {
+            row0(s, src_stride, d, w);
+            row1(s + src_stride, src_stride, d + dst_stride, w);
+            row0(s + 3 * src_stride, -src_stride, d + 2 * dst_stride, w);
+        } else if (plan->dst_h - j == 2) {
+            row0(s, src_stride, d, w);
+            row1(s + src_stride, 0, d + dst_stride, w);
+        } else {
+            row0(s, 0, d, w);
+        }
+    }
+}
+
+/* libyuv's y for output row j: the first y plus j steps, clamped (its loops clamp as they step). */
+static int row_position(const scale_plan *plan, int j, int64_t max_y) {
+    int64_t y = plan->y + (int64_t)j * plan->dy;
+    return (int)(y > max_y ? max_y : y);
+}
+
+/* ScalePlaneBilinearDown: vertical blend of the whole source row, then columns. */
+static void down_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                      ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *row) {
+    const interpolate_row_fn interpolate = interpolate_row_for(plan->isa, plan->src_w);
+    const filter_cols_fn cols = filter_cols_for(plan->isa);
+    const int64_t max_y = (int64_t)(plan->src_h - 1) << 16;
+    for (int j = row_begin; j < row_end; j++) {
+        const int y = row_position(plan, j, max_y);
+        const uint8_t *s = src + (ptrdiff_t)(y >> 16) * src_stride;
+        uint8_t *d = dst + (ptrdiff_t)j * dst_stride;
+        if (plan->filter == kFilterLinear) {
+            cols(d, s, plan->dst_w, plan->x, plan->dx);
+        } else {
+            interpolate(row, s, src_stride, plan->src_w, (y >> 8) & 255);
+            cols(d, row, plan->dst_w, plan->x, plan->dx);
+        }
+    }
+}
+
+/* ScalePlaneBilinearUp: columns of each source row once (two rows cached), then the vertical blend. */
+static void up_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                    ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *buffer) {
+    const interpolate_row_fn interpolate = interpolate_row_for(plan->isa, plan->dst_w);
+    const filter_cols_fn cols = filter_cols_for(plan->isa);
+    const int64_t max_y = (int64_t)(plan->src_h - 1) << 16;
+    const size_t row_size = ((size_t)plan->dst_w + 31) & ~(size_t)31;
+    uint8_t *cache[2] = { buffer, buffer + row_size };
+    int cached[2] = { -1, -1 };
+    for (int j = row_begin; j < row_end; j++) {
+        const int y = row_position(plan, j, max_y), top = y >> 16;
+        const int bottom = top + 1 < plan->src_h ? top + 1 : top;
+        const int want[2] = { top, bottom };
+        uint8_t *rows[2];
+        for (int k = 0; k < 2; k++) {
+            int slot = cached[0] == want[k] ? 0 : cached[1] == want[k] ? 1 : -1;
+            if (slot < 0) {
+                /* keep the other row this output needs */
+                slot = k == 0 ? (cached[0] == want[1] ? 1 : 0) : (rows[0] == cache[0] ? 1 : 0);
+                cols(cache[slot], src + (ptrdiff_t)want[k] * src_stride, plan->dst_w, plan->x, plan->dx);
+                cached[slot] = want[k];
+            }
+            rows[k] = cache[slot];
+        }
+        uint8_t *d = dst + (ptrdiff_t)j * dst_stride;
+        if (plan->filter == kFilterLinear) memcpy(d, rows[0], (size_t)plan->dst_w);
+        else interpolate(d, rows[0], rows[1] - rows[0], plan->dst_w, (y >> 8) & 255);
+    }
+}
+
+/* Boxes of 2 or 3 columns (downscales between 2:1 and 3:1), unrolled. */
+static void box_columns_2(const uint16_t *sums, uint8_t *d, int dst_w, int x, int dx, const int *scale) {
+    for (int i = 0; i < dst_w; i++) {
+        const int ix = x >> 16;
+        x += dx;
+        const int extra = (x >> 16) - ix - 2;
+        d[i] = (uint8_t)((sums[ix] + sums[ix + 1] + extra * sums[ix + 2]) * scale[extra] >> 16);
+    }
+}
+
+/* ScalePlaneBox: sum boxheight rows into 16 bits, then average boxes of columns
+ * (libyuv's ScaleAddCols0/1/2_C arithmetic: truncating, by 65536 / area). */
+static void box_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                     ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *buffer) {
+    const add_row_fn add_row = add_row_for(plan->isa, plan->src_w);
+    uint16_t *sums = (uint16_t *)buffer;
+    const int64_t max_y = (int64_t)plan->src_h << 16;
+    const int dx = plan->dx, min_width = dx >> 16;
+    for (int j = row_begin; j < row_end; j++) {
+        const int top = row_position(plan, j, max_y) >> 16, next = row_position(plan, j + 1, max_y) >> 16;
+        const int height = next - top < 1 ? 1 : next - top;
+        memset(sums, 0, ((size_t)plan->src_w + 1) * sizeof *sums);
+        for (int k = 0; k < height; k++) add_row(src + (ptrdiff_t)(top + k) * src_stride, sums, plan->src_w);
+        uint8_t *d = dst + (ptrdiff_t)j * dst_stride;
+        if (!(dx & 0xffff) && dx != 0x10000) {          /* whole boxes: ScaleAddCols1_C */
+            const int width = min_width < 1 ? 1 : min_width, scale = 65536 / (width * height);
+            for (int i = 0, x = plan->x >> 16; i < plan->dst_w; i++, x += width) {
+                int sum = 0;
+                for (int k = 0; k < width; k++) sum += sums[x + k];
+                d[i] = (uint8_t)(sum * scale >> 16);
+            }
+        } else if (dx == 0x10000) {                     /* one column a pixel: ScaleAddCols0_C */
+            const int scale = 65536 / height;
+            const uint16_t *s = sums + (plan->x >> 16);
+            for (int i = 0; i < plan->dst_w; i++) d[i] = (uint8_t)(s[i] * scale >> 16);
+        } else {                                        /* ScaleAddCols2_C */
+            const int scale[2] = { 65536 / ((min_width < 1 ? 1 : min_width) * height),
+                                   65536 / ((min_width + 1) * height) };
+            /* Boxes are min_width or min_width + 1 wide, irregularly: add the extra
+             * column times 0 or 1 instead of branching on the width (the column past
+             * the row's end is in the buffer, zeroed above). */
+            if (min_width == 2) {
+                box_columns_2(sums, d, plan->dst_w, plan->x, dx, scale);
+            } else {
+                for (int i = 0, x = plan->x; i < plan->dst_w; i++) {
+                    const int ix = x >> 16;
+                    x += dx;
+                    const int width = (x >> 16) - ix < 1 ? 1 : (x >> 16) - ix, extra = width - min_width;
+                    int sum = extra * sums[ix + min_width];
+                    for (int k = 0; k < min_width; k++) sum += sums[ix + k];
+                    d[i] = (uint8_t)(sum * scale[extra] >> 16);
+                }
+            }
+        }
+    }
+}
+
+/* ScalePlaneSimple: the nearest pixel. */
+static void point_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                       ptrdiff_t dst_stride, int row_begin, int row_end) {
+    for (int j = row_begin; j < row_end; j++) {
+        const int64_t y = plan->y + (int64_t)j * plan->dy;
+        ScaleCols_C(dst + (ptrdiff_t)j * dst_stride, src + (ptrdiff_t)(y >> 16) * src_stride, plan->dst_w,
+                    plan->x, plan->dx);
+    }
+}
+
+void scale_plane_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                      ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *row_buffer) {
+    switch (plan->path) {
+    case SCALE_PATH_COPY:
+        for (int j = row_begin; j < row_end; j++)
+            memcpy(dst + (ptrdiff_t)j * dst_stride, src + (ptrdiff_t)j * src_stride, (size_t)plan->dst_w);
+        break;
+    case SCALE_PATH_FIXED2:
+    case SCALE_PATH_FIXED3:
+        fixed_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end);
+        break;
+    case SCALE_PATH_POINT: point_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end); break;
+    case SCALE_PATH_DOWN: down_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer); break;
+    case SCALE_PATH_UP: up_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer); break;
+    case SCALE_PATH_HALF: half_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end); break;
+    case SCALE_PATH_THREE_QUARTERS:
+        three_quarter_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end);
+        break;
+    case SCALE_PATH_LIBYUV:
+        if (row_begin == 0 && row_end == plan->dst_h)
+            ScalePlane(src, (int)src_stride, plan->src_w, plan->src_h, dst, (int)dst_stride, plan->dst_w, plan->dst_h,
+                       (enum FilterMode)plan->filter);
+        break;
+    case SCALE_PATH_BOX: box_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer); break;
+    }
+}

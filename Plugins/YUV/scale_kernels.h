@@ -1,0 +1,91 @@
+/*
+ * scale_kernels.h — the plane scaler behind the `scale` filter (scale_kernels.c).
+ *
+ * A plan is made whenever the geometry or the filter changes (configure or
+ * set_param: no allocation, no I/O); scale_plane_rows then scales any band of
+ * output rows that starts at a multiple of the plan's row_alignment, so a
+ * frame can be cut into slices that run on different threads, each with its
+ * own row buffer of scale_row_buffer_size bytes (allocated at configure).
+ * Nothing here is exported from the plugin: the symbols are hidden.
+ */
+#ifndef RAWFX_YUV_SCALE_KERNELS_H
+#define RAWFX_YUV_SCALE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SCALE_HIDDEN __attribute__((visibility("hidden")))
+
+/* Instruction sets, in order: a level includes the ones below it. */
+typedef enum { SCALE_ISA_C = 0, SCALE_ISA_SSSE3 = 1, SCALE_ISA_AVX2 = 2 } scale_isa;
+
+/* The filters of the `scale` parameter, in libyuv's FilterMode order. */
+enum { SCALE_FILTER_NONE, SCALE_FILTER_LINEAR, SCALE_FILTER_BILINEAR, SCALE_FILTER_BOX };
+
+typedef enum {
+    SCALE_PATH_COPY,      /* equal sizes */
+    SCALE_PATH_HALF,      /* exact 2:1, bilinear or box: libyuv ScaleRowDown2Box rows */
+    SCALE_PATH_THREE_QUARTERS, /* exact 4:3, bilinear or box: libyuv ScaleRowDown34_0/1_Box rows */
+    SCALE_PATH_FIXED2,    /* exact ratio, 2 taps a dimension (3:2; 2:1, 4:3 mixed): fixed weights */
+    SCALE_PATH_FIXED3,    /* exact 3:1, 3 taps a dimension */
+    SCALE_PATH_POINT,     /* libyuv ScaleCols_C rows (filter=none) */
+    SCALE_PATH_DOWN,      /* libyuv InterpolateRow + ScaleFilterCols, vertical first */
+    SCALE_PATH_UP,        /* libyuv ScaleFilterCols + InterpolateRow, horizontal first, two cached rows */
+    SCALE_PATH_BOX,       /* libyuv ScaleAddRow + box columns (ScalePlaneBox's arithmetic) */
+    SCALE_PATH_LIBYUV,    /* libyuv ScalePlane whole (its cases that allocate nothing): one slice */
+} scale_path;
+
+/* One dimension of a fixed-ratio kernel: `period_in` source samples make
+ * `period_out` output samples; output q of a period reads source samples
+ * first[q] .. first[q] + taps - 1 of the period with `weight`s summing to `total`. */
+typedef struct scale_phases {
+    int period_in, period_out, taps, total;
+    int first[4];
+    int weight[4][3];
+} scale_phases;
+
+typedef struct scale_plan {
+    scale_path path;
+    scale_isa isa;
+    int filter;                      /* after libyuv's ScaleFilterReduce (as asked for the libyuv path) */
+    int src_w, src_h, dst_w, dst_h;
+    int row_alignment;               /* a slice starts at a multiple of this output row */
+    /* fixed ratios */
+    scale_phases h, v;
+    int bias, multiplier;            /* out = (sum + bias) * multiplier >> 16, exact for every sum */
+    int group_count;                 /* 8-output groups before the horizontal pattern repeats */
+    int group_offset[4];             /* where group g's 16-byte load starts in its block */
+    int block_in;                    /* source bytes a block of group_count groups advances */
+    uint8_t shuffle[4][16];          /* pshufb: pairs (fixed2) for group g */
+    uint8_t weights[4][16];          /* pmaddubsw weights for group g */
+    /* libyuv's 16.16 positions (ScaleSlope) */
+    int x, y, dx, dy;
+} scale_plan;
+
+/* The instruction set to use: the best the CPU has, capped by the environment
+ * variable RAWFX_SCALE_ISA=c|ssse3|avx2 (a test-only way to force the portable
+ * path; read when called, which the filter does at configure). Another value is
+ * ignored and returned in *refused (else NULL), for the caller to report. */
+SCALE_HIDDEN scale_isa scale_isa_select(const char **refused);
+SCALE_HIDDEN const char *scale_isa_name(scale_isa isa);
+
+/* Plans one plane's scale; sizes >= 1. Any thread; no allocation. */
+SCALE_HIDDEN void scale_plan_init(scale_plan *plan, int src_w, int src_h, int dst_w, int dst_h,
+                                  int filter, scale_isa isa);
+
+/* Bytes of row buffer one slice needs for any plan of planes up to these widths. */
+SCALE_HIDDEN size_t scale_row_buffer_size(int max_src_w, int max_dst_w);
+
+/* Scales output rows [row_begin, row_end) of one plane; row_begin is a multiple of
+ * plan->row_alignment (or row_end is dst_h). `row_buffer` is 64-byte aligned and of
+ * scale_row_buffer_size bytes, used by this call only. The process thread or a
+ * pool thread: no allocation, no lock. */
+SCALE_HIDDEN void scale_plane_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride,
+                                   uint8_t *dst, ptrdiff_t dst_stride, int row_begin, int row_end,
+                                   uint8_t *row_buffer);
+
+/* Cuts dst_h rows into `count` slices at multiples of the plan's alignment:
+ * slice `index` is [*begin, *end), possibly empty. */
+SCALE_HIDDEN void scale_slice_rows(const scale_plan *plan, uint32_t count, uint32_t index, int *begin, int *end);
+
+#endif /* RAWFX_YUV_SCALE_KERNELS_H */

@@ -1,0 +1,270 @@
+import CLibYUV
+import Foundation
+import RawFX
+import RawFXAllocCounter
+import RawFXMedia
+import XCTest
+
+/// The kernels behind `scale` (Plugins/YUV/scale_kernels.c), run through chains: quality
+/// against FFmpeg's bicubic and libyuv's I420Scale on the repository's test pattern, the
+/// fixed-ratio kernels against their weight formula, every other ratio byte for byte against
+/// libyuv, slices on two threads against one, no allocation per frame, and each SIMD level
+/// against the portable C (forced with RAWFX_SCALE_ISA).
+final class ScaleKernelTests: XCTestCase {
+    var registry: PluginRegistry!
+
+    /// The sizes conferencing scales between (issue #11).
+    static let conferencingRatios = [(1920, 1080, 1280, 720), (1920, 1080, 640, 360), (1280, 720, 640, 360),
+                                     (1280, 720, 960, 540), (640, 480, 320, 240)]
+
+    override func setUpWithError() throws {
+        registry = PluginRegistry.empty()
+        guard let library = builtPlugins.libraries.first(where: { $0.name == "rawfx-yuv" }) else {
+            throw XCTSkip("libRawFXYUV.so is not built next to the tests (swift build --product RawFXYUV)")
+        }
+        try registry.load(path: library.path)
+    }
+
+    override func tearDown() {
+        RawFXThreadPool.threadCount = 1
+        unsetenv("RAWFX_SCALE_ISA")
+    }
+
+    /// One frame of `buffer` through a new chain, copied out.
+    private func scaled(_ text: String, _ buffer: VideoBuffer) throws -> Picture {
+        let chain = try VideoChain(text, registry: registry)
+        return try withExtendedLifetime((chain, buffer)) { Output(try chain.process(buffer.frame)).picture }
+    }
+
+    // MARK: Quality
+
+    func testConferencingRatiosKeepFortyDecibelsAgainstFFmpegBicubic() throws {
+        for (sw, sh, dw, dh) in Self.conferencingRatios {
+            let input = TestPattern(width: sw, height: sh).frame(11)
+            let reference = try ffmpegBicubic(Picture(input), to: dw, dh)
+            for (index, filter) in [(2, "bilinear"), (3, "box")] {
+                let ours = try scaled("scale=width=\(dw):height=\(dh):filter=\(filter)", input)
+                let theirs = libyuvScale(input, to: dw, dh, filter: index)
+                let (ourDB, libyuvDB) = (psnr(ours, reference), psnr(theirs, reference))
+                let context = String(format: "%dx%d -> %dx%d %@: ours %.2f dB, libyuv %.2f dB against FFmpeg bicubic",
+                                     sw, sh, dw, dh, filter, ourDB, libyuvDB)
+                print(context)
+                XCTAssertGreaterThanOrEqual(ourDB, 40, context)
+                XCTAssertGreaterThanOrEqual(ourDB, libyuvDB - 0.5, context)
+            }
+        }
+    }
+
+    // MARK: Exactness
+
+    /// 3:2 and 3:1 in both dimensions run the plugin's own kernels: each output sample is
+    /// the weighted sum of the formula (docs/plugins/scale-rotate.md), rounded once.
+    func testFixedRatiosEqualTheirWeightFormula() throws {
+        // Widths that take whole SIMD blocks and widths that end in the C tail.
+        let cases = [(240, 138, 160, 92), (198, 66, 132, 44), (150, 90, 100, 60),
+                     (240, 138, 80, 46), (186, 66, 62, 22)]
+        for (sw, sh, dw, dh) in cases {
+            let input = patternBuffer(width: sw, height: sh, extraStride: 11, seed: sw)
+            for box in [false, true] {
+                let out = try scaled("scale=width=\(dw):height=\(dh):filter=\(box ? "box" : "bilinear")", input)
+                XCTAssertEqual(out, fixedRatioReference(Picture(input), to: dw, dh, box: box),
+                               "\(sw)x\(sh) -> \(dw)x\(dh) box=\(box)")
+            }
+        }
+    }
+
+    /// The ratios that run libyuv's row functions (2:1, 4:3, any other ratio, upscales, odd
+    /// sizes, point and linear filtering) give libyuv's I420Scale bytes exactly.
+    func testOtherRatiosAndUpscalesEqualLibyuv() throws {
+        let cases = [(320, 180, 160, 90), (320, 192, 240, 144), (480, 270, 256, 144), (480, 270, 214, 120),
+                     (480, 272, 120, 68), (320, 180, 480, 270), (160, 90, 320, 180), (320, 180, 320, 136), (63, 37, 32, 20),
+                     (101, 67, 40, 24), (90, 50, 60, 50), (90, 54, 60, 36), (96, 96, 32, 32), (120, 90, 40, 30)]
+        for (sw, sh, dw, dh) in cases {
+            let input = patternBuffer(width: sw, height: sh, extraStride: 5, seed: dh)
+            for (index, filter) in ["none", "linear", "bilinear", "box"].enumerated() {
+                // 3:2 and 3:1 with bilinear or box are the fixed kernels, checked above.
+                let fixed = index >= 2 && ((dw * 3 == sw * 2 && dh * 3 == sh * 2) || (dw * 3 == sw && dh * 3 == sh))
+                if fixed { continue }
+                XCTAssertEqual(try scaled("scale=width=\(dw):height=\(dh):filter=\(filter)", input),
+                               libyuvScale(input, to: dw, dh, filter: index), "\(sw)x\(sh) -> \(dw)x\(dh) \(filter)")
+            }
+        }
+    }
+
+    /// fit and fill at a fixed ratio: the bars stay black and the picture is the formula's.
+    func testLetterboxAndCropAtFixedRatios() throws {
+        // 240x138 fit into 160x120: the picture is 160x92 at y = 14 (3:2).
+        let wide = patternBuffer(width: 240, height: 138, extraStride: 5, seed: 3)
+        let fit = try scaled("scale=width=160:height=120:mode=fit:filter=bilinear", wide)
+        let box = fitRectangle(input: (240, 138), output: (160, 120))
+        XCTAssertEqual([box.x, box.y, box.w, box.h], [0, 14, 160, 92])
+        XCTAssertEqual(fit.pixelsOutside(box), [Pixel(y: 16, u: 128, v: 128)])
+        XCTAssertEqual(fit.cropped(box), fixedRatioReference(Picture(wide), to: 160, 92, box: false))
+        // 240x180 filled into 80x46: the centre 240x138 (from y = 20, even) scaled 3:1.
+        let tall = patternBuffer(width: 240, height: 180, extraStride: 3, seed: 4)
+        let crop = fillCrop(input: (240, 180), output: (80, 46))
+        XCTAssertEqual([crop.x, crop.y, crop.w, crop.h], [0, 20, 240, 138])
+        XCTAssertEqual(try scaled("scale=width=80:height=46:mode=fill:filter=box", tall),
+                       fixedRatioReference(Picture(tall).cropped(crop), to: 80, 46, box: true))
+    }
+
+    // MARK: Slices, allocations, SIMD
+
+    /// One case of every path at small sizes (the paths depend on the ratio, not the size):
+    /// 3:2, 3:1, 2:1, 4:3, 3:2 by 2:1, generic down, 4:1 box, 2x and 1.5x up, vertical only,
+    /// and widths that end in the C tail.
+    static let everyPath = [(480, 270, 320, 180), (480, 270, 160, 90), (320, 180, 160, 90), (320, 192, 240, 144),
+                            (480, 272, 320, 136), (480, 270, 256, 144), (480, 272, 120, 68), (160, 90, 320, 180),
+                            (320, 180, 480, 270), (320, 180, 320, 136), (198, 66, 132, 44), (100, 52, 50, 26),
+                            (200, 72, 150, 54), (186, 66, 62, 22)]
+    static let filters = ["none", "linear", "bilinear", "box"]
+
+    /// With the host's pool at two threads each plane is cut into two slices of rows; the
+    /// bytes are those of one thread, for every path.
+    func testTwoThreadsGiveTheBytesOfOne() throws {
+        for (sw, sh, dw, dh) in Self.everyPath {
+            let input = patternBuffer(width: sw, height: sh, extraStride: 7, seed: sw + dh)
+            for filter in Self.filters {
+                let text = "scale=width=\(dw):height=\(dh):filter=\(filter)"
+                RawFXThreadPool.threadCount = 1
+                let one = try scaled(text, input)
+                RawFXThreadPool.threadCount = 2
+                XCTAssertEqual(try scaled(text, input), one, "\(sw)x\(sh) -> \(dw)x\(dh) \(filter)")
+            }
+        }
+    }
+
+    func testNoAllocationPerFrameForAnyRatioOrFilter() throws {
+        XCTAssertEqual(rawfx_allocation_counter_active(), 1, "the malloc interposer is not in effect")
+        for threads in [1, 2] {
+            RawFXThreadPool.threadCount = threads
+            for (sw, sh, dw, dh) in Self.everyPath {
+                let input = patternBuffer(width: sw, height: sh, seed: 2)
+                for filter in Self.filters {
+                    let chain = try VideoChain("scale=width=\(dw):height=\(dh):filter=\(filter)", registry: registry)
+                    try withExtendedLifetime((chain, input)) {
+                        let frame = input.frame
+                        for _ in 0..<2 { _ = try chain.process(frame) }
+                        let before = rawfx_thread_allocation_count()
+                        for _ in 0..<3 { _ = try chain.process(frame) }
+                        XCTAssertEqual(rawfx_thread_allocation_count() - before, 0,
+                                       "\(sw)x\(sh) -> \(dw)x\(dh) \(filter), \(threads) thread(s)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// The plugin's own kernels (3:2, 3:1, mixed 3:2 by 2:1) and the libyuv rows whose
+    /// arithmetic it restates in C (2:1, 4:3) give the same bytes at every instruction-set
+    /// level. (The generic ratios call libyuv's rows, whose C and SIMD round differently.)
+    func testEverySIMDLevelEqualsThePortableC() throws {
+        let kernels = [(480, 270, 320, 180), (198, 66, 132, 44), (480, 270, 160, 90), (186, 66, 62, 22),
+                       (480, 272, 320, 136), (320, 180, 160, 90), (100, 52, 50, 26), (320, 192, 240, 144),
+                       (200, 72, 150, 54)]
+        for (sw, sh, dw, dh) in kernels {
+            let input = patternBuffer(width: sw, height: sh, extraStride: 3, seed: dw)
+            for filter in ["bilinear", "box"] {
+                let text = "scale=width=\(dw):height=\(dh):filter=\(filter)"
+                setenv("RAWFX_SCALE_ISA", "c", 1)
+                let portable = try scaled(text, input)
+                for level in ["ssse3", "avx2"] {
+                    setenv("RAWFX_SCALE_ISA", level, 1)
+                    XCTAssertEqual(try scaled(text, input), portable, "\(sw)x\(sh) -> \(dw)x\(dh) \(filter) \(level)")
+                }
+            }
+        }
+    }
+
+    /// An unknown RAWFX_SCALE_ISA is not silently dropped: configure says what it ignored.
+    func testUnknownInstructionSetIsReportedAtConfigure() throws {
+        let lines = LogCapture()
+        defer { lines.stop() }
+        setenv("RAWFX_SCALE_ISA", "neon", 1)
+        let scale = try DirectFilter(DirectPlugin.built("rawfx-yuv").descriptor("scale"), host: .attached,
+                                     source: "scale#isa")
+        XCTAssertEqual(scale.set(0, int: 1280), Int32(RAWFX_OK))
+        try scale.configure(.video(width: 1920, height: 1080))
+        RawFXLog.sync()
+        let warnings = lines.records.filter { $0.source == "scale#isa" && $0.severity == .warning }.map(\.message)
+        XCTAssertEqual(warnings.count, 1)
+        XCTAssertTrue(warnings.first?.hasPrefix("RAWFX_SCALE_ISA=neon is not c, ssse3 or avx2; using ") ?? false,
+                      "\(warnings)")
+    }
+
+    // MARK: References
+
+    /// FFmpeg's bicubic scale of a picture, by the `ffmpeg` command (scripts/bootstrap.sh installs it).
+    private func ffmpegBicubic(_ picture: Picture, to w: Int, _ h: Int) throws -> Picture {
+        let dir = temporaryDirectory()
+        let input = dir.appendingPathComponent("in.yuv"), output = dir.appendingPathComponent("out.yuv")
+        var data = Data()
+        for plane in picture.planes { data.append(contentsOf: plane) }
+        try data.write(to: input)
+        let outcome = try runProgram(URL(fileURLWithPath: "/usr/bin/env"), [
+            "ffmpeg", "-nostdin", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "yuv420p",
+            "-s", "\(picture.width)x\(picture.height)", "-i", input.path, "-vf", "scale=\(w):\(h):flags=bicubic",
+            "-pix_fmt", "yuv420p", "-f", "rawvideo", "-y", output.path,
+        ])
+        XCTAssertEqual(outcome.status, 0, "ffmpeg failed (scripts/bootstrap.sh installs it): \(outcome.stderr)")
+        let bytes = [UInt8](try Data(contentsOf: output))
+        let (cw, ch) = ((w + 1) / 2, (h + 1) / 2)
+        guard bytes.count == w * h + 2 * cw * ch else {
+            throw CompileFailure(message: "ffmpeg wrote \(bytes.count) bytes, expected \(w * h + 2 * cw * ch) for \(w)x\(h)")
+        }
+        return Picture(width: w, height: h, planes: [Array(bytes[0..<w * h]), Array(bytes[w * h..<w * h + cw * ch]),
+                                                     Array(bytes[(w * h + cw * ch)...])])
+    }
+}
+
+/// PSNR of `a` against `b` over all three planes together, in dB (libyuv's I420Psnr: the
+/// squared error of every sample against 255², capped at 128 dB for equal pictures).
+private func psnr(_ a: Picture, _ b: Picture) -> Double {
+    precondition(a.width == b.width && a.height == b.height)
+    let (cw, w) = (Int32((a.width + 1) / 2), Int32(a.width))
+    return a.planes[0].withUnsafeBufferPointer { ay in a.planes[1].withUnsafeBufferPointer { au in
+        a.planes[2].withUnsafeBufferPointer { av in b.planes[0].withUnsafeBufferPointer { by in
+            b.planes[1].withUnsafeBufferPointer { bu in b.planes[2].withUnsafeBufferPointer { bv in
+                I420Psnr(ay.baseAddress, w, au.baseAddress, cw, av.baseAddress, cw,
+                         by.baseAddress, w, bu.baseAddress, cw, bv.baseAddress, cw, w, Int32(a.height))
+            } }
+        } }
+    } }
+}
+
+/// The fixed-ratio kernels' definition, per dimension: output q of each period reads
+/// `first[q]` onwards with `weights[q]`; one output sample is
+/// (sum of vertical x horizontal weight x sample + total / 2) / total.
+/// 3:2 bilinear samples the centres 0.25 and 1.75 of each period with quarter weights,
+/// 3:2 box averages the areas exactly (2,1)/3 and (1,2)/3; 3:1 is the tent (1,2,1)/4 or the mean.
+private func fixedRatioReference(_ input: Picture, to w: Int, _ h: Int, box: Bool) -> Picture {
+    typealias Phases = (periodIn: Int, periodOut: Int, first: [Int], weights: [[Int]])
+    func phases(_ src: Int, _ dst: Int) -> Phases {
+        if dst * 3 == src * 2 { return (3, 2, [0, 1], box ? [[2, 1], [1, 2]] : [[3, 1], [1, 3]]) }
+        precondition(dst * 3 == src, "not a fixed ratio: \(src) -> \(dst)")
+        return (3, 1, [0], box ? [[1, 1, 1]] : [[1, 2, 1]])
+    }
+    let out = Picture(width: w, height: h)
+    var planes = out.planes
+    for p in 0..<3 {
+        let (sw, sh) = input.size(p), (dw, dh) = out.size(p)
+        let across = phases(sw, dw), down = phases(sh, dh)
+        let total = across.weights[0].reduce(0, +) * down.weights[0].reduce(0, +)
+        let samples = input.planes[p]
+        for y in 0..<dh {
+            let qy = y % down.periodOut, sy = y / down.periodOut * down.periodIn + down.first[qy]
+            let rowWeights = down.weights[qy]
+            for x in 0..<dw {
+                let qx = x % across.periodOut, sx = x / across.periodOut * across.periodIn + across.first[qx]
+                let columnWeights = across.weights[qx]
+                var sum = 0
+                for j in 0..<rowWeights.count {
+                    let row = (sy + j) * sw + sx
+                    for i in 0..<columnWeights.count { sum += rowWeights[j] * columnWeights[i] * Int(samples[row + i]) }
+                }
+                planes[p][y * dw + x] = UInt8((sum + total / 2) / total)
+            }
+        }
+    }
+    return Picture(width: w, height: h, planes: planes)
+}
