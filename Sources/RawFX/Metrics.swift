@@ -75,13 +75,16 @@ public final class TimingRecorder: @unchecked Sendable {
             : Array(newest..<TimingRecorder.window) + Array(0..<newest)
         let recent = order.map { durations[$0].load(ordering: .relaxed) }
         let sample = recent.sorted()
-        func percentile(_ p: Double) -> UInt64 {
-            sample.isEmpty ? 0 : sample[min(sample.count - 1, Int((Double(sample.count - 1) * p).rounded()))]
-        }
         return Metrics(name: name, frames: frames, errors: errors, drops: drops, bypassed: bypassed,
-                       p50Nanoseconds: percentile(0.5), p99Nanoseconds: percentile(0.99),
+                       p50Nanoseconds: percentile(sample, 0.5), p99Nanoseconds: percentile(sample, 0.99),
                        recentNanoseconds: recent)
     }
+}
+
+/// The `p` quantile (0...1) of ascending `sorted` values: the value at the rounded index
+/// `p·(count−1)`, 0 when empty. RawFX's p50/p99 everywhere (metrics, `rawfx run --metrics`).
+public func percentile<T: BinaryInteger>(_ sorted: [T], _ p: Double) -> T {
+    sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
 }
 
 /// Figures for one filter or hook.

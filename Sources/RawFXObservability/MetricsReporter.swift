@@ -110,10 +110,9 @@ public final class MetricsReporter: @unchecked Sendable {
                     var s = all[key] ?? Series()
                     let delta = total >= s.last ? total - s.last : total
                     s.last = total
-                    if delta > 0 {
-                        if s.counter == nil { s.counter = Counter(label: label, dimensions: reading.dimensions, factory: factory) }
-                        s.counter!.increment(by: Int64(clamping: delta))
-                    }
+                    // Made at first sight, so a backend lists a series that is still 0.
+                    if s.counter == nil { s.counter = Counter(label: label, dimensions: reading.dimensions, factory: factory) }
+                    if delta > 0 { s.counter!.increment(by: Int64(clamping: delta)) }
                     all[key] = s
                 }
                 for (label, metrics) in reading.timers {

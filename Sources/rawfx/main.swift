@@ -11,8 +11,11 @@ import Glibc
 import Darwin
 #endif
 import ArgumentParser
+import Logging
 import RawFXMedia
 
+// The engine's and plugins' lines reach swift-log (RawFXLog); this backend prints them.
+LoggingSystem.bootstrap { StandardErrorLogHandler(label: $0) }
 signal(SIGPIPE, SIG_IGN)
 signal(SIGXFSZ, SIG_IGN)
 // Killed (Ctrl-C, SIGTERM, SIGHUP): outputs being written are removed, their targets untouched.
