@@ -99,7 +99,9 @@ let package = Package(
                            .product(name: "CoreMetrics", package: "swift-metrics")],
             path: "Sources/rawfx"),
 
-        .executableTarget(name: "rawfx-isolate", dependencies: ["RawFX", "RawFXRuntime"], path: "Sources/rawfx-isolate"),
+        .executableTarget(name: "rawfx-isolate",
+                         dependencies: ["RawFX", "RawFXRuntime", .product(name: "Logging", package: "swift-log")],
+                         path: "Sources/rawfx-isolate"),
 
         // Counts heap allocations per thread (malloc interposition) for tests and bench.
         .target(name: "RawFXAllocCounter", path: "Sources/RawFXAllocCounter"),

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import RawFXRuntime
 import Synchronization
@@ -181,6 +186,36 @@ public enum RawFXLog {
 
     /// Lines dropped because the ring was full (`rfx_runtime_dropped_log_lines`).
     public static var droppedLines: UInt64 { rfx_runtime_dropped_log_lines() }
+}
+
+/// A swift-log backend for programs whose stderr is for people: each line as
+/// `rawfx: <source>: <message>` (the source is the filter id, plugin file or hook that
+/// logged; the label without one), one line per record, written with write(2) on the
+/// calling thread. The `rawfx` command and the `rawfx-isolate` helper bootstrap it
+/// (`LoggingSystem.bootstrap(StandardErrorLogHandler.init)`); an app may too.
+public struct StandardErrorLogHandler: LogHandler {
+    public let label: String
+    public var metadata: Logger.Metadata = [:]
+    /// swift-log's own filter; RawFX's lines are filtered first by `RawFXLog.logLevel`.
+    public var logLevel: Logger.Level = .trace
+
+    public init(label: String) { self.label = label }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        let source = event.metadata?["rawfx.source"].map { "\($0)" } ?? label
+        let flat = "\(event.message)".split(whereSeparator: \.isNewline).joined(separator: " ")
+        let line = Array("rawfx: \(source.isEmpty ? "plugin" : source): \(flat)\n".utf8)
+        var done = 0
+        while done < line.count {
+            let n = line.withUnsafeBytes { write(2, $0.baseAddress! + done, $0.count - done) }
+            if n > 0 { done += n } else if n < 0 && errno == EINTR { continue } else { return }
+        }
+    }
 }
 
 extension LogSeverity {

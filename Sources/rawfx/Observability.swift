@@ -1,29 +1,6 @@
 import CoreMetrics
 import Foundation
-import Logging
 import RawFX
-
-// MARK: - Logging
-
-/// The command's swift-log backend: each line to stderr as `rawfx: <source>: <message>`
-/// (the source is the filter id, plugin file or hook that logged), as rawfx always printed
-/// them. Which lines come is `RawFXLog.logLevel` (warnings and errors; `-v` info, `-vv` debug).
-struct StandardErrorLogHandler: LogHandler {
-    let label: String
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .info
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let source = event.metadata?["rawfx.source"].map { "\($0)" } ?? label
-        let flat = "\(event.message)".split(whereSeparator: \.isNewline).joined(separator: " ")
-        writeStandardError("rawfx: \(source.isEmpty ? "plugin" : source): \(flat)\n")
-    }
-}
 
 // MARK: - Metrics
 
