@@ -82,7 +82,8 @@ public final class MetricsReporter: @unchecked Sendable {
     }
 
     /// One hook's figures, read with `metrics` at each report (a hook not owned by a
-    /// `RawFXProcessor`, e.g. `hook.metrics`), and its queue depth if it has a queue.
+    /// `RawFXProcessor`, e.g. `hook.metrics`), and its queue depth if it has a queue (a
+    /// Gauge, for async hooks only).
     public func addHook(metrics: @escaping @Sendable () -> HookMetrics, queueDepth: (@Sendable () -> Int)? = nil) {
         addSource { Self.readings(of: metrics(), queueDepth: queueDepth?()) }
     }
@@ -210,17 +211,15 @@ public final class MetricsReporter: @unchecked Sendable {
                             ("rawfx_hook_send_rejected_total", hook.sendRejected)]
         reading.timers = [("rawfx_hook_process_duration", hook.hook)]
         if let callback = hook.callback { reading.timers.append(("rawfx_hook_callback_duration", callback)) }
-        if let queueDepth { reading.gauges = [("rawfx_hook_queue_depth", queueDepth)] }
+        // Only async hooks (those with a callback time) have a queue.
+        if let queueDepth, hook.callback != nil { reading.gauges = [("rawfx_hook_queue_depth", queueDepth)] }
         return [reading] + (withFilters ? filterReadings(hook.filters, dimensions: dimensions) : [])
     }
-
-    private static func isAsync(_ mode: ProcessingMode) -> Bool { if case .async = mode { true } else { false } }
 
     /// The virtual speaker: the hook's series, and each live stream's filters.
     static func readings(of speaker: VirtualSpeakerHook) -> [Reading] {
         let hook = speaker.metrics
-        var readings = readings(of: hook, queueDepth: Self.isAsync(speaker.mode) ? speaker.queuedEntries : nil,
-                                withFilters: false)
+        var readings = readings(of: hook, queueDepth: speaker.queuedEntries, withFilters: false)
         for id in speaker.activeStreams {
             guard let filters = speaker.metrics(for: id) else { continue }
             readings += filterReadings(filters, dimensions: [("hook", hook.name), ("stream", "\(id)"),
