@@ -27,6 +27,8 @@ import RawFXSDK
 ///
 /// A counter that goes backwards (a stream that left and came back, a new chain with a
 /// filter at the same place) restarts its difference from zero.
+///
+/// Thread-safety: every mutable field is behind a `Locked` (sources, series, worker).
 public final class MetricsReporter: @unchecked Sendable {
     /// One source's figures at one report.
     struct Reading {
@@ -57,7 +59,9 @@ public final class MetricsReporter: @unchecked Sendable {
         self.factory = factory
     }
 
-    deinit { stop(finalReport: false) }
+    /// Tells the reporting thread to end without waiting for it: the last reference may be
+    /// dropped on that very thread (it holds the reporter weakly between reports).
+    deinit { worker.withLock { $0 }?.stop.signal() }
 
     // MARK: Sources (any thread)
 
@@ -166,9 +170,7 @@ public final class MetricsReporter: @unchecked Sendable {
 
     /// Stops the reporting thread (waiting for a report in progress), then reports once more
     /// so that the last frames are counted. Any thread but the reporter's own.
-    public func stop() { stop(finalReport: true) }
-
-    private func stop(finalReport: Bool) {
+    public func stop() {
         if let signals = worker.withLock({ current -> (stop: DispatchSemaphore, done: DispatchSemaphore)? in
             defer { current = nil }
             return current
@@ -176,7 +178,7 @@ public final class MetricsReporter: @unchecked Sendable {
             signals.stop.signal()
             signals.done.wait()
         }
-        if finalReport { report() }
+        report()
     }
 
     // MARK: Readings

@@ -141,7 +141,7 @@ struct RunCommand: ParsableCommand {
 
     /// The figures of the run, collected through swift-metrics (`MetricsReporter`); nil
     /// without `--metrics`.
-    private var collected: (reporter: MetricsReporter, backend: CollectedMetrics)? {
+    private func makeCollector() -> (reporter: MetricsReporter, backend: CollectedMetrics)? {
         guard metrics != nil else { return nil }
         let backend = CollectedMetrics()
         return (MetricsReporter(factory: backend), backend)
@@ -212,7 +212,7 @@ struct RunCommand: ParsableCommand {
         let chain: VideoChain
         do { chain = try VideoChain(specs: chainSpecs(videoChain), registry: registry) } catch { throw explain(error, registry: registry) }
         defer { warnAboutFaults(chain.metrics) }
-        let collected = self.collected
+        let collected = makeCollector()
         collected?.reporter.addChain(named: "video") { chain.metrics }
         defer { printMetrics(collected) }
         let reader = try Y4MReader(source)
@@ -302,7 +302,7 @@ struct RunCommand: ParsableCommand {
         let chain: AudioChain
         do { chain = try AudioChain(specs: chainSpecs(audioChain), registry: registry) } catch { throw explain(error, registry: registry) }
         defer { warnAboutFaults(chain.metrics) }
-        let collected = self.collected
+        let collected = makeCollector()
         collected?.reporter.addChain(named: "audio") { chain.metrics }
         defer { printMetrics(collected) }
         let reader = try WAVReader(source)

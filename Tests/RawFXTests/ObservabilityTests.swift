@@ -30,14 +30,21 @@ final class ObservabilityTests: XCTestCase {
 
     // MARK: Metrics
 
-    func testChainCountersAndTimersEqualTheFramesProcessed() throws {
+    /// A video chain reported to a fresh TestMetrics, after `frames` frames and one report.
+    private func reportedChain(_ text: String, named name: String, frames: Int) throws
+        -> (TestMetrics, MetricsReporter, VideoChain, VideoBuffer) {
         let metrics = TestMetrics()
         let reporter = MetricsReporter(factory: metrics)
-        let chain = try VideoChain("null,copy", registry: builtPlugins)
-        reporter.addChain(named: "video") { chain.metrics }
+        let chain = try VideoChain(text, registry: builtPlugins)
+        reporter.addChain(named: name) { chain.metrics }
         let buffer = patternBuffer(width: 32, height: 16)
-        for _ in 0..<37 { _ = try chain.process(buffer.frame) }
+        for _ in 0..<frames { _ = try chain.process(buffer.frame) }
         reporter.report()
+        return (metrics, reporter, chain, buffer)
+    }
+
+    func testChainCountersAndTimersEqualTheFramesProcessed() throws {
+        let (metrics, reporter, chain, buffer) = try reportedChain("null,copy", named: "video", frames: 37)
         let copy: [(String, String)] = [("chain", "video"), ("filter", "copy"), ("stage", "1")]
         XCTAssertEqual(try metrics.expectCounter("rawfx_filter_frames_total", copy).values, [37])
         let timer = try metrics.expectTimer("rawfx_filter_process_duration", copy)
@@ -62,14 +69,8 @@ final class ObservabilityTests: XCTestCase {
     }
 
     func testMoreFramesThanTheWindowBetweenReportsCountAllButTimeTheLastWindow() throws {
-        let metrics = TestMetrics()
-        let reporter = MetricsReporter(factory: metrics)
-        let chain = try VideoChain("null", registry: builtPlugins)
-        reporter.addChain(named: "v") { chain.metrics }
-        let buffer = patternBuffer(width: 8, height: 8)
         let count = TimingRecorder.window + 300
-        for _ in 0..<count { _ = try chain.process(buffer.frame) }
-        reporter.report()
+        let (metrics, _, chain, _) = try reportedChain("null", named: "v", frames: count)
         let null: [(String, String)] = [("chain", "v"), ("filter", "null"), ("stage", "0")]
         XCTAssertEqual(try frames(metrics, "rawfx_filter_frames_total", null), Int64(count))
         let timer = try metrics.expectTimer("rawfx_filter_process_duration", null)
