@@ -84,8 +84,13 @@ void rfx_runtime_log(rawfx_log_severity severity, const char *source, const char
     rfx_runtime_log_from(RFX_LOG_ENGINE, severity, source, message);
 }
 
+static void ensure_started(void);
+
 void rfx_runtime_log_from(rfx_log_origin origin, rawfx_log_severity severity, const char *source,
                           const char *message) {
+    /* The ring's slots get their sequence numbers when the service starts: a line logged
+     * before that would be wiped and the ring stuck. pthread_once is one acquire load once done. */
+    ensure_started();
     size_t position = atomic_load_explicit(&ring_enqueue, memory_order_relaxed);
     log_slot *slot;
     for (;;) {
@@ -117,6 +122,7 @@ uint64_t rfx_runtime_dropped_log_lines(void) {
 }
 
 void rfx_runtime_set_log_sink(rfx_log_sink sink) {
+    ensure_started();  /* registry_mutex is initialised there */
     pthread_mutex_lock(&registry_mutex);
     log_sink = sink;
     pthread_mutex_unlock(&registry_mutex);
