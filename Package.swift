@@ -7,6 +7,7 @@
 //   Sources/RawFXRuntime    the host object plugins call (log ring, callbacks, thread pool), in C
 //   Sources/RawFX           the engine: typed Swift over the ABI, loader, chains (no SDK code)
 //   Sources/RawFXSDK        the SDK layer: Zoom-style hook protocols and the adapters that run chains at them
+//   Sources/RawFXObservability  swift-metrics export of the engine's and hooks' figures
 //   Sources/RawFXValidate   the conformance checker behind `rawfx validate`
 //   Sources/RawFXMedia      Y4M, WAV, PNG and test signals (files and pipes, the demo)
 //   Sources/RawFXEmulator   an SDK session that drives the hooks with the SDK's contracts
@@ -40,6 +41,8 @@ let package = Package(
         .library(name: "RawFXMedia", targets: ["RawFXMedia"]),
         .library(name: "RawFXPluginKit", targets: ["RawFXPluginKit"]),
         .library(name: "RawFXValidate", targets: ["RawFXValidate"]),
+        // Engine and hook figures exported through swift-metrics (docs/observability.md).
+        .library(name: "RawFXObservability", targets: ["RawFXObservability"]),
         // The C API for embedding (rawfx_embed.h), for C, C++ and Python hosts: libRawFXEmbed.so,
         // installed as librawfx.so (a product named `rawfx` would clash with the command; the
         // library has no SONAME, so a program linked with -lrawfx needs librawfx.so).
@@ -52,6 +55,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         // The ABI header (and compile-time checks of its layout).
@@ -67,10 +72,18 @@ let package = Package(
 
         // The engine: the C runtime behind rawfx_host, then the Swift engine.
         .target(name: "RawFXRuntime", dependencies: ["CRawFX"], path: "Sources/RawFXRuntime"),
-        .target(name: "RawFX", dependencies: ["CRawFX", "RawFXRuntime"], path: "Sources/RawFX"),
+        // swift-log here: the engine's and plugins' lines leave the log ring as swift-log records.
+        .target(name: "RawFX",
+                dependencies: ["CRawFX", "RawFXRuntime", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/RawFX"),
         .target(name: "RawFXSDK",
                 dependencies: ["RawFX", "CLibYUV", .product(name: "DequeModule", package: "swift-collections")],
                 path: "Sources/RawFXSDK"),
+        // swift-metrics export of the engine's and hooks' counters, beside the engine so that
+        // neither it nor librawfx links a metrics API it never calls on the frame path.
+        .target(name: "RawFXObservability",
+                dependencies: ["RawFX", "RawFXSDK", .product(name: "CoreMetrics", package: "swift-metrics")],
+                path: "Sources/RawFXObservability"),
         .target(name: "RawFXValidate", dependencies: ["RawFX", "RawFXRuntime", "RawFXAllocCounter"],
                 path: "Sources/RawFXValidate"),
         .target(name: "RawFXMedia", dependencies: ["RawFX", "CLibPNG"], path: "Sources/RawFXMedia"),
@@ -80,11 +93,15 @@ let package = Package(
         .target(name: "RawFXEmbed", dependencies: ["RawFX", "RawFXSDK", "CRawFXEmbed"], path: "Sources/RawFXEmbed"),
         .executableTarget(
             name: "rawfx",
-            dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXValidate",
-                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXValidate", "RawFXObservability",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "CoreMetrics", package: "swift-metrics")],
             path: "Sources/rawfx"),
 
-        .executableTarget(name: "rawfx-isolate", dependencies: ["RawFX", "RawFXRuntime"], path: "Sources/rawfx-isolate"),
+        .executableTarget(name: "rawfx-isolate",
+                         dependencies: ["RawFX", "RawFXRuntime", .product(name: "Logging", package: "swift-log")],
+                         path: "Sources/rawfx-isolate"),
 
         // Counts heap allocations per thread (malloc interposition) for tests and bench.
         .target(name: "RawFXAllocCounter", path: "Sources/RawFXAllocCounter"),
@@ -111,7 +128,10 @@ let package = Package(
         .testTarget(
             name: "RawFXTests",
             dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter", "RawFXValidate",
-                           "RawFXRuntime", "RawFXEmbed", "CLibYUV", "CSpeexDSP", "CLibPNG"],
+                           "RawFXRuntime", "RawFXEmbed", "RawFXObservability", "CLibYUV", "CSpeexDSP", "CLibPNG",
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "InMemoryLogging", package: "swift-log"),
+                           .product(name: "MetricsTestKit", package: "swift-metrics")],
             path: "Tests/RawFXTests",
             exclude: ["Fixtures"]),
     ]

@@ -64,18 +64,27 @@ public final class TimingRecorder: @unchecked Sendable {
         return metrics
     }
 
-    /// A copy of the figures with p50 and p99 over the last `window` frames.
+    /// A copy of the figures with p50 and p99 over the last `window` frames, and those
+    /// durations oldest first (`recentNanoseconds`). Any thread; allocates (control side).
     public func snapshot(name: String) -> Metrics {
+        let newest = next.load(ordering: .relaxed)
         let frames = self.frames
-        let n = Int(min(frames, UInt64(TimingRecorder.window)))
-        var sample = (0..<n).map { durations[$0].load(ordering: .relaxed) }
-        sample.sort()
-        func percentile(_ p: Double) -> UInt64 {
-            sample.isEmpty ? 0 : sample[min(sample.count - 1, Int((Double(sample.count - 1) * p).rounded()))]
-        }
+        // Until the ring wraps the durations are slots 0..<frames; after, the oldest is at `next`.
+        let order = frames <= UInt64(TimingRecorder.window)
+            ? Array(0..<Int(frames))
+            : Array(newest..<TimingRecorder.window) + Array(0..<newest)
+        let recent = order.map { durations[$0].load(ordering: .relaxed) }
+        let sample = recent.sorted()
         return Metrics(name: name, frames: frames, errors: errors, drops: drops, bypassed: bypassed,
-                       p50Nanoseconds: percentile(0.5), p99Nanoseconds: percentile(0.99))
+                       p50Nanoseconds: percentile(sample, 0.5), p99Nanoseconds: percentile(sample, 0.99),
+                       recentNanoseconds: recent)
     }
+}
+
+/// The `p` quantile (0...1) of ascending `sorted` values: the value at the rounded index
+/// `p·(count−1)`, 0 when empty. RawFX's p50/p99 everywhere (metrics, `rawfx run --metrics`).
+public func percentile<T: BinaryInteger>(_ sorted: [T], _ p: Double) -> T {
+    sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
 }
 
 /// Figures for one filter or hook.
@@ -90,6 +99,10 @@ public struct Metrics: Hashable, Sendable, CustomStringConvertible {
     public var p99Nanoseconds: UInt64
     /// An isolated stage's faults, restarts and passed-through frames (nil: in process).
     public var isolation: IsolationMetrics? = nil
+    /// The durations behind p50/p99, oldest first: the last `min(frames, TimingRecorder.window)`
+    /// (a snapshot taken while frames flow may be a frame off at either end). `MetricsReporter`
+    /// (RawFXObservability) feeds the ones new since its last report to swift-metrics Timers.
+    public var recentNanoseconds: [UInt64] = []
 
     public var description: String {
         "\(name): \(frames) frames, \(errors) errors, \(drops) drops, \(bypassed) bypassed, p50 \(Double(p50Nanoseconds) / 1000) µs, p99 \(Double(p99Nanoseconds) / 1000) µs"

@@ -44,6 +44,7 @@ __thread rfx_host_context *rfx_process_context_of_thread __attribute__((tls_mode
 typedef struct log_slot {
     atomic_size_t sequence;
     rawfx_log_severity severity;
+    rfx_log_origin origin;
     char source[SOURCE_MAX];
     char message[RAWFX_LOG_MESSAGE_MAX];
 } log_slot;
@@ -80,6 +81,16 @@ static void wake_service(void) {
 }
 
 void rfx_runtime_log(rawfx_log_severity severity, const char *source, const char *message) {
+    rfx_runtime_log_from(RFX_LOG_ENGINE, severity, source, message);
+}
+
+static void ensure_started(void);
+
+void rfx_runtime_log_from(rfx_log_origin origin, rawfx_log_severity severity, const char *source,
+                          const char *message) {
+    /* The ring's slots get their sequence numbers when the service starts: a line logged
+     * before that would be wiped and the ring stuck. pthread_once is one acquire load once done. */
+    ensure_started();
     size_t position = atomic_load_explicit(&ring_enqueue, memory_order_relaxed);
     log_slot *slot;
     for (;;) {
@@ -98,6 +109,7 @@ void rfx_runtime_log(rawfx_log_severity severity, const char *source, const char
         }
     }
     slot->severity = severity;
+    slot->origin = origin;
     copy_cut(slot->source, sizeof slot->source, source);
     copy_cut(slot->message, sizeof slot->message, message);
     atomic_fetch_add_explicit(&lines_logged, 1, memory_order_relaxed);
@@ -110,6 +122,7 @@ uint64_t rfx_runtime_dropped_log_lines(void) {
 }
 
 void rfx_runtime_set_log_sink(rfx_log_sink sink) {
+    ensure_started();  /* registry_mutex is initialised there */
     pthread_mutex_lock(&registry_mutex);
     log_sink = sink;
     pthread_mutex_unlock(&registry_mutex);
@@ -122,7 +135,7 @@ static void drain_log(void) {
         size_t sequence = atomic_load_explicit(&slot->sequence, memory_order_acquire);
         if ((intptr_t)sequence - (intptr_t)(position + 1) < 0) return; /* empty */
         rfx_log_sink sink = log_sink;
-        if (sink != NULL) sink(slot->severity, slot->source, slot->message);
+        if (sink != NULL) sink(slot->severity, slot->origin, slot->source, slot->message);
         else if (slot->severity >= RAWFX_LOG_WARNING)
             fprintf(stderr, "rawfx: %s: %s\n", slot->source[0] ? slot->source : "plugin", slot->message);
         atomic_store_explicit(&ring_dequeue, position + 1, memory_order_relaxed);
@@ -228,7 +241,9 @@ static rfx_host_context *context_of(const rawfx_host *host) { return (rfx_host_c
 
 static void host_log(const rawfx_host *host, rawfx_log_severity severity, const char *message) {
     if (host == NULL) return;
-    rfx_runtime_log(severity, context_of(host)->source, message);
+    rfx_host_context *c = context_of(host);
+    rfx_runtime_log_from(c->kind == RFX_HOST_INSTANCE ? RFX_LOG_PLUGIN_INSTANCE : RFX_LOG_PLUGIN_LIBRARY,
+                         severity, c->source, message);
 }
 
 static void host_request_reconfigure(const rawfx_host *host) {

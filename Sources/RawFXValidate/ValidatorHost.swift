@@ -271,7 +271,8 @@ final class ValidatorHost: @unchecked Sendable {
             badLogCalls.record(currentCall)
             return
         }
-        rfx_runtime_log(severity, source, message)
+        rfx_runtime_log_from(kind == .instance ? RFX_LOG_PLUGIN_INSTANCE : RFX_LOG_PLUGIN_LIBRARY,
+                             severity, source, message)
     }
 
     fileprivate func requestReconfigure() {

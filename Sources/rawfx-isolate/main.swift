@@ -8,8 +8,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Logging
 import RawFX
 import RawFXRuntime
+
+// The plugin's log lines go to the host's stderr as the host prints them.
+LoggingSystem.bootstrap(StandardErrorLogHandler.init)
 
 /// Writes one line to stderr (the host's, inherited).
 func report(_ message: String) {

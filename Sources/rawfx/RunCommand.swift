@@ -8,6 +8,7 @@ import Foundation
 import RawFX
 import RawFXSDK
 import RawFXMedia
+import RawFXObservability
 
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,7 +29,8 @@ struct RunCommand: ParsableCommand {
         A filter that delays (a denoiser delays by 10 ms) has its leading delay dropped and its \
         tail drained, so the output has the input's length and lines up with it sample for \
         sample (or frame for frame). Filters log warnings and errors to stderr as \
-        'rawfx: <filter>: <message>'.
+        'rawfx: <filter>: <message>' (-v adds info lines, -vv debug lines). --metrics prints \
+        each filter's figures at the end (docs/observability.md).
 
         A progress line (frames, fps, ETA) appears when stderr is a terminal. A file output is \
         written beside its target (.NAME.rawfx-XXXXXX) and renamed over it when complete. A \
@@ -73,6 +75,13 @@ struct RunCommand: ParsableCommand {
             help: ArgumentHelp("The largest video frame rawfx accepts, as WxH or a pixel count; default 8192x8192 (64 Mi pixels, every 8K format). A bigger size in a Y4M header is an error before anything is allocated.",
                                valueName: "WxH|pixels"))
     var maxFrameSize: String?
+
+    @Flag(name: .short,
+          help: "Also print the engine's and plugins' info lines (-v) and debug lines (-vv) to stderr; by default only warnings and errors.")
+    var verbose: Int
+
+    @Flag(help: "At the end, print the filters' metrics (frames, errors, drops, bypassed, p50/p99/max time) to stderr, as text or as JSON.")
+    var metrics: MetricsOutput?
 
     @Argument(help: ArgumentHelp("A .y4m or .wav file (or a FIFO), or - for standard input.", valueName: "input"))
     var input: String
@@ -125,8 +134,36 @@ struct RunCommand: ParsableCommand {
         }.sorted { $0.frame < $1.frame }
     }
 
+    /// `--metrics` (text) or `--metrics-json`.
+    enum MetricsOutput: String, EnumerableFlag {
+        case metrics, metricsJson
+    }
+
+    /// The figures of the run, collected through swift-metrics (`MetricsReporter`); nil
+    /// without `--metrics`.
+    private func makeCollector() -> (reporter: MetricsReporter, backend: CollectedMetrics)? {
+        guard metrics != nil else { return nil }
+        let backend = CollectedMetrics()
+        return (MetricsReporter(factory: backend), backend)
+    }
+
+    /// Reports every this many frames or audio reads: fewer new durations than a recorder's
+    /// window (`TimingRecorder.window`) between two reports, so the timers get every one.
+    static let framesPerReport = 256
+
+    /// Prints what `--metrics` collected, after a last report.
+    private func printMetrics(_ collected: (reporter: MetricsReporter, backend: CollectedMetrics)?) {
+        guard let collected, let metrics else { return }
+        collected.reporter.report()
+        switch metrics {
+        case .metrics: writeStandardError(collected.backend.text())
+        case .metricsJson: writeStandardError((try? collected.backend.json()) ?? "")
+        }
+    }
+
     func run() throws {
         RawFXThreadPool.threadCount = try threadCount()
+        RawFXLog.logLevel = verbose >= 2 ? .debug : verbose == 1 ? .info : .warning
         // Lines plugins logged reach stderr before rawfx exits, whatever the outcome.
         defer { RawFXLog.sync() }
         let registry = try loadRegistry(pluginPath)
@@ -175,6 +212,9 @@ struct RunCommand: ParsableCommand {
         let chain: VideoChain
         do { chain = try VideoChain(specs: chainSpecs(videoChain), registry: registry) } catch { throw explain(error, registry: registry) }
         defer { warnAboutFaults(chain.metrics) }
+        let collected = makeCollector()
+        collected?.reporter.addChain(named: "video") { chain.metrics }
+        defer { printMetrics(collected) }
         let reader = try Y4MReader(source)
         let inFormat = reader.header.format
         let limit = try maxFramePixels()
@@ -222,6 +262,7 @@ struct RunCommand: ParsableCommand {
                 last = frame
                 index += 1
                 progress.update(index)
+                if index % Self.framesPerReport == 0 { collected?.reporter.report() }
             }
             if writer == nil {
                 // No frame at all: a valid empty stream, its header sized as the chain would
@@ -264,6 +305,9 @@ struct RunCommand: ParsableCommand {
         let chain: AudioChain
         do { chain = try AudioChain(specs: chainSpecs(audioChain), registry: registry) } catch { throw explain(error, registry: registry) }
         defer { warnAboutFaults(chain.metrics) }
+        let collected = makeCollector()
+        collected?.reporter.addChain(named: "audio") { chain.metrics }
+        defer { printMetrics(collected) }
         let reader = try WAVReader(source)
         let inFormat = reader.format
         let outFormat = try chain.negotiate(inFormat)
@@ -305,6 +349,8 @@ struct RunCommand: ParsableCommand {
                 if let writeError { throw writeError }
                 blocks += 1
                 progress.update(blocks)
+                // A read is 100 ms: at most 10 blocks of 10 ms per stage (more after upsampling).
+                if blocks % (Self.framesPerReport / 16) == 0 { collected?.reporter.report() }
             }
             try chain.drain(emit: emit)
             if let writeError { throw writeError }

@@ -11,8 +11,13 @@ import Glibc
 import Darwin
 #endif
 import ArgumentParser
+import Logging
+import RawFX
 import RawFXMedia
 
+// The engine's and plugins' lines reach swift-log (RawFXLog); this backend prints them
+// as `rawfx: <source>: <message>`.
+LoggingSystem.bootstrap(StandardErrorLogHandler.init)
 signal(SIGPIPE, SIG_IGN)
 signal(SIGXFSZ, SIG_IGN)
 // Killed (Ctrl-C, SIGTERM, SIGHUP): outputs being written are removed, their targets untouched.

@@ -518,4 +518,49 @@ final class CLITests: XCTestCase, RawfxCommandTesting {
         XCTAssertEqual(try frames(of: out).map { $0[3] }, [4, 4, 4])
         assertOneErrorLine(try rawfx("run", "--threads", "0", input, out), "--threads 0", "1 to 64")
     }
+
+    func testVerboseShowsInfoLinesThatAreQuietByDefault() throws {
+        let dir = temporaryDirectory()
+        // The fixture plugin logs "init" at info from its init, naming its file.
+        let plugin = try compileCPlugin(fixtureSource, into: dir, name: "stamp.so")
+        let input = try makeY4M(dir, frames: 2)
+        let out = dir.appendingPathComponent("out.y4m").path
+        let quiet = try rawfx("run", "--plugin-path", plugin, "--vf", "stamp=value=3", input, out)
+        XCTAssertEqual(quiet.status, 0, quiet.stderr)
+        XCTAssertEqual(quiet.stderr, "", "warnings and errors only by default")
+        for flags in [["-v"], ["-vv"], ["-v", "-v"]] {
+            let verbose = try execute(rawfxBinary, ["run"] + flags + ["--plugin-path", plugin, "--vf", "stamp=value=3", input, out])
+            XCTAssertEqual(verbose.status, 0, verbose.stderr)
+            XCTAssertEqual(verbose.stderrLines, ["rawfx: stamp.so: init"], "\(flags)")
+        }
+    }
+
+    func testMetricsPrintEveryFiltersFramesAndTimesThroughSwiftMetrics() throws {
+        let dir = temporaryDirectory()
+        let input = try makeY4M(dir, width: 32, height: 16, frames: 7)
+        let out = dir.appendingPathComponent("out.y4m").path
+        let run = try rawfx("run", "--vf", "null,copy", "--metrics-json", input, out)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let entries = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(run.stderr.utf8)) as? [[String: Any]])
+        func entry(_ label: String, _ filter: String) -> [String: Any]? {
+            entries.first { $0["label"] as? String == label && ($0["dimensions"] as? [String: String])?["filter"] == filter }
+        }
+        for (stage, filter) in ["null", "copy"].enumerated() {
+            let frames = try XCTUnwrap(entry("rawfx_filter_frames_total", filter), run.stderr)
+            XCTAssertEqual(frames["value"] as? Double, 7)
+            XCTAssertEqual(frames["dimensions"] as? [String: String], ["chain": "video", "filter": filter, "stage": "\(stage)"])
+            XCTAssertEqual(entry("rawfx_filter_errors_total", filter)?["value"] as? Double, 0)
+            let timer = try XCTUnwrap(entry("rawfx_filter_process_duration", filter))
+            XCTAssertEqual(timer["count"] as? Int, 7)
+            let p50 = try XCTUnwrap(timer["p50_ns"] as? Int), p99 = try XCTUnwrap(timer["p99_ns"] as? Int)
+            XCTAssertTrue(0 < p50 && p50 <= p99 && p99 <= (timer["max_ns"] as? Int ?? 0), "\(timer)")
+        }
+        // Text, one line per series: 0.5 s at 16 kHz is read in 5 chunks of 100 ms, one gain call each.
+        let (wav, _) = try makeWAV(dir, rate: 16000, seconds: 0.5)
+        let text = try rawfx("run", "--af", "gain=db=-6", "--metrics", wav, dir.appendingPathComponent("o.wav").path)
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertTrue(text.stderrLines.contains("rawfx_filter_frames_total{chain=audio,filter=gain,stage=0} 5"), text.stderr)
+        XCTAssertTrue(text.stderrLines.contains { $0.hasPrefix("rawfx_filter_process_duration{chain=audio,filter=gain,stage=0} count=5 p50_ms=") },
+                      text.stderr)
+    }
 }

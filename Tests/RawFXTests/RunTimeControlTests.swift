@@ -303,7 +303,7 @@ final class RunTimeControlTests: XCTestCase {
         let buffer = patternBuffer(width: 16, height: 8)
         for _ in 0..<3 { _ = try chain.process(buffer.frame) }
         RawFXLog.sync()
-        XCTAssertEqual(received.records, [RawFXLog.Record(severity: .warning, source: "hostprobe", message: "frame 2")])
+        XCTAssertEqual(received.records, [RawFXLog.Record(severity: .warning, source: "hostprobe", message: "frame 2", origin: .instance)])
     }
 
     func testVideoLatencyTimestampsAndDrain() throws {

@@ -73,9 +73,18 @@ static inline void rfx_host_context_enter_process(rfx_host_context *context) {
 }
 static inline void rfx_host_context_leave_process(void) { rfx_process_context_of_thread = 0; }
 
+/* Who wrote a log line: the engine itself, or a plugin through its host object
+ * (an instance's host names the filter id, a file's host the plugin file). */
+typedef enum rfx_log_origin {
+    RFX_LOG_ENGINE = 0,
+    RFX_LOG_PLUGIN_INSTANCE = 1,
+    RFX_LOG_PLUGIN_LIBRARY = 2
+} rfx_log_origin;
+
 /* Log lines reach the sink on the service thread, in order. The default sink
  * (NULL) writes warnings and errors to stderr as "rawfx: <source>: <message>". */
-typedef void (*rfx_log_sink)(rawfx_log_severity severity, const char *source, const char *message);
+typedef void (*rfx_log_sink)(rawfx_log_severity severity, rfx_log_origin origin,
+                             const char *source, const char *message);
 void rfx_runtime_set_log_sink(rfx_log_sink sink);
 
 /* [control] Returns when every line logged before the call has reached the
@@ -87,6 +96,11 @@ uint64_t rfx_runtime_dropped_log_lines(void);
 
 /* [any, real-time] Log a line from the engine itself, as a plugin would. */
 void rfx_runtime_log(rawfx_log_severity severity, const char *source, const char *message);
+
+/* [any, real-time] Log a line on behalf of a plugin (a host object other than the
+ * runtime's own, such as the validator's instrumented one). */
+void rfx_runtime_log_from(rfx_log_origin origin, rawfx_log_severity severity, const char *source,
+                          const char *message);
 
 /* The thread pool: `count` threads including the caller (1 = inline). Takes
  * effect for the next run; threads are started on first use. Default: 1. */
