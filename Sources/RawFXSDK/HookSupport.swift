@@ -133,9 +133,9 @@ public enum ProcessingMode: Sendable, Equatable {
     public static let asyncAudioDefault = ProcessingMode.async(capacity: 2000)
 
     var isAsync: Bool { if case .async = self { return true } else { return false } }
-    var capacity: Int { if case .async(let c, _) = self { return max(c, 1) } else { return 0 } }
+    package var capacity: Int { if case .async(let c, _) = self { return max(c, 1) } else { return 0 } }
     /// The worker threads asked for; 0 (one per core) when not said or not async.
-    var workers: Int { if case .async(_, let w) = self { return max(w, 0) } else { return 0 } }
+    package var workers: Int { if case .async(_, let w) = self { return max(w, 0) } else { return 0 } }
 }
 
 // MARK: - Metrics

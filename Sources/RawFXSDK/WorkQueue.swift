@@ -400,9 +400,13 @@ package final class WorkerPool: @unchecked Sendable {
         lock.lock()
         threadIDs.append(pthread_self())
         while true {
-            if let next = ready.popFirst() {
+            var next = ready.popFirst()
+            if next != nil {
                 lock.unlock()
-                next.runTurn()
+                next!.runTurn()
+                // Released here, outside the lock: the last reference to a closed queue runs
+                // its deinit, which takes this lock.
+                next = nil
                 lock.lock()
                 continue
             }
