@@ -235,7 +235,7 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         }, context), rawfx_result(RAWFX_OK))
         let send: rawfx_share_send = { sender, buffer, width, height, length, format in
             let s = Unmanaged<Shared>.fromOpaque(sender!).takeUnretainedValue()
-            if s.frames.count < 4 {  // the first few, copied; later pushes count allocations
+            if s.frames.count < 4 {  // the four warm-up pushes, copied; later ones count allocations
                 s.frames.append(Array(UnsafeRawBufferPointer(start: buffer, count: Int(length))))
                 s.sizes.append((width, height, format))
             }
@@ -245,7 +245,7 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         var frame = input.frame.raw
         expect(rawfx_share_source_push_frame(hook, &frame), RAWFX_E_STATE, "refused")
         XCTAssertEqual(rawfx_share_source_on_share_send_started(hook, send, context), rawfx_result(RAWFX_OK))
-        for _ in 0..<3 { XCTAssertEqual(rawfx_share_source_push_frame(hook, &frame), rawfx_result(RAWFX_OK)) }
+        for _ in 0..<4 { XCTAssertEqual(rawfx_share_source_push_frame(hook, &frame), rawfx_result(RAWFX_OK)) }
         let before = rawfx_thread_allocation_count()
         for _ in 0..<20 { _ = rawfx_share_source_push_frame(hook, &frame) }
         XCTAssertEqual(rawfx_thread_allocation_count() - before, 0, "a push allocates nothing once warm")

@@ -116,16 +116,17 @@ extension WorkQueueTests {
     /// queue's index moves between two slots) allocates.
     func testPoolSteadyStateAllocatesNothingOnEitherSide() {
         XCTAssertEqual(rawfx_allocation_counter_active(), 1, "the malloc interposer is not in effect")
+        // Indexed loops: a debug build's Array iterator allocates (the test's own cost, not the queue's).
         func feed(_ queues: [WorkQueue<Box>], rounds: Int) {
             for i in 0..<rounds {
-                for queue in queues {
-                    let acquired = queue.acquire()!
+                for q in 0..<queues.count {
+                    let acquired = queues[q].acquire()!
                     acquired.slot.value = i
-                    queue.enqueue(acquired.slot)
+                    queues[q].enqueue(acquired.slot)
                 }
-                if i % 3 == 0 { for queue in queues { queue.waitUntilIdle() } }
+                if i % 3 == 0 { for q in 0..<queues.count { queues[q].waitUntilIdle() } }
             }
-            for queue in queues { queue.waitUntilIdle() }
+            for q in 0..<queues.count { queues[q].waitUntilIdle() }
         }
 
         let pool = WorkerPool(name: "test-pool", workers: 2)
