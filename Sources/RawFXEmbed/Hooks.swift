@@ -109,6 +109,15 @@ func createArguments(_ function: String, _ registryPointer: OpaquePointer?, _ te
     return .success((registry.registry, text))
 }
 
+/// `createArguments` and the processing mode of a video hook's options (sources, received video).
+func createArguments(_ function: String, _ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
+                     _ options: UnsafePointer<rawfx_hook_options>?,
+                     _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Result<(PluginRegistry, String, ProcessingMode), RawFXCallError> {
+    createArguments(function, registryPointer, text, out).flatMap { registry, chain in
+        processingMode(options, video: true, function).map { (registry, chain, $0.0) }
+    }
+}
+
 func processingMode(_ options: UnsafePointer<rawfx_hook_options>?, video: Bool, _ function: String) -> Result<(ProcessingMode, Bool), RawFXCallError> {
     guard let options else { return .success((.sync, false)) }
     // `async_workers` came after 1.0: a caller's struct that ends before it is read without it.
@@ -559,14 +568,9 @@ public func rawfxVideoSourceCreate(_ registryPointer: OpaquePointer?, _ text: Un
                                    _ options: UnsafePointer<rawfx_hook_options>?,
                                    _ out: UnsafeMutablePointer<OpaquePointer?>?) -> rawfx_result {
     let function = "rawfx_video_source_create"
-    let (registry, chain): (PluginRegistry, String)
-    switch createArguments(function, registryPointer, text, out) {
-    case .success(let a): (registry, chain) = a
-    case .failure(let error): return error.code
-    }
-    let mode: ProcessingMode
-    switch processingMode(options, video: true, function) {
-    case .success(let m): mode = m.0
+    let (registry, chain, mode): (PluginRegistry, String, ProcessingMode)
+    switch createArguments(function, registryPointer, text, options, out) {
+    case .success(let a): (registry, chain, mode) = a
     case .failure(let error): return error.code
     }
     return create(out) { () throws(ChainError) in
@@ -848,14 +852,9 @@ public func rawfxShareSourceCreate(_ registryPointer: OpaquePointer?, _ text: Un
                                    _ options: UnsafePointer<rawfx_hook_options>?, _ outputWidth: UInt32, _ outputHeight: UInt32,
                                    _ out: UnsafeMutablePointer<OpaquePointer?>?) -> rawfx_result {
     let function = "rawfx_share_source_create"
-    let (registry, chain): (PluginRegistry, String)
-    switch createArguments(function, registryPointer, text, out) {
-    case .success(let a): (registry, chain) = a
-    case .failure(let error): return error.code
-    }
-    let mode: ProcessingMode
-    switch processingMode(options, video: true, function) {
-    case .success(let m): mode = m.0
+    let (registry, chain, mode): (PluginRegistry, String, ProcessingMode)
+    switch createArguments(function, registryPointer, text, options, out) {
+    case .success(let a): (registry, chain, mode) = a
     case .failure(let error): return error.code
     }
     var outputSize: (width: Int, height: Int)?

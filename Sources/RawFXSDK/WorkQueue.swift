@@ -234,14 +234,7 @@ package final class WorkQueue<Slot: AnyObject>: PoolRunnable, @unchecked Sendabl
         } else if pool.isWorkerThread(me) {
             while busy { lock.wait() }
             while let slot = queued.popFirst() {
-                busy = true
-                runner = me
-                lock.unlock()
-                process(slot)
-                lock.lock()
-                free.append(slot)
-                busy = false
-                runner = nil
+                runHoldingLock(slot)
                 lock.broadcast()
             }
             lock.unlock()
@@ -250,6 +243,20 @@ package final class WorkQueue<Slot: AnyObject>: PoolRunnable, @unchecked Sendabl
             lock.unlock()
         }
         if !wasClosed { pool.detach() }
+    }
+
+    /// [pool, lock held on entry and on return] Processes `slot` on this thread, outside the
+    /// lock and marked busy (so closers wait and a close from inside sees its runner), then
+    /// returns it to the free list.
+    private func runHoldingLock(_ slot: Slot) {
+        busy = true
+        runner = pthread_self()
+        lock.unlock()
+        process(slot)
+        lock.lock()
+        free.append(slot)
+        busy = false
+        runner = nil
     }
 
     /// [pool worker] One turn: processes the oldest slot, then goes back to the end of the
@@ -263,14 +270,7 @@ package final class WorkQueue<Slot: AnyObject>: PoolRunnable, @unchecked Sendabl
             lock.unlock()
             return
         }
-        busy = true
-        runner = pthread_self()
-        lock.unlock()
-        process(slot)
-        lock.lock()
-        free.append(slot)
-        busy = false
-        runner = nil
+        runHoldingLock(slot)
         let more = !queued.isEmpty
         if !more { scheduled = false }
         lock.broadcast()
