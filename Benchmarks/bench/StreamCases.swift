@@ -40,16 +40,19 @@ private final class StreamPipe: SDKRawDataPipe {
     }
 }
 
-/// One unit = one frame for every user (each a different frame of the pool), delivered on
-/// the bench thread as the SDK's thread would, then waited for: the sink signals once per
-/// processed frame. p50 per unit is the batch's wall time, so throughput ratios between
-/// worker counts are speedups. The capacity (3) exceeds the one frame per user in flight:
-/// nothing is dropped.
+/// One unit = `framesPerUser` frames of every user (each a different frame of the pool),
+/// delivered user after user on the bench thread as the SDK's threads would, then waited for:
+/// the sink signals once per processed frame. Several frames per unit keep the workers busy
+/// across a user's frames, as a live session does, instead of measuring one wake-up per frame.
+/// p50 per unit is the batch's wall time, so the throughput ratio between worker counts is the
+/// speedup. The capacity exceeds the frames per user in flight: nothing is dropped.
 final class ReceiveStreamsAsync: Workload {
+    static let framesPerUser = 4
     let hook: ReceiveVideoHook
     let threads: Int
     let pool: FramePool
     private let pipes: [StreamPipe]
+    /// [user * framesPerUser + k]: a frame object per frame in flight (retained by the hook).
     private let frames: [RetainedBenchRawData]
     private let processed = DispatchSemaphore(value: 0)
 
@@ -57,11 +60,12 @@ final class ReceiveStreamsAsync: Workload {
         self.pool = pool
         threads = workers
         let processed = self.processed
-        hook = try ReceiveVideoHook(chain: chain, registry: registry, mode: .async(capacity: 3, workers: workers)) { _, _ in
+        hook = try ReceiveVideoHook(chain: chain, registry: registry,
+                                    mode: .async(capacity: 2 * Self.framesPerUser, workers: workers)) { _, _ in
             processed.signal()
         }
         pipes = (0..<users).map { _ in StreamPipe() }
-        frames = (0..<users).map { _ in RetainedBenchRawData() }
+        frames = (0..<users * Self.framesPerUser).map { _ in RetainedBenchRawData() }
         let format = VideoFormat(width: pool.format.width, height: pool.format.height, rotation: 90)
         for (user, pipe) in pipes.enumerated() {
             try hook.subscribe(pipe, user: SDKUser(UInt64(user + 1)), resolution: .p360, format: format)
@@ -71,14 +75,17 @@ final class ReceiveStreamsAsync: Workload {
     deinit { hook.close() }
 
     func run(_ i: Int) throws {
-        let users = pipes.count
-        for user in 0..<users {
-            let raw = frames[user]
-            raw.frame = pool.frame(i &* users &+ user)
-            raw.timeStamp = UInt64(i) &* 33
-            pipes[user].delegate!.onRawDataFrameReceived(raw)
+        let users = pipes.count, count = frames.count
+        for k in 0..<Self.framesPerUser {
+            for user in 0..<users {
+                let index = user &* Self.framesPerUser &+ k
+                let raw = frames[index]
+                raw.frame = pool.frame(i &* count &+ index)
+                raw.timeStamp = UInt64(i &* Self.framesPerUser &+ k) &* 33
+                pipes[user].delegate!.onRawDataFrameReceived(raw)
+            }
         }
-        for _ in 0..<users { processed.wait() }
+        for _ in 0..<count { processed.wait() }
     }
 }
 
@@ -94,8 +101,9 @@ func streamCases() -> [BenchCase] {
         return BenchCase(
             name: "streams-\(shape.users)x\(shape.input.name)", kind: .video, filters: ["rotate", "scale"], unit: "batch",
             summary: "\(shape.users) users' received \(shape.input.name) video (turned 90), each through its own `\(chain)`, "
-                + "via onRawDataFrameReceived in async mode over the hook's pool at 1 worker; one unit = one frame "
-                + "of every user, delivered and processed",
+                + "via onRawDataFrameReceived in async mode over the hook's pool at 1 worker; one unit = "
+                + "\(ReceiveStreamsAsync.framesPerUser) frames of every user, delivered and processed "
+                + "(frames/s = rate × \(ReceiveStreamsAsync.framesPerUser * shape.users))",
             directSummary: nil,
             make: { context in
                 let pool = context.framePool(width: shape.input.width, height: shape.input.height)
