@@ -32,6 +32,7 @@
 #define RAWFX_WITH_ZOOM_MEETING_SDK 1
 #include "rawfx/zoom_adapter.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -344,7 +345,8 @@ template <class Base> struct refcounted : Base {
 
 // The SDK's received audio: lent for the callback, kept only through AddRef/Release; the
 // SDK holds one reference itself and drops it after the callback.
-static int live_audio_objects = 0;
+// Atomic: an async hook releases objects on its worker while the SDK's thread makes new ones.
+static std::atomic<int> live_audio_objects{0};
 struct fake_audio_raw_data : refcounted<AudioRawData> {
     std::vector<int16_t> samples;
     uint32_t rate, channels;
@@ -402,7 +404,7 @@ static int run_speaker(rawfx_registry *registry, const char *chain, const wav &i
     }
     speaker.remove_stream(RAWFX_STREAM_MIXED);
     speaker.drain();
-    EXPECT(live_audio_objects == 0, "%d AudioRawData objects were never released", live_audio_objects);
+    EXPECT(live_audio_objects == 0, "%d AudioRawData objects were never released", live_audio_objects.load());
     std::fprintf(stderr, "adapter_test: latency %u; %s\n", latency, speaker.metrics_json().c_str());
     if (out_channels == 0) return 1;
     size_t keep = (size_t)frames * out_channels;
@@ -411,7 +413,7 @@ static int run_speaker(rawfx_registry *registry, const char *chain, const wav &i
 }
 
 // A received frame as the SDK lends it: packed planes, one reference held by the SDK itself.
-static int live_video_objects = 0;
+static std::atomic<int> live_video_objects{0};
 struct fake_yuv_raw_data : refcounted<YUVRawDataI420> {
     std::vector<uint8_t> bytes;
     uint32_t w, h;
@@ -517,7 +519,7 @@ static int run_receive(rawfx_registry *registry, const char *chain, const y4m &i
     }
     EXPECT(pipe.subscribes == 1 && pipe.unsubscribes == 1 && pipe.delegate == nullptr, "subscribe %d, unsubscribe %d",
            pipe.subscribes, pipe.unsubscribes);
-    EXPECT(live_video_objects == 0, "%d YUVRawDataI420 objects were never released", live_video_objects);
+    EXPECT(live_video_objects == 0, "%d YUVRawDataI420 objects were never released", live_video_objects.load());
     EXPECT(received.size() == in.frames.size(), "%zu frames received for %zu delivered", received.size(), in.frames.size());
     return write_y4m(out_path, in, w, h, received) && failures == 0 ? 0 : 1;
 }
@@ -614,7 +616,7 @@ static int run_meeting_receive(rawfx_registry *registry, const char *chain, cons
     }
     EXPECT(renderer->unsubscribes == (async ? 0 : 1) && destroyed == (async ? 1 : 2), "unSubscribe %d, destroyRenderer %d",
            renderer->unsubscribes, destroyed);
-    EXPECT(live_video_objects == 0, "%d YUVRawDataI420 objects were never released", live_video_objects);
+    EXPECT(live_video_objects == 0, "%d YUVRawDataI420 objects were never released", live_video_objects.load());
     EXPECT(received.size() == in.frames.size(), "%zu frames received for %zu delivered", received.size(), in.frames.size());
     return write_y4m(out_path, in, w, h, received) && failures == 0 ? 0 : 1;
 }
