@@ -637,22 +637,18 @@ struct share_rules {
     }
 };
 
-struct fake_share_sender : ZOOMVIDEOSDK::IZoomVideoSDKShareSender {
+// Each SDK's share sender: the same rules, the SDK's own success code.
+template <class Sender, class Code, Code success> struct basic_fake_share_sender : Sender {
     share_rules *rules;
     bool full;
-    ZOOMVIDEOSDK::ZoomVideoSDKErrors sendShareFrame(char *b, int w, int h, int l, FrameDataFormat f) override {
+    Code sendShareFrame(char *b, int w, int h, int l, FrameDataFormat f) override {
         rules->check(b, w, h, l, f, full);
-        return ZOOMVIDEOSDK::ZoomVideoSDKErrors_Success;
+        return success;
     }
 };
-struct fake_meeting_share_sender : ZOOMSDK::IZoomSDKShareSender {
-    share_rules *rules;
-    bool full;
-    ZOOMSDK::SDKError sendShareFrame(char *b, int w, int h, int l, FrameDataFormat f) override {
-        rules->check(b, w, h, l, f, full);
-        return ZOOMSDK::SDKERR_SUCCESS;
-    }
-};
+using fake_share_sender = basic_fake_share_sender<ZOOMVIDEOSDK::IZoomVideoSDKShareSender, ZOOMVIDEOSDK::ZoomVideoSDKErrors,
+                                                  ZOOMVIDEOSDK::ZoomVideoSDKErrors_Success>;
+using fake_meeting_share_sender = basic_fake_share_sender<ZOOMSDK::IZoomSDKShareSender, ZOOMSDK::SDKError, ZOOMSDK::SDKERR_SUCCESS>;
 
 // Each SDK's names for the share source's two callbacks.
 static void share_started(rawfx::zoom::share_source &s, ZOOMVIDEOSDK::IZoomVideoSDKShareSender *x) { s.onShareSendStarted(x); }
