@@ -509,6 +509,9 @@ final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
                               whenFull: .dropOldest, executor: .pool(pool), makeSlot: { ReceiveSlot() }) { slot in
                 Self.run(slot, on: processor)
             }
+            // Every slot the stream can hold at once (the queued ones and the one a worker is
+            // finishing after its sink returned), made here so the SDK's thread never makes one.
+            queue?.prefill(mode.capacity + 1)
         } else {
             queue = nil
         }
