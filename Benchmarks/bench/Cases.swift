@@ -435,4 +435,4 @@ func audioCases() -> [BenchCase] {
 
 func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
 
-func allCases() -> [BenchCase] { videoCases() + receiveCases() + audioCases() }
+func allCases() -> [BenchCase] { videoCases() + receiveCases() + streamCases() + audioCases() }

@@ -20,6 +20,7 @@ final class HookHandle {
         case mic(VirtualMicAdapter)
         case receiveVideo(ReceiveVideoHook)
         case productionStudio(ProductionStudioAdapter)
+        case shareSource(ShareSourceAdapter)
     }
     let hook: Hook
     init(_ hook: Hook) { self.hook = hook }
@@ -32,6 +33,7 @@ final class HookHandle {
         case .mic: return Int32(RAWFX_HOOK_VIRTUAL_MIC)
         case .receiveVideo: return Int32(RAWFX_HOOK_RECEIVE_VIDEO)
         case .productionStudio: return Int32(RAWFX_HOOK_PRODUCTION_STUDIO)
+        case .shareSource: return Int32(RAWFX_HOOK_SHARE_SOURCE)
         }
     }
 
@@ -44,6 +46,7 @@ final class HookHandle {
         case .videoSource(let h): return h
         case .mic(let h): return h
         case .receiveVideo(let h): return h
+        case .shareSource(let h): return h
         case .productionStudio: return nil
         }
     }
@@ -56,6 +59,7 @@ final class HookHandle {
         case .videoSource(let h): return hookMetricsJSON(h.metrics)
         case .mic(let h): return hookMetricsJSON(h.metrics)
         case .receiveVideo(let h): return hookMetricsJSON(h.metrics)
+        case .shareSource(let h): return hookMetricsJSON(h.metrics)
         case .productionStudio(let h):
             return "{\"video\":\(hookMetricsJSON(h.videoMetrics)),\"audio\":\(hookMetricsJSON(h.audioMetrics))}"
         }
@@ -66,6 +70,7 @@ final class HookHandle {
         case .videoSource(let h): return h.lifecycle
         case .mic(let h): return h.lifecycle
         case .productionStudio(let h): return h.lifecycle
+        case .shareSource(let h): return h.lifecycle
         case .preProcessor, .speaker, .receiveVideo: return nil
         }
     }
@@ -78,6 +83,7 @@ final class HookHandle {
         case .mic(let h): h.close()
         case .receiveVideo(let h): h.close()
         case .productionStudio(let h): h.close()
+        case .shareSource(let h): h.close()
         }
     }
 }
@@ -103,14 +109,29 @@ func createArguments(_ function: String, _ registryPointer: OpaquePointer?, _ te
     return .success((registry.registry, text))
 }
 
+/// `createArguments` and the processing mode of a video hook's options (sources, received video).
+func createArguments(_ function: String, _ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
+                     _ options: UnsafePointer<rawfx_hook_options>?,
+                     _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Result<(PluginRegistry, String, ProcessingMode), RawFXCallError> {
+    createArguments(function, registryPointer, text, out).flatMap { registry, chain in
+        processingMode(options, video: true, function).map { (registry, chain, $0.0) }
+    }
+}
+
 func processingMode(_ options: UnsafePointer<rawfx_hook_options>?, video: Bool, _ function: String) -> Result<(ProcessingMode, Bool), RawFXCallError> {
-    guard let o = options?.pointee else { return .success((.sync, false)) }
-    if let failure = checkSize(o.struct_size, of: "rawfx_hook_options", expected: MemoryLayout<rawfx_hook_options>.size, function) {
+    guard let options else { return .success((.sync, false)) }
+    // `async_workers` came after 1.0: a caller's struct that ends before it is read without it.
+    let workersOffset = MemoryLayout<rawfx_hook_options>.offset(of: \rawfx_hook_options.async_workers)!
+    let size = options.pointee.struct_size
+    if let failure = checkSize(size, of: "rawfx_hook_options", expected: workersOffset, function) {
         return .failure(RawFXCallError(failure))
     }
+    var o = rawfx_hook_options()
+    withUnsafeMutableBytes(of: &o) { $0.copyMemory(from: UnsafeRawBufferPointer(start: options, count: min(Int(size), $0.count))) }
     guard o.async != 0 else { return .success((.sync, false)) }
-    let fallback = video ? ProcessingMode.asyncVideoDefault : ProcessingMode.asyncAudioDefault
-    return .success((o.async_capacity == 0 ? fallback : .async(capacity: Int(o.async_capacity)), o.retain_in_async != 0))
+    let capacity = o.async_capacity == 0
+        ? (video ? ProcessingMode.asyncVideoDefault : ProcessingMode.asyncAudioDefault).capacity : Int(o.async_capacity)
+    return .success((.async(capacity: capacity, workers: Int(o.async_workers)), o.retain_in_async != 0))
 }
 
 /// Runs a create body that may throw a chain error, storing the handle.
@@ -222,8 +243,8 @@ private func cEvent(_ event: LifecycleEvent) -> (Int, VideoSourceCapability?) {
     case .productionStudioModeResult(let success): return (success ? RAWFX_EVENT_PS_MODE_ACCEPTED : RAWFX_EVENT_PS_MODE_REFUSED, nil)
     case .productionStudioStarted: return (RAWFX_EVENT_PS_STARTED, nil)
     case .productionStudioStopped: return (RAWFX_EVENT_PS_STOPPED, nil)
-    // The share source is not behind the C API: its events never come from these hooks.
-    case .shareStarted, .shareStopped: return (0, nil)
+    case .shareStarted: return (RAWFX_EVENT_SHARE_STARTED, nil)
+    case .shareStopped: return (RAWFX_EVENT_SHARE_STOPPED, nil)
     }
 }
 
@@ -233,7 +254,7 @@ public func rawfxHookSetLifecycleCallback(_ pointer: OpaquePointer?, _ callback:
     let function = "rawfx_hook_set_lifecycle_callback"
     guard let handle = hookHandle(pointer) else { return invalid(function, "hook is NULL") }
     guard let lifecycle = handle.lifecycle else {
-        return invalid(function, "hook is of kind \(handle.kind); only a video source, a virtual mic or production studio has lifecycle events")
+        return invalid(function, "hook is of kind \(handle.kind); only a video source, a share source, a virtual mic or production studio has lifecycle events")
     }
     guard let callback else {
         lifecycle.setHandler(nil)
@@ -547,14 +568,9 @@ public func rawfxVideoSourceCreate(_ registryPointer: OpaquePointer?, _ text: Un
                                    _ options: UnsafePointer<rawfx_hook_options>?,
                                    _ out: UnsafeMutablePointer<OpaquePointer?>?) -> rawfx_result {
     let function = "rawfx_video_source_create"
-    let (registry, chain): (PluginRegistry, String)
-    switch createArguments(function, registryPointer, text, out) {
-    case .success(let a): (registry, chain) = a
-    case .failure(let error): return error.code
-    }
-    let mode: ProcessingMode
-    switch processingMode(options, video: true, function) {
-    case .success(let m): mode = m.0
+    let (registry, chain, mode): (PluginRegistry, String, ProcessingMode)
+    switch createArguments(function, registryPointer, text, options, out) {
+    case .success(let a): (registry, chain, mode) = a
     case .failure(let error): return error.code
     }
     return create(out) { () throws(ChainError) in
@@ -642,13 +658,18 @@ public func rawfxVideoSourceOnUninitialized(_ pointer: OpaquePointer?) -> rawfx_
 @_cdecl("rawfx_video_source_push_frame")
 public func rawfxVideoSourcePushFrame(_ pointer: OpaquePointer?, _ frame: UnsafePointer<rawfx_video_frame>?) -> rawfx_result {
     let function = "rawfx_video_source_push_frame"
-    let source: VideoSourceAdapter
-    switch videoSource(pointer, function) {
-    case .success(let s): source = s
+    return push(videoSource(pointer, function), frame, function)
+}
+
+/// The app's push into the video or the share source.
+func push<Sender, Source: VideoPublishingSource<Sender>>(_ source: Result<Source, RawFXCallError>,
+                  _ frame: UnsafePointer<rawfx_video_frame>?, _ function: String) -> rawfx_result {
+    switch source {
     case .failure(let error): return error.code
+    case .success(let source):
+        if let failure = checkFrame(frame, "frame", function) { return failure }
+        return result(of: source.pushFrame(VideoFrame(frame!.pointee)), function)
     }
-    if let failure = checkFrame(frame, "frame", function) { return failure }
-    return result(of: source.pushFrame(VideoFrame(frame!.pointee)), function)
 }
 
 /// A push's outcome as a result: refused (outside start/stop) is RAWFX_E_STATE.
@@ -800,4 +821,80 @@ public func rawfxVirtualMicPump(_ pointer: OpaquePointer?, _ now: Int64, _ next:
 public func rawfxVirtualMicChunksSent(_ pointer: OpaquePointer?) -> UInt64 {
     guard let handle = hookHandle(pointer), case .mic(let m) = handle.hook else { return 0 }
     return m.chunksSent
+}
+
+// MARK: - Share source
+
+/// The SDK's share sender as a C function and its object.
+final class CShareSender: SDKShareSender {
+    let send: rawfx_share_send
+    let sender: UnsafeMutableRawPointer?
+    init(_ send: rawfx_share_send, _ sender: UnsafeMutableRawPointer?) {
+        self.send = send
+        self.sender = sender
+    }
+    func sendShareFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,
+                        format: FrameDataFormat) -> VideoSDKError {
+        let code = send(sender, frameBuffer, Int32(width), Int32(height), Int32(frameLength), format.rawValue)
+        return VideoSDKError(rawValue: code) ?? .unknown
+    }
+}
+
+private func shareSource(_ pointer: OpaquePointer?, _ function: String) -> Result<ShareSourceAdapter, RawFXCallError> {
+    hook(pointer, Int32(RAWFX_HOOK_SHARE_SOURCE), function).flatMap { handle in
+        guard case .shareSource(let s) = handle.hook else { return .failure(RawFXCallError(invalid(function, "hook"))) }
+        return .success(s)
+    }
+}
+
+@_cdecl("rawfx_share_source_create")
+public func rawfxShareSourceCreate(_ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
+                                   _ options: UnsafePointer<rawfx_hook_options>?, _ outputWidth: UInt32, _ outputHeight: UInt32,
+                                   _ out: UnsafeMutablePointer<OpaquePointer?>?) -> rawfx_result {
+    let function = "rawfx_share_source_create"
+    let (registry, chain, mode): (PluginRegistry, String, ProcessingMode)
+    switch createArguments(function, registryPointer, text, options, out) {
+    case .success(let a): (registry, chain, mode) = a
+    case .failure(let error): return error.code
+    }
+    var outputSize: (width: Int, height: Int)?
+    if outputWidth != 0 || outputHeight != 0 {
+        // The SDK takes packed I420: even sides, as the capability checks of the video source.
+        guard outputWidth >= 2, outputHeight >= 2, Int(outputWidth) <= maxSide, Int(outputHeight) <= maxSide,
+              outputWidth % 2 == 0, outputHeight % 2 == 0 else {
+            return invalid(function, "output size is \(outputWidth)x\(outputHeight); expected 0x0 (the chain's output size) "
+                           + "or even sides from 2 to \(maxSide)")
+        }
+        outputSize = (Int(outputWidth), Int(outputHeight))
+    }
+    return create(out) { () throws(ChainError) in
+        .shareSource(try ShareSourceAdapter(chain: chain, registry: registry, mode: mode, outputSize: outputSize))
+    }
+}
+
+@_cdecl("rawfx_share_source_on_share_send_started")
+public func rawfxShareSourceOnShareSendStarted(_ pointer: OpaquePointer?, _ send: rawfx_share_send?,
+                                               _ sender: UnsafeMutableRawPointer?) -> rawfx_result {
+    switch shareSource(pointer, "rawfx_share_source_on_share_send_started") {
+    case .success(let source):
+        source.onShareSendStarted(send.map { CShareSender($0, sender) })
+        return rawfxOK
+    case .failure(let error): return error.code
+    }
+}
+
+@_cdecl("rawfx_share_source_on_share_send_stopped")
+public func rawfxShareSourceOnShareSendStopped(_ pointer: OpaquePointer?) -> rawfx_result {
+    switch shareSource(pointer, "rawfx_share_source_on_share_send_stopped") {
+    case .success(let source):
+        source.onShareSendStopped()
+        return rawfxOK
+    case .failure(let error): return error.code
+    }
+}
+
+@_cdecl("rawfx_share_source_push_frame")
+public func rawfxShareSourcePushFrame(_ pointer: OpaquePointer?, _ frame: UnsafePointer<rawfx_video_frame>?) -> rawfx_result {
+    let function = "rawfx_share_source_push_frame"
+    return push(shareSource(pointer, function), frame, function)
 }

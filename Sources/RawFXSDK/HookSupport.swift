@@ -123,13 +123,19 @@ public enum ProcessingMode: Sendable, Equatable {
     /// dropped (counted in `drops`). Audio: `capacity` is in milliseconds of audio; audio is
     /// never dropped: past the capacity the queue grows and each growth is counted in
     /// `overflows` and `errors` (see docs/sdk-integration.md for why).
-    case async(capacity: Int)
+    ///
+    /// `workers` counts for received video only (`ReceiveVideoHook`): its streams share a pool
+    /// of that many threads (0: one per core), each stream on one worker at a time. The other
+    /// hooks have one stream and one worker.
+    case async(capacity: Int, workers: Int = 0)
 
     public static let asyncVideoDefault = ProcessingMode.async(capacity: 3)
     public static let asyncAudioDefault = ProcessingMode.async(capacity: 2000)
 
     var isAsync: Bool { if case .async = self { return true } else { return false } }
-    var capacity: Int { if case .async(let c) = self { return max(c, 1) } else { return 0 } }
+    package var capacity: Int { if case .async(let c, _) = self { return max(c, 1) } else { return 0 } }
+    /// The worker threads asked for; 0 (one per core) when not said or not async.
+    package var workers: Int { if case .async(_, let w) = self { return max(w, 0) } else { return 0 } }
 }
 
 // MARK: - Metrics

@@ -55,24 +55,27 @@ public enum ReceiveSubscribeError: Error, Equatable, CustomStringConvertible {
 ///   another format renegotiates between two frames (counted in `renegotiations(of:)`).
 /// - NV12 frames are converted to I420 at the head of the chain by libyuv `NV12ToI420` into a
 ///   buffer allocated when the format is first seen.
-/// - `.sync`: the chain runs inside the SDK's callback. `.async(capacity:)`: the callback
-///   keeps the frame (`canAddRef()` then `addRef()`; otherwise a copy into a slot buffer made
-///   once per format) and queues it on the stream's own bounded `WorkQueue`, processed by its
-///   worker thread; when `capacity` frames wait, the oldest is dropped and counted. Every
+/// - `.sync`: the chain runs inside the SDK's callback. `.async(capacity:workers:)`: the
+///   callback keeps the frame (`canAddRef()` then `addRef()`; otherwise a copy into a slot
+///   buffer made once per format) and queues it on the stream's own bounded `WorkQueue`; the
+///   hook's `WorkerPool` of `workers` threads (default: one per core) serves every stream's
+///   queue, one stream on one worker at a time (its frames stay in order), different streams
+///   in parallel. When `capacity` frames wait, the oldest is dropped and counted. Every
 ///   `addRef` is balanced by exactly one `releaseRef`: after processing, on eviction, or when
 ///   frames are discarded at `.off`, unsubscribe or close.
 /// - `onRawDataStatusChanged(.off)`: frames still queued are discarded (counted as drops), then
 ///   the chain is drained (a delaying chain's held frames go to the sink) and reset, between
 ///   two frames on the processing thread. `.on` resumes; `status(of:)` reports the last one.
-/// - Unsubscribing (or `close`) waits for a callback in progress, releases queued frames, joins
-///   the stream's worker and releases its chain on the calling thread, never the SDK's.
+/// - Unsubscribing (or `close`) waits for a callback in progress, releases queued frames, waits
+///   for the frame a worker is processing and releases its chain on the calling thread, never
+///   the SDK's. `close` then joins the pool's threads.
 /// - `setChain`, `setParameter`, `setBypass` (any thread) apply to every stream's chain
 ///   between two frames, each stream keeping its filters' state where the change allows
 ///   (a parameter without RECONFIGURE); streams subscribed later get the same chain and
 ///   changes. Old chains are released off the SDK's thread (`SwappableVideoChain`).
 ///
 /// The sink gets `(ReceiveStreamID, VideoFrame)` on the processing thread (the SDK's
-/// callback thread in sync mode, the stream's worker in async mode). The frame is valid
+/// callback thread in sync mode, a pool worker in async mode). The frame is valid
 /// during the sink call only: its planes are the SDK's frame or a buffer the chain reuses for
 /// the next frame. Copy it (`VideoFrame.copy(to:)`) to keep it.
 public final class ReceiveVideoHook: @unchecked Sendable {
@@ -103,11 +106,14 @@ public final class ReceiveVideoHook: @unchecked Sendable {
     let name: String
     private let sink: Sink
     private let state: Locked<State>
+    /// Async: the threads every stream's queue runs on; joined by `close`.
+    private let pool: WorkerPool?
 
     /// - Parameters:
     ///   - chain: the chain text every stream runs (`rotate=angle=auto,scale=width=640:height=360`);
     ///     empty for none (the sink gets the received frames as they are, NV12 converted).
-    ///   - mode: `.sync` or `.async(capacity:)` (frames queued per stream).
+    ///   - mode: `.sync` or `.async(capacity:workers:)` (frames queued per stream, threads
+    ///     shared by all streams; 0 workers: one per core).
     ///   - sink: gets each processed frame with its stream, on the processing thread.
     public init(chain: String, registry: PluginRegistry, mode: ProcessingMode = .sync,
                 name: String = "receive video", sink: @escaping Sink) throws(ChainError) {
@@ -118,6 +124,7 @@ public final class ReceiveVideoHook: @unchecked Sendable {
         self.name = name
         self.sink = sink
         state = Locked(State(specs: specs))
+        pool = mode.isAsync ? WorkerPool(name: "rawfx-receive", workers: mode.workers) : nil
     }
 
     deinit { close() }
@@ -147,7 +154,7 @@ public final class ReceiveVideoHook: @unchecked Sendable {
                 throw .chain(id, error)
             }
             stream = ReceiveStream(id: id, pipe: pipe, chain: chain, expected: expected, mode: mode,
-                                   hookName: name, sink: sink)
+                                   pool: pool, hookName: name, sink: sink)
             let inserted = state.withLock { s -> Bool in
                 guard !s.closed, s.streams[id] == nil, s.generation == generation else { return false }
                 s.streams[id] = stream
@@ -189,7 +196,12 @@ public final class ReceiveVideoHook: @unchecked Sendable {
             return Array(s.streams.keys)
         }
         for id in ids { unsubscribe(user: id.user, kind: id.pipe) }
+        pool?.close()
     }
+
+    /// Async: the pool's thread limit (`workers`, or the core count) and the threads started
+    /// so far (they start as streams need them). Nil in sync mode.
+    public var workerThreads: (limit: Int, started: Int)? { pool.map { ($0.maxWorkers, $0.workerCount) } }
 
     /// The streams subscribed now.
     public var streams: [ReceiveStreamID] { state.withLock { Array($0.streams.keys) } }
@@ -319,8 +331,8 @@ public final class ReceiveVideoHook: @unchecked Sendable {
 
 /// What one stream's processing thread owns: the chain (swapped between frames), the NV12
 /// converter, the last format, the counters. Confined to that thread (the SDK's callback
-/// thread in sync mode, the stream's worker in async mode) except where a member says
-/// otherwise.
+/// thread in sync mode; in async mode whichever pool worker runs the stream's turn, one at a
+/// time, ordered by the stream's queue lock) except where a member says otherwise.
 final class ReceiveProcessor: @unchecked Sendable {
     let id: ReceiveStreamID
     let stats: HookStats
@@ -486,17 +498,20 @@ final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
     private let statusBits = Atomic<Int32>(SDKUserRawdataStatus.on.rawValue)
 
     init(id: ReceiveStreamID, pipe: any SDKRawDataPipe, chain: VideoChain, expected: VideoFormat?,
-         mode: ProcessingMode, hookName: String, sink: @escaping ReceiveVideoHook.Sink) {
+         mode: ProcessingMode, pool: WorkerPool?, hookName: String, sink: @escaping ReceiveVideoHook.Sink) {
         self.id = id
         self.pipe = pipe
         stats = HookStats(name: "\(hookName) \(id)")
         let processor = ReceiveProcessor(id: id, chain: chain, expected: expected, stats: stats, sink: sink)
         self.processor = processor
-        if mode.isAsync {
+        if let pool {
             queue = WorkQueue(name: "rawfx-receive-\(id.user.userID)-\(id.pipe)", capacity: mode.capacity,
-                              whenFull: .dropOldest, makeSlot: { ReceiveSlot() }) { slot in
+                              whenFull: .dropOldest, executor: .pool(pool), makeSlot: { ReceiveSlot() }) { slot in
                 Self.run(slot, on: processor)
             }
+            // Every slot the stream can hold at once (the queued ones and the one a worker is
+            // finishing after its sink returned), made here so the SDK's thread never makes one.
+            queue?.prefill(mode.capacity + 1)
         } else {
             queue = nil
         }
@@ -634,7 +649,7 @@ final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
     // MARK: Shutdown [control]
 
     /// Stops taking callbacks, waits for one in progress, releases queued frames (drops),
-    /// joins the worker and releases the chain, all on the calling thread.
+    /// waits for the worker's current frame and releases the chain, all on the calling thread.
     func shutDown() {
         closed.store(true, ordering: .sequentiallyConsistent)
         while inFlight.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }

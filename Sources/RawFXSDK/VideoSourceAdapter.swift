@@ -1,6 +1,68 @@
 import RawFX
 import Synchronization
 
+/// What the video source and the share source share: a `VideoPublisher` (chain, fit, pack,
+/// the gate that sends only while the SDK lets it, the optional async worker), its run-time
+/// control, metrics and lifecycle events. The subclasses add the SDK's callbacks.
+///
+/// `@unchecked Sendable` (a class open to its two subclasses cannot be checked): every field
+/// is immutable or synchronised (`Locked`, the publisher's own locks).
+public class VideoPublishingSource<Sender>: @unchecked Sendable {
+    let publisher: VideoPublisher<Sender>
+    public let registry: PluginRegistry
+    /// Start/stop (and capability) events, as a callback and as streams.
+    public let lifecycle = LifecycleEvents()
+    private let chain: Locked<String>
+
+    init(name: String, chain: String, registry: PluginRegistry, mode: ProcessingMode,
+         send: @escaping VideoPublisher<Sender>.Send) throws(ChainError) {
+        self.registry = registry
+        self.chain = Locked(chain)
+        let videoChain = try VideoChain(specs: chain.isEmpty ? [] : FilterSpec.parseChain(chain), registry: registry)
+        publisher = VideoPublisher(name: name, chain: videoChain, registry: registry, mode: mode, send: send)
+    }
+
+    deinit {
+        publisher.close()
+        lifecycle.finish()
+    }
+
+    /// [app thread] Offers one frame (any size and stride; valid only during the call). Sync
+    /// mode: runs the chain and sends before returning; in-place filters edit `frame` itself
+    /// (no copy). Async: queues a copy.
+    @discardableResult
+    public func pushFrame(_ frame: VideoFrame) -> PublishStatus { publisher.push(frame) }
+
+    /// [any thread] Replaces the app's chain between two frames, negotiated here for the last
+    /// frame's format (a refusal throws and keeps the chain in force).
+    public func setChain(_ text: String) throws(ChainError) {
+        try publisher.setChain(text)
+        chain.withLock { $0 = text }
+    }
+
+    /// [any thread] Sets a parameter of the chain (`"watermark.opacity"`), applied between two frames.
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) { try publisher.setParameter(address, value) }
+
+    /// [any thread] Bypasses a stage of the chain, or re-enables it, from the next frame.
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try publisher.setBypass(stage, bypassed) }
+
+    public var chainText: String { chain.withLock { $0 } }
+    public var isSending: Bool { publisher.gate.state == .sending }
+    public var metrics: HookMetrics { publisher.metrics }
+    /// The last frame that was not sent, and why (sync and async).
+    public var lastFailure: PublishStatus? { publisher.lastStatus }
+    /// Async mode: frames waiting for the worker.
+    public var queuedFrames: Int { publisher.queuedCount }
+    /// [any thread] Async mode: called on the worker with each frame's outcome.
+    public func setAsyncResultHandler(_ handler: (@Sendable (PublishStatus) -> Void)?) { publisher.setAsyncResultHandler(handler) }
+
+    /// Stops the worker and refuses everything from now on; ends the lifecycle streams.
+    public func close() {
+        publisher.close()
+        lifecycle.finish()
+    }
+}
+
 /// The external video source (a virtual camera): install it as the SDK's video source
 /// (`externalVideoSource`), then push frames from the app with `pushFrame`.
 ///
@@ -24,35 +86,23 @@ import Synchronization
 ///   frame path), `setParameter`, `setBypass`.
 /// - Lifecycle: every SDK callback is also reported to the app (`lifecycle`), after the
 ///   adapter acted on it, so the app starts and stops its pump there.
-public final class VideoSourceAdapter: SDKVideoSource, Sendable {
+public final class VideoSourceAdapter: VideoPublishingSource<any SDKVideoSender>, SDKVideoSource, @unchecked Sendable {
     /// Chooses the capability from what the SDK offers; the default takes the suggestion.
     public typealias CapabilityPolicy = @Sendable (_ supported: [VideoSourceCapability],
                                                    _ suggested: VideoSourceCapability) -> VideoSourceCapability
 
-    let publisher: VideoPublisher<any SDKVideoSender>
-    public let registry: PluginRegistry
-    /// Start/stop/capability events, as a callback and as streams.
-    public let lifecycle = LifecycleEvents()
     private let policy: CapabilityPolicy
-    private let state = Locked<(capability: VideoSourceCapability?, supported: [VideoSourceCapability], chain: String)>((nil, [], ""))
+    private let state = Locked<(capability: VideoSourceCapability?, supported: [VideoSourceCapability])>((nil, []))
 
     public init(chain: String = "", registry: PluginRegistry, mode: ProcessingMode = .sync,
                 capabilityPolicy: CapabilityPolicy? = nil) throws(ChainError) {
-        self.registry = registry
         policy = capabilityPolicy ?? { _, suggested in suggested }
-        let videoChain = try VideoChain(specs: chain.isEmpty ? [] : FilterSpec.parseChain(chain), registry: registry)
-        publisher = VideoPublisher(name: "videoSource", chain: videoChain, registry: registry, mode: mode) { sender, picture, format in
+        try super.init(name: "videoSource", chain: chain, registry: registry, mode: mode) { sender, picture, format in
             let status = sender.sendVideoFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
                                                dataLength: picture.byteCount, rotation: format.rotation,
                                                format: FrameDataFormat(format.colorRange))
             return status == .success ? .sent : .rejectedBySender(code: status.rawValue, name: status.description)
         }
-        state.withLock { $0.chain = chain }
-    }
-
-    deinit {
-        publisher.close()
-        lifecycle.finish()
     }
 
     // MARK: SDK callbacks
@@ -103,46 +153,10 @@ public final class VideoSourceAdapter: SDKVideoSource, Sendable {
         return capability
     }
 
-    // MARK: App side
-
-    /// [app thread] Offers one frame (any size and stride; valid only during the call). Sync
-    /// mode: runs the chain and sends before returning; in-place filters edit `frame` itself
-    /// (no copy). Async: queues a copy.
-    @discardableResult
-    public func pushFrame(_ frame: VideoFrame) -> PublishStatus { publisher.push(frame) }
-
-    /// [any thread] Replaces the app's chain between two frames, negotiated here for the last
-    /// frame's format (a refusal throws and keeps the chain in force).
-    public func setChain(_ text: String) throws(ChainError) {
-        try publisher.setChain(text)
-        state.withLock { $0.chain = text }
-    }
-
-    /// [any thread] Sets a parameter of the chain (`"watermark.opacity"`), applied between two frames.
-    public func setParameter(_ address: String, _ value: String) throws(ChainError) { try publisher.setParameter(address, value) }
-
-    /// [any thread] Bypasses a stage of the chain, or re-enables it, from the next frame.
-    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try publisher.setBypass(stage, bypassed) }
-
     /// The capability frames are sent at (nil before onInitialize).
     public var capability: VideoSourceCapability? { state.withLock { $0.capability } }
     /// What the SDK offered last.
     public var supportedCapabilities: [VideoSourceCapability] { state.withLock { $0.supported } }
-    public var chainText: String { state.withLock { $0.chain } }
-    public var isSending: Bool { publisher.gate.state == .sending }
-    public var metrics: HookMetrics { publisher.metrics }
-    /// The last frame that was not sent, and why (sync and async).
-    public var lastFailure: PublishStatus? { publisher.lastStatus }
-    /// Async mode: frames waiting for the worker.
-    public var queuedFrames: Int { publisher.queuedCount }
-    /// [any thread] Async mode: called on the worker with each frame's outcome.
-    public func setAsyncResultHandler(_ handler: (@Sendable (PublishStatus) -> Void)?) { publisher.setAsyncResultHandler(handler) }
-
-    /// Stops the worker and refuses everything from now on; ends the lifecycle streams.
-    public func close() {
-        publisher.close()
-        lifecycle.finish()
-    }
 }
 
 /// The share source: raw frames shared as a screen (`IZoomVideoSDKShareSource`). Like the
@@ -150,29 +164,15 @@ public final class VideoSourceAdapter: SDKVideoSource, Sendable {
 /// cut to even dimensions (or at `outputSize` when set), packed, to `sendShareFrame`, only
 /// between `onShareSendStarted` and `onShareSendStopped`. Same run-time control and
 /// lifecycle events as the video source.
-public final class ShareSourceAdapter: SDKShareSource, Sendable {
-    let publisher: VideoPublisher<any SDKShareSender>
-    public let registry: PluginRegistry
-    /// Start/stop events, as a callback and as streams.
-    public let lifecycle = LifecycleEvents()
-    private let chain: Locked<String>
-
+public final class ShareSourceAdapter: VideoPublishingSource<any SDKShareSender>, SDKShareSource, @unchecked Sendable {
     public init(chain: String = "", registry: PluginRegistry, mode: ProcessingMode = .sync,
                 outputSize: (width: Int, height: Int)? = nil) throws(ChainError) {
-        self.registry = registry
-        self.chain = Locked(chain)
-        let videoChain = try VideoChain(specs: chain.isEmpty ? [] : FilterSpec.parseChain(chain), registry: registry)
-        publisher = VideoPublisher(name: "shareSource", chain: videoChain, registry: registry, mode: mode) { sender, picture, format in
+        try super.init(name: "shareSource", chain: chain, registry: registry, mode: mode) { sender, picture, format in
             let status = sender.sendShareFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
                                                frameLength: picture.byteCount, format: FrameDataFormat(format.colorRange))
             return status == .success ? .sent : .rejectedBySender(code: status.rawValue, name: status.description)
         }
         if let outputSize { publisher.pipeline.setTarget(.exact(width: outputSize.width, height: outputSize.height)) }
-    }
-
-    deinit {
-        publisher.close()
-        lifecycle.finish()
     }
 
     /// `onShareSendStarted` [SDK thread]: frames are sent from now on (nil sender: nothing is).
@@ -187,35 +187,5 @@ public final class ShareSourceAdapter: SDKShareSource, Sendable {
         publisher.gate.uninitialize()
         publisher.discardQueued()
         lifecycle.emit(.shareStopped)
-    }
-
-    /// [app thread] Offers one frame; see `VideoSourceAdapter.pushFrame`.
-    @discardableResult
-    public func pushFrame(_ frame: VideoFrame) -> PublishStatus { publisher.push(frame) }
-
-    /// [any thread] Replaces the chain between two frames; see `VideoSourceAdapter.setChain`.
-    public func setChain(_ text: String) throws(ChainError) {
-        try publisher.setChain(text)
-        chain.withLock { $0 = text }
-    }
-
-    /// [any thread] Sets a parameter of the chain, applied between two frames.
-    public func setParameter(_ address: String, _ value: String) throws(ChainError) { try publisher.setParameter(address, value) }
-
-    /// [any thread] Bypasses a stage of the chain, or re-enables it, from the next frame.
-    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try publisher.setBypass(stage, bypassed) }
-
-    public var chainText: String { chain.withLock { $0 } }
-    public var isSending: Bool { publisher.gate.state == .sending }
-    public var metrics: HookMetrics { publisher.metrics }
-    public var lastFailure: PublishStatus? { publisher.lastStatus }
-    public var queuedFrames: Int { publisher.queuedCount }
-    /// [any thread] Async mode: called on the worker with each frame's outcome.
-    public func setAsyncResultHandler(_ handler: (@Sendable (PublishStatus) -> Void)?) { publisher.setAsyncResultHandler(handler) }
-
-    /// Stops the worker and refuses everything from now on; ends the lifecycle streams.
-    public func close() {
-        publisher.close()
-        lifecycle.finish()
     }
 }

@@ -76,10 +76,12 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
                 ("speaker", ["denoise=level=-30", path("in.wav")], "ref.wav"),
                 ("speaker-async", ["denoise=level=-30", path("in.wav")], "ref.wav"),
                 ("mic", ["", path("in.wav")], "ref-copy.wav"),
-            ] + (sdk == "video" ? [  // the Meeting SDK's renderer is not behind the adapter yet
+                // Video SDK: a pipe delegate; Meeting SDK: a renderer delegate.
                 ("receive", [EmbedTests.videoChain, path("in.y4m")], "ref.y4m"),
                 ("receive-async", [EmbedTests.videoChain, path("in.y4m")], "ref.y4m"),
-            ] : [])
+                // The chain ends at 180x320 (even): shared at that size.
+                ("share-source", [EmbedTests.videoChain, path("in.y4m")], "ref.y4m"),
+            ]
             if sdk == "meeting" {
                 // Production studio: video fitted to the declared capability, audio in 10 ms chunks.
                 let outcome = try runProgram(program, ["production-studio", sdk, EmbedTests.videoChain, "180x320", path("in.y4m"),
@@ -186,7 +188,7 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         expect(rawfx_speaker_receive(speaker, Int32(RAWFX_STREAM_MIXED), 0, &data), RAWFX_E_INVALID_ARGUMENT, "data.buffer_len is 6")
         expect(rawfx_speaker_receive(speaker, 7, 0, &data), RAWFX_E_INVALID_ARGUMENT, "stream is 7")
         expect(rawfx_speaker_latency(speaker, Int32(RAWFX_STREAM_SHARED), 0, &capability.width), RAWFX_E_STATE, "has no chain yet")
-        expect(rawfx_hook_set_lifecycle_callback(speaker, nil, nil), RAWFX_E_INVALID_ARGUMENT, "only a video source, a virtual mic or production studio")
+        expect(rawfx_hook_set_lifecycle_callback(speaker, nil, nil), RAWFX_E_INVALID_ARGUMENT, "only a video source, a share source, a virtual mic or production studio")
         var studio: OpaquePointer?
         expect(rawfx_production_studio_create(registry, "", "", 640, 360, 1, 44100, 0, nil, &studio), RAWFX_E_CHAIN,
                "production studio sends audio at 32000 or 48000 Hz only")
@@ -205,6 +207,78 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         XCTAssertEqual(rawfx_user_key("12345"), 12345)
         XCTAssertEqual(rawfx_user_key("abc"), SDKUserKey.fnv1a("abc"))
         withExtendedLifetime(samples) {}
+    }
+
+    /// The share source from C: bad arguments named, frames only between started and stopped,
+    /// each sent packed at the chain's output size with the frame's range, what was sent equal to
+    /// the chain run directly, no allocation per push once warm, the lifecycle events.
+    func testShareSourceThroughTheCAPI() throws {
+        let registry = try openRegistry()
+        defer { rawfx_registry_close(registry) }
+        var hook: OpaquePointer?
+        expect(rawfx_share_source_create(registry, "", nil, 33, 18, &hook), RAWFX_E_INVALID_ARGUMENT, "output size is 33x18")
+        expect(rawfx_share_source_create(registry, "nope", nil, 0, 0, &hook), RAWFX_E_NOT_FOUND, "unknown filter 'nope'")
+        XCTAssertEqual(rawfx_share_source_create(registry, "mirror", nil, 0, 0, &hook), rawfx_result(RAWFX_OK))
+        defer { rawfx_hook_destroy(hook) }
+        XCTAssertEqual(rawfx_hook_kind(hook), Int32(RAWFX_HOOK_SHARE_SOURCE))
+        expect(rawfx_video_source_on_start_send(hook), RAWFX_E_INVALID_ARGUMENT, "hook is of kind 7; expected kind 3")
+
+        final class Shared: @unchecked Sendable {  // written by the pushing thread only (sync mode)
+            var frames: [[UInt8]] = []
+            var sizes: [(Int32, Int32, Int32)] = []
+            var events: [Int32] = []
+        }
+        let shared = Shared()
+        let context = Unmanaged.passUnretained(shared).toOpaque()
+        XCTAssertEqual(rawfx_hook_set_lifecycle_callback(hook, { user, event in
+            Unmanaged<Shared>.fromOpaque(user!).takeUnretainedValue().events.append(event!.pointee.kind)
+        }, context), rawfx_result(RAWFX_OK))
+        let send: rawfx_share_send = { sender, buffer, width, height, length, format in
+            let s = Unmanaged<Shared>.fromOpaque(sender!).takeUnretainedValue()
+            if s.frames.count < 4 {  // the four warm-up pushes, copied; later ones count allocations
+                s.frames.append(Array(UnsafeRawBufferPointer(start: buffer, count: Int(length))))
+                s.sizes.append((width, height, format))
+            }
+            return 0
+        }
+        let input = patternBuffer(width: 64, height: 32, seed: 3)
+        var frame = input.frame.raw
+        expect(rawfx_share_source_push_frame(hook, &frame), RAWFX_E_STATE, "refused")
+        XCTAssertEqual(rawfx_share_source_on_share_send_started(hook, send, context), rawfx_result(RAWFX_OK))
+        for _ in 0..<4 { XCTAssertEqual(rawfx_share_source_push_frame(hook, &frame), rawfx_result(RAWFX_OK)) }
+        let before = rawfx_thread_allocation_count()
+        for _ in 0..<20 { _ = rawfx_share_source_push_frame(hook, &frame) }
+        XCTAssertEqual(rawfx_thread_allocation_count() - before, 0, "a push allocates nothing once warm")
+        XCTAssertEqual(rawfx_share_source_on_share_send_stopped(hook), rawfx_result(RAWFX_OK))
+        expect(rawfx_share_source_push_frame(hook, &frame), RAWFX_E_STATE, "refused")
+
+        let reference = try VideoChain("mirror", registry: builtPlugins)
+        let mirrored = try reference.process(input.frame)
+        let packed = (0..<3).flatMap { planeBytes(mirrored, $0) }
+        XCTAssertEqual(shared.frames.count, 4)
+        XCTAssertTrue(shared.frames.allSatisfy { $0 == packed }, "what was shared is the chain's output, packed")
+        XCTAssertTrue(shared.sizes.allSatisfy { $0 == (64, 32, 0) }, "\(shared.sizes)")  // limited range: format 0
+        XCTAssertEqual(shared.events, [Int32(RAWFX_EVENT_SHARE_STARTED), Int32(RAWFX_EVENT_SHARE_STOPPED)])
+        withExtendedLifetime(input) {}
+    }
+
+    /// `async_workers` came after 1.0: options whose struct_size ends before it still work
+    /// (0: one worker per core); a struct_size shorter than 1.0's is refused.
+    func testHookOptionsOfTheFirstReleaseAreAccepted() throws {
+        let registry = try openRegistry()
+        defer { rawfx_registry_close(registry) }
+        let sink: rawfx_receive_sink = { _, _, _, _ in }
+        var options = rawfx_hook_options()
+        options.async = 1
+        options.async_workers = 99  // beyond the caller's struct: must not be read
+        options.struct_size = UInt32(MemoryLayout<rawfx_hook_options>.offset(of: \rawfx_hook_options.async_workers)!)
+        var hook: OpaquePointer?
+        XCTAssertEqual(rawfx_receive_video_create(registry, "mirror", &options, sink, nil, &hook), rawfx_result(RAWFX_OK),
+                       String(cString: rawfx_last_error()))
+        rawfx_hook_destroy(hook)
+        options.struct_size = 12
+        expect(rawfx_receive_video_create(registry, "mirror", &options, sink, nil, &hook), RAWFX_E_INVALID_ARGUMENT,
+               "rawfx_hook_options.struct_size is 12")
     }
 
     /// The frame and audio calls allocate nothing once the format is known: the pre-processor,

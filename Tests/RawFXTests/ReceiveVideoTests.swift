@@ -348,8 +348,8 @@ final class ReceiveVideoTests: XCTestCase {
 
         // --- example ---
         let hook = try ReceiveVideoHook(chain: "rotate=angle=auto,scale=width=640:height=360:mode=fit",
-                                        registry: builtPlugins, mode: .async(capacity: 3)) { stream, frame in
-            // A worker thread; the frame is valid during this call only: draw or copy it now.
+                                        registry: builtPlugins, mode: .async(capacity: 3, workers: 2)) { stream, frame in
+            // One of the pool's 2 threads; the frame is valid during this call only: draw or copy it now.
             shown.withLock { $0.append((stream, frame.width, frame.height)) }
         }
         try hook.subscribe(videoPipe, user: user, resolution: .p360)                 // not .auto
@@ -588,7 +588,9 @@ final class ReceiveVideoTests: XCTestCase {
         let format = VideoFormat(width: 640, height: 360)
         let ledger = self.ledger!
         let recorder = ReceivedFrames()
-        let hook = try ReceiveVideoHook(chain: "mirror", registry: registry, mode: .async(capacity: capacity), sink: recorder.sink)
+        // Eight workers: the rounds hold every user's worker in the sink at once.
+        let hook = try ReceiveVideoHook(chain: "mirror", registry: registry, mode: .async(capacity: capacity, workers: 8),
+                                        sink: recorder.sink)
         let pipes = (1...8).map { EmulatedVideoPipe(user: SDKUser(UInt64($0)), ledger: ledger) }
         for pipe in pipes { try hook.subscribe(pipe, user: pipe.user, resolution: .p360) }
         let picture = receivedPattern(format, seed: 1)

@@ -323,7 +323,7 @@ class AudioChain(_Chain):
 
 # The SDK hooks (rawfx_hooks.h), over the helpers above.
 from .hooks import (MIXED, ONE_WAY, SHARED, PreProcessor, ProductionStudio, ReceiveVideo,  # noqa: E402
-                    VideoSource, VirtualMic, VirtualSpeaker, user_key)
+                    ShareSource, VideoSource, VirtualMic, VirtualSpeaker, user_key)
 
-__all__ += ["MIXED", "ONE_WAY", "SHARED", "PreProcessor", "ProductionStudio", "ReceiveVideo", "VideoSource", "VirtualMic", "VirtualSpeaker",
+__all__ += ["MIXED", "ONE_WAY", "SHARED", "PreProcessor", "ProductionStudio", "ReceiveVideo", "ShareSource", "VideoSource", "VirtualMic", "VirtualSpeaker",
             "user_key"]

@@ -82,7 +82,7 @@ class StageMetrics(ctypes.Structure):
 
 class HookOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("async_", ctypes.c_int32), ("async_capacity", ctypes.c_uint32),
-                ("retain_in_async", ctypes.c_int32)]
+                ("retain_in_async", ctypes.c_int32), ("async_workers", ctypes.c_uint32)]
 
 
 class VideoCapability(ctypes.Structure):
@@ -118,6 +118,8 @@ LIFECYCLE_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(Life
 SPEAKER_SINK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.POINTER(AudioFrame))
 VIDEO_SEND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
                               ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)
+SHARE_SEND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                              ctypes.c_int32, ctypes.c_int32)
 AUDIO_SEND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int32,
                               ctypes.c_int32)
 
@@ -211,6 +213,10 @@ def _declare(lib):
         "rawfx_video_source_on_uninitialized": (result, [P]),
         "rawfx_video_source_push_frame": (result, [P, c.POINTER(VideoFrame)]),
         "rawfx_video_source_capability": (result, [P, c.POINTER(VideoCapability)]),
+        "rawfx_share_source_create": (result, [P, c.c_char_p, c.POINTER(HookOptions), c.c_uint32, c.c_uint32, c.POINTER(P)]),
+        "rawfx_share_source_on_share_send_started": (result, [P, SHARE_SEND, P]),
+        "rawfx_share_source_on_share_send_stopped": (result, [P]),
+        "rawfx_share_source_push_frame": (result, [P, c.POINTER(VideoFrame)]),
         "rawfx_virtual_mic_create": (result, [P, c.c_char_p, c.c_uint32, c.c_int32, c.POINTER(P)]),
         "rawfx_virtual_mic_on_initialize": (result, [P, AUDIO_SEND, P]),
         "rawfx_virtual_mic_on_start_send": (result, [P]),

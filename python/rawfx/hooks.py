@@ -27,7 +27,8 @@ STREAM_NAMES = {MIXED: "mixed", ONE_WAY: "one_way", SHARED: "shared"}
 PACING = {"worker": 0, "caller": 1, "immediate": 2}  # RAWFX_PACING_*
 EVENT_NAMES = {1: "video_source_initialized", 2: "video_source_capability_changed", 3: "video_source_started",
                4: "video_source_stopped", 5: "video_source_uninitialized", 6: "mic_initialized", 7: "mic_started",
-               8: "mic_stopped", 9: "mic_uninitialized"}
+               8: "mic_stopped", 9: "mic_uninitialized", 10: "ps_mode_accepted", 11: "ps_mode_refused",
+               12: "ps_started", 13: "ps_stopped", 14: "share_started", 15: "share_stopped"}  # RAWFX_EVENT_*
 RAWFX_E_STATE = 6
 
 
@@ -36,8 +37,8 @@ def user_key(user_id):
     return _lib.rawfx_user_key(_text(user_id))
 
 
-def _options(async_, capacity=0, retain=False):
-    return _c.HookOptions(ctypes.sizeof(_c.HookOptions), int(bool(async_)), capacity, int(bool(retain)))
+def _options(async_, capacity=0, retain=False, workers=0):
+    return _c.HookOptions(ctypes.sizeof(_c.HookOptions), int(bool(async_)), capacity, int(bool(retain)), workers)
 
 
 class Hook:
@@ -187,11 +188,13 @@ class PipeDelegate:
 
 class ReceiveVideo(Hook):
     """Received video per user: each subscribed (user, pipe) runs its own chain;
-    sink(user_id, pipe_kind, y, u, v) gets each processed frame (copies)."""
+    sink(user_id, pipe_kind, y, u, v) gets each processed frame (copies). Async: `capacity`
+    frames queued per stream (oldest dropped), every stream served by one pool of `workers`
+    threads (0: one per core), each stream on one thread at a time."""
 
     VIDEO, SHARE = 0, 1  # RAWFX_PIPE_*
 
-    def __init__(self, registry, chain, sink, async_=False, capacity=0):
+    def __init__(self, registry, chain, sink, async_=False, capacity=0, workers=0):
         from . import _planes_of
 
         def deliver(_, user, kind, frame):
@@ -199,7 +202,7 @@ class ReceiveVideo(Hook):
         self._sink = _c.RECEIVE_SINK(deliver)
         self._pipes = {}
         self._create("rawfx_receive_video_create", _lib.rawfx_receive_video_create, registry._handle, _text(chain),
-                     ctypes.byref(_options(async_, capacity)), self._sink, None)
+                     ctypes.byref(_options(async_, capacity, workers=workers)), self._sink, None)
 
     def subscribe(self, subscribe, unsubscribe, user_id, kind=0, resolution=2):
         """Subscribes a pipe: subscribe(delegate, resolution) -> SDK error code is your pipe's
@@ -294,6 +297,40 @@ class VideoSource(_Source):
         c = _c.VideoCapability()
         self._call("rawfx_video_source_capability", ctypes.byref(c))
         return c.width, c.height, c.frame
+
+
+class ShareSource(_Source):
+    """Raw frames shared as a screen (IZoomVideoSDKShareSource; the Meeting SDK's
+    IZoomSDKShareSource): pushed frames run through the chain and go, packed I420 at the
+    chain's output size (even sides) or fitted to `output_size`, to send(frame, width, height,
+    format) -> error code (0), only between on_share_send_started and on_share_send_stopped."""
+
+    def __init__(self, registry, chain, async_=False, capacity=0, output_size=None):
+        width, height = output_size or (0, 0)
+        self._create("rawfx_share_source_create", _lib.rawfx_share_source_create, registry._handle, _text(chain),
+                     ctypes.byref(_options(async_, capacity)), width, height)
+
+    def on_share_send_started(self, send):
+        """onShareSendStarted(sender) (Meeting SDK: onStartSend); send None: the SDK gave no sender."""
+        if send is None:
+            self._send = None
+            self._call("rawfx_share_source_on_share_send_started", ctypes.cast(None, _c.SHARE_SEND), None)
+            return
+
+        def deliver(_, buffer, width, height, length, fmt):
+            frame = np.ctypeslib.as_array(ctypes.cast(buffer, ctypes.POINTER(ctypes.c_uint8)), (length,))
+            return int(send(frame, width, height, fmt) or 0)
+        self._send = _c.SHARE_SEND(deliver)  # kept until the next start
+        self._call("rawfx_share_source_on_share_send_started", self._send, None)
+
+    def on_share_send_stopped(self):
+        """onShareSendStopped (Meeting SDK: onStopSend): nothing is sent once it returns."""
+        self._call("rawfx_share_source_on_share_send_stopped")
+
+    def push_frame(self, y, u, v, color_range="limited", rotation=0):
+        """Offers one frame; True when sent (or queued), False when refused (not sharing)."""
+        return _pushed("rawfx_share_source_push_frame",
+                       _lib.rawfx_share_source_push_frame(self._handle, ctypes.byref(_frame(y, u, v, color_range, rotation, 0))))
 
 
 class VirtualMic(_Source):

@@ -198,3 +198,60 @@ def test_production_studio_sends_the_declared_capability_and_10_ms_audio(registr
     studio.on_stop_send()
     assert studio.push_frame(y, u, v) is False
     assert studio.metrics()["video"]["refused"] == 2
+
+
+def test_share_source_shares_only_between_started_and_stopped(registry):
+    sent, events = [], []
+    share = rawfx.ShareSource(registry, "mirror")
+    share.on_lifecycle(lambda name, description, capability: events.append(name))
+    y, u, v = picture(32, 16, seed=3)
+    assert share.push_frame(y, u, v) is False  # not sharing yet
+    share.on_share_send_started(lambda frame, w, h, fmt: sent.append((frame.copy(), w, h, fmt)))
+    assert share.push_frame(padded(y), padded(u), padded(v)) is True
+    share.on_share_send_stopped()
+    assert share.push_frame(y, u, v) is False
+    assert [(w, h, fmt) for _, w, h, fmt in sent] == [(32, 16, 0)]  # limited range: FrameDataFormat_I420_LIMITED
+    np.testing.assert_array_equal(sent[0][0], np.concatenate([np.fliplr(p).ravel() for p in (y, u, v)]))
+    assert events == ["share_started", "share_stopped"]
+    assert share.metrics()["refused"] == 2
+    # No sender from the SDK: nothing is shared.
+    share.on_share_send_started(None)
+    assert share.push_frame(y, u, v) is False
+    assert len(sent) == 1
+
+
+def test_share_source_fits_the_output_size(registry):
+    sent = []
+    share = rawfx.ShareSource(registry, "", output_size=(32, 18))
+    share.on_share_send_started(lambda frame, w, h, fmt: sent.append((w, h, len(frame))))
+    share.push_frame(*picture(128, 72))
+    assert sent == [(32, 18, 32 * 18 * 3 // 2)]
+    with pytest.raises(rawfx.RawFXError, match="output size is 33x18"):
+        rawfx.ShareSource(registry, "", output_size=(33, 18))
+
+
+def test_receive_video_streams_share_a_pool_of_workers(registry):
+    """Six users over two workers: each user's frames arrive in order, each flipped alone."""
+    got = {}
+    receiver = rawfx.ReceiveVideo(registry, "mirror", sink=lambda user, kind, y, u, v: got.setdefault(user, []).append(y),
+                                  async_=True, capacity=8, workers=2)
+    delegates = {}
+
+    def subscriber(user):
+        def subscribe(delegate, resolution):
+            delegates[user] = delegate
+            return 0
+        return subscribe
+    for user in range(1, 7):
+        receiver.subscribe(subscriber(user), lambda d: 0, user_id=user, resolution=1)
+    pictures = {(user, n): picture(32, 18, seed=user * 10 + n) for user in range(1, 7) for n in range(4)}
+    for n in range(4):
+        for user in range(1, 7):
+            delegates[user].frame_received(*pictures[(user, n)])
+    receiver.wait_idle()
+    for user in range(1, 7):
+        assert len(got[user]) == 4
+        for n, y in enumerate(got[user]):
+            np.testing.assert_array_equal(y, np.fliplr(pictures[(user, n)][0]))
+    assert receiver.metrics()["hook"]["drops"] == 0
+    receiver.close()

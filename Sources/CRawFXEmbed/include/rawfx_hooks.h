@@ -31,7 +31,8 @@ enum {
     RAWFX_HOOK_VIDEO_SOURCE    = 3,
     RAWFX_HOOK_VIRTUAL_MIC     = 4,
     RAWFX_HOOK_RECEIVE_VIDEO   = 5,
-    RAWFX_HOOK_PRODUCTION_STUDIO = 6
+    RAWFX_HOOK_PRODUCTION_STUDIO = 6,
+    RAWFX_HOOK_SHARE_SOURCE    = 7
 };
 
 /* ------------------------------------------------------ every hook -- */
@@ -81,7 +82,9 @@ enum {
     RAWFX_EVENT_PS_MODE_ACCEPTED = 10,
     RAWFX_EVENT_PS_MODE_REFUSED = 11,
     RAWFX_EVENT_PS_STARTED = 12,
-    RAWFX_EVENT_PS_STOPPED = 13
+    RAWFX_EVENT_PS_STOPPED = 13,
+    RAWFX_EVENT_SHARE_STARTED = 14,   /* also when the SDK gave no sender: nothing is sent then */
+    RAWFX_EVENT_SHARE_STOPPED = 15
 };
 
 /* One capability (`VideoSourceCapability`): frame = frames per second; data_mode 0 none, 1
@@ -104,8 +107,8 @@ typedef struct rawfx_lifecycle_event {
  * return quickly. The event is valid during the call. */
 typedef void (*rawfx_lifecycle_callback)(void *user_data, const rawfx_lifecycle_event *event);
 
-/* [control] Sets (NULL: removes) the lifecycle callback of a video source, a virtual mic or
- * production studio. */
+/* [control] Sets (NULL: removes) the lifecycle callback of a video source, a share source, a
+ * virtual mic or production studio. */
 rawfx_result rawfx_hook_set_lifecycle_callback(rawfx_hook *hook, rawfx_lifecycle_callback callback, void *user_data);
 
 /* Processing mode of the hooks that have one: 0 = sync (in the SDK's or the app's call);
@@ -116,6 +119,10 @@ typedef struct rawfx_hook_options {
     int32_t async;
     uint32_t async_capacity;
     int32_t retain_in_async;  /* speaker, async: keep the SDK's buffer with add_ref instead of copying */
+    /* Received video, async: the threads every stream's queue shares (0: one per core), each
+     * stream on one of them at a time. Other hooks have one worker. Added after 1.0: a
+     * struct_size that ends before it reads as 0. */
+    uint32_t async_workers;
 } rawfx_hook_options;
 
 /* ------------------------------------------------------ pre-processor -- */
@@ -224,12 +231,13 @@ typedef int32_t (*rawfx_pipe_unsubscribe)(void *pipe, rawfx_pipe_delegate *deleg
 enum { RAWFX_PIPE_VIDEO = 0, RAWFX_PIPE_SHARE = 1 };
 
 /* Receives each processed frame with the stream it belongs to, valid during the call: on the
- * SDK's thread (sync) or the stream's worker (async). */
+ * SDK's thread (sync) or a worker of the hook's pool (async), one thread per stream at a time. */
 typedef void (*rawfx_receive_sink)(void *user_data, uint64_t user_id, int32_t pipe_kind, const rawfx_video_frame *frame);
 
 /* [control] Received video per user: every subscribed (user, pipe) stream runs its own
  * instance of the chain. `options` may be NULL (sync); async queues `async_capacity` frames
- * per stream (oldest dropped). */
+ * per stream (oldest dropped), processed by a pool of `async_workers` threads that every
+ * stream shares (0: one per core; threads start as streams need them). */
 rawfx_result rawfx_receive_video_create(rawfx_registry *registry, const char *chain_text, const rawfx_hook_options *options,
                                         rawfx_receive_sink sink, void *user_data, rawfx_hook **hook);
 
@@ -242,10 +250,11 @@ rawfx_result rawfx_receive_video_subscribe(rawfx_hook *hook, void *pipe, rawfx_p
                                            int32_t resolution, const rawfx_video_format *format);
 
 /* [control] Calls the pipe's unsubscribe, then releases the stream (queued frames released,
- * its worker joined, its delegate freed). RAWFX_E_NOT_FOUND if it was not subscribed. */
+ * the frame a worker is processing finished, its delegate freed). RAWFX_E_NOT_FOUND if it was
+ * not subscribed. */
 rawfx_result rawfx_receive_video_unsubscribe(rawfx_hook *hook, uint64_t user_id, int32_t pipe_kind);
 
-/* [control] Async: waits until every stream's worker is idle. */
+/* [control] Async: waits until every stream's queued frames are processed. */
 rawfx_result rawfx_receive_video_wait_idle(rawfx_hook *hook);
 
 /* [sdk] The pipe delegate's onRawDataFrameReceived. Allocates nothing in steady state (sync). */
@@ -291,6 +300,35 @@ rawfx_result rawfx_video_source_push_frame(rawfx_hook *hook, const rawfx_video_f
 
 /* [control] The capability frames are sent at; RAWFX_E_STATE before on_initialize. */
 rawfx_result rawfx_video_source_capability(const rawfx_hook *hook, rawfx_video_capability *capability);
+
+/* ------------------------------------------------------- share source -- */
+
+/* The SDK's share sender (`IZoomVideoSDKShareSender::sendShareFrame`, `IZoomSDKShareSender`):
+ * packed I420 of `frame_length` bytes; format 0 limited, 1 full range. Returns the SDK's
+ * error code (0 success). */
+typedef int32_t (*rawfx_share_send)(void *sender, char *frame_buffer, int32_t width, int32_t height,
+                                    int32_t frame_length, int32_t format);
+
+/* [control] `IZoomVideoSDKShareSource` / `IZoomSDKShareSource`: raw frames shared as a
+ * screen. Frames pushed by the app run through the chain and are sent at the chain's output
+ * size cut to even dimensions, or, when `output_width` and `output_height` are both nonzero,
+ * fitted to that size (a `scale ... mode=fit` stage is appended when the chain does not end
+ * there); packed; only between on_share_send_started and on_share_send_stopped. */
+rawfx_result rawfx_share_source_create(rawfx_registry *registry, const char *chain_text, const rawfx_hook_options *options,
+                                       uint32_t output_width, uint32_t output_height, rawfx_hook **hook);
+
+/* [sdk] onShareSendStarted (Meeting SDK: onStartSend): keeps `send` and its `sender` object
+ * until on_share_send_stopped and sends from now on. `send` NULL: the SDK gave no sender,
+ * nothing is sent (pushes are refused). */
+rawfx_result rawfx_share_source_on_share_send_started(rawfx_hook *hook, rawfx_share_send send, void *sender);
+
+/* [sdk] onShareSendStopped (Meeting SDK: onStopSend): once it returns nothing more is sent;
+ * queued frames (async) are dropped. */
+rawfx_result rawfx_share_source_on_share_send_stopped(rawfx_hook *hook);
+
+/* [app] As rawfx_video_source_push_frame: RAWFX_E_STATE outside started/stopped. Allocates
+ * nothing in steady state. */
+rawfx_result rawfx_share_source_push_frame(rawfx_hook *hook, const rawfx_video_frame *frame);
 
 /* -------------------------------------------------------- virtual mic -- */
 

@@ -10,11 +10,13 @@
 //   rawfx::zoom::video_source camera(registry, "watermark=image=logo.png");
 //   sessionContext.externalVideoSource = &camera;   // then camera.push_frame(frame) from your loop
 //
-// Video SDK (namespace ZOOMVIDEOSDK):   pre_processor, virtual_speaker, video_source, virtual_mic,
-//                                       receive_video (IZoomVideoSDKRawDataPipeDelegate per pipe)
+// Video SDK (namespace ZOOMVIDEOSDK):   pre_processor, virtual_speaker, video_source, share_source,
+//                                       virtual_mic, receive_video (IZoomVideoSDKRawDataPipeDelegate
+//                                       per pipe)
 // Meeting SDK (namespace ZOOMSDK):      meeting_pre_processor, meeting_audio_delegate,
-//                                       meeting_video_source, meeting_virtual_mic,
-//                                       meeting_production_studio
+//                                       meeting_video_source, meeting_share_source,
+//                                       meeting_virtual_mic, meeting_production_studio,
+//                                       meeting_receive_video (IZoomSDKRendererDelegate per renderer)
 // Constructors and run-time control throw rawfx::error (code + rawfx_last_error()); SDK
 // callbacks never throw: their result is kept (last_result(), last_error()). Thread rules
 // are those of rawfx_hooks.h: a callback runs on the SDK's thread, push_* on the app's.
@@ -23,6 +25,7 @@
 
 #include "../rawfx_hooks.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -163,6 +166,36 @@ template <class F> int32_t code_of(F &&call) {
     } else {
         return static_cast<int32_t>(call());
     }
+}
+
+// A received frame (the same class in both SDKs) as rawfx_video_raw_data: the planes lent for
+// the call, the SDK's reference counting.
+inline rawfx_video_raw_data raw_data_of(YUVRawDataI420 *data) {
+    rawfx_video_raw_data raw{};
+    raw.struct_size = sizeof raw;
+    raw.width = data->GetStreamWidth();
+    raw.height = data->GetStreamHeight();
+    raw.planes[0] = data->GetYBuffer();
+    raw.planes[1] = data->GetUBuffer();
+    raw.planes[2] = data->GetVBuffer();
+    // The SDK's received planes are packed: each row is the plane's width.
+    raw.strides[0] = static_cast<int32_t>(raw.width);
+    raw.strides[1] = raw.strides[2] = static_cast<int32_t>((raw.width + 1) / 2);
+    raw.rotation = data->GetRotation();
+    raw.is_limited = data->IsLimitedI420() ? 1 : 0;
+    raw.timestamp_ms = data->GetTimeStamp();
+    raw.sdk_object = data;
+    raw.can_add_ref = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->CanAddRef() ? 1 : 0; };
+    raw.add_ref = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->AddRef() ? 1 : 0; };
+    raw.release = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->Release(); };
+    return raw;
+}
+
+inline rawfx_hook *create_share_source(rawfx_registry *registry, const char *chain, const rawfx_hook_options *options,
+                                       uint32_t output_width, uint32_t output_height) {
+    rawfx_hook *h = nullptr;
+    check(rawfx_share_source_create(registry, chain, options, output_width, output_height, &h), "rawfx_share_source_create");
+    return h;
 }
 } // namespace detail
 
@@ -319,6 +352,34 @@ private:
     }
 };
 
+// Raw frames shared as a screen: what both SDKs' share source interfaces do, under their own
+// callback names (the subclasses below). Frames go out at the chain's output size (even), or
+// fitted to output_width x output_height when both are nonzero.
+template <class Sender>
+class basic_share_source : public lifecycle_source {
+public:
+    // [app] One frame from the app's loop (any size and strides): RAWFX_OK when sent or
+    // queued, RAWFX_E_STATE outside started/stopped.
+    rawfx_result push_frame(const rawfx_video_frame &frame) { return keep(rawfx_share_source_push_frame(get(), &frame)); }
+
+protected:
+    basic_share_source(rawfx_registry *registry, const std::string &chain, const rawfx_hook_options *options,
+                       uint32_t output_width, uint32_t output_height)
+        : lifecycle_source(detail::create_share_source(registry, chain.c_str(), options, output_width, output_height)) {}
+    // [sdk] The SDK's start (a null sender: nothing is sent) and stop.
+    void started(Sender *sender) {
+        keep(rawfx_share_source_on_share_send_started(get(), sender ? &basic_share_source::send : nullptr, sender));
+    }
+    void stopped() { keep(rawfx_share_source_on_share_send_stopped(get())); }
+
+private:
+    static int32_t send(void *sender, char *buffer, int32_t width, int32_t height, int32_t length, int32_t format) {
+        return detail::code_of([&] {
+            return static_cast<Sender *>(sender)->sendShareFrame(buffer, width, height, length, static_cast<FrameDataFormat>(format));
+        });
+    }
+};
+
 #if defined(RAWFX_WITH_ZOOM_VIDEO_SDK)
 // ---- Video SDK ----
 using pre_processor = basic_pre_processor<ZOOMVIDEOSDK::IZoomVideoSDKVideoSourcePreProcessor>;
@@ -342,6 +403,16 @@ public:
 using video_source = basic_video_source<ZOOMVIDEOSDK::IZoomVideoSDKVideoSource, ZOOMVIDEOSDK::IZoomVideoSDKVideoSender,
                                         ZOOMVIDEOSDK::IVideoSDKVector<ZOOMVIDEOSDK::VideoSourceCapability>,
                                         ZOOMVIDEOSDK::VideoSourceCapability>;
+
+// IZoomVideoSDKShareSource (startSharingExternalSource): onShareSendStarted / onShareSendStopped.
+class share_source : public ZOOMVIDEOSDK::IZoomVideoSDKShareSource, public basic_share_source<ZOOMVIDEOSDK::IZoomVideoSDKShareSender> {
+public:
+    share_source(rawfx_registry *registry, const std::string &chain, const rawfx_hook_options *options = nullptr,
+                 uint32_t output_width = 0, uint32_t output_height = 0)
+        : basic_share_source(registry, chain, options, output_width, output_height) {}
+    void onShareSendStarted(ZOOMVIDEOSDK::IZoomVideoSDKShareSender *sender) override { started(sender); }
+    void onShareSendStopped() override { stopped(); }
+};
 
 // Received video per user: subscribe each user's video or share pipe; each (user, pipe) runs
 // its own chain, and the sink gets the processed frames. One IZoomVideoSDKRawDataPipeDelegate
@@ -393,23 +464,7 @@ private:
 
         void onRawDataFrameReceived(YUVRawDataI420 *data) override {
             if (!data) return;
-            rawfx_video_raw_data raw{};
-            raw.struct_size = sizeof raw;
-            raw.width = data->GetStreamWidth();
-            raw.height = data->GetStreamHeight();
-            raw.planes[0] = data->GetYBuffer();
-            raw.planes[1] = data->GetUBuffer();
-            raw.planes[2] = data->GetVBuffer();
-            // The SDK's received planes are packed: each row is the plane's width.
-            raw.strides[0] = static_cast<int32_t>(raw.width);
-            raw.strides[1] = raw.strides[2] = static_cast<int32_t>((raw.width + 1) / 2);
-            raw.rotation = data->GetRotation();
-            raw.is_limited = data->IsLimitedI420() ? 1 : 0;
-            raw.timestamp_ms = data->GetTimeStamp();
-            raw.sdk_object = data;
-            raw.can_add_ref = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->CanAddRef() ? 1 : 0; };
-            raw.add_ref = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->AddRef() ? 1 : 0; };
-            raw.release = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->Release(); };
+            rawfx_video_raw_data raw = detail::raw_data_of(data);
             last = rawfx_pipe_frame_received(token, &raw);
         }
         void onRawDataStatusChanged(ZOOMVIDEOSDK::RawDataStatus status) override {
@@ -468,6 +523,146 @@ public:
 
 using meeting_video_source = basic_video_source<ZOOMSDK::IZoomSDKVideoSource, ZOOMSDK::IZoomSDKVideoSender,
                                                 ZOOMSDK::IList<ZOOMSDK::VideoSourceCapability>, ZOOMSDK::VideoSourceCapability>;
+
+// IZoomSDKShareSource (the Meeting SDK's external share source): onStartSend / onStopSend.
+class meeting_share_source : public ZOOMSDK::IZoomSDKShareSource, public basic_share_source<ZOOMSDK::IZoomSDKShareSender> {
+public:
+    meeting_share_source(rawfx_registry *registry, const std::string &chain, const rawfx_hook_options *options = nullptr,
+                         uint32_t output_width = 0, uint32_t output_height = 0)
+        : basic_share_source(registry, chain, options, output_width, output_height) {}
+    void onStartSend(ZOOMSDK::IZoomSDKShareSender *sender) override { started(sender); }
+    void onStopSend() override { stopped(); }
+};
+
+// Received video through the Meeting SDK's renderers: one IZoomSDKRendererDelegate per
+// (subscribe id, raw data type), owned here, each bound to a renderer made for it by the SDK's
+// createRenderer and destroyed by its destroyRenderer when unsubscribed. Every stream runs its
+// own chain; the sink gets the processed frames with the subscribe id (the user id for video,
+// the share source id for share) and RAWFX_PIPE_VIDEO or RAWFX_PIPE_SHARE.
+// onRendererBeDestroyed (the SDK tore the renderer down, e.g. the user left): the stream is
+// stopped as by RawData_Off (queued frames dropped, the chain drained) and the renderer is never
+// touched again; unsubscribe() then only releases the stream.
+class meeting_receive_video : public hook {
+public:
+    using sink = std::function<void(uint64_t subscribe_id, int32_t pipe_kind, const rawfx_video_frame &frame)>;
+    // ZOOMSDK::createRenderer and ZOOMSDK::destroyRenderer (rawdata_helper_interface.h), or wrappers.
+    using create_renderer = std::function<ZOOMSDK::SDKError(ZOOMSDK::IZoomSDKRenderer **, ZOOMSDK::IZoomSDKRendererDelegate *)>;
+    using destroy_renderer = std::function<ZOOMSDK::SDKError(ZOOMSDK::IZoomSDKRenderer *)>;
+
+    meeting_receive_video(rawfx_registry *registry, const std::string &chain, sink s, create_renderer create,
+                          destroy_renderer destroy, const rawfx_hook_options *options = nullptr)
+        : hook(create_hook(registry, chain.c_str(), options, this)), sink_(std::move(s)), create_(std::move(create)),
+          destroy_(std::move(destroy)) {}
+    // Unsubscribes every renderer (through the delegates, still alive here), frees the hook,
+    // then the delegates destroy their renderers.
+    ~meeting_receive_video() override { close(); }
+
+    // [control] Makes a renderer for a new delegate, then (through the C hook, which builds the
+    // stream's chain for `format`, or for the resolution's nominal size when null)
+    // setRawDataResolution(resolution) and subscribe(subscribe_id, type). Throws rawfx::error:
+    // the renderer's refusal is RAWFX_E_PROCESS with its SDKError code.
+    void subscribe(uint32_t subscribe_id, ZOOMSDK::ZoomSDKRawDataType type, ZOOMSDK::ZoomSDKResolution resolution,
+                   const rawfx_video_format *format = nullptr) {
+        auto made = std::make_unique<delegate>(subscribe_id, type, &destroy_);
+        ZOOMSDK::IZoomSDKRenderer *renderer = nullptr;
+        ZOOMSDK::SDKError created = create_(&renderer, made.get());
+        if (created != ZOOMSDK::SDKERR_SUCCESS || !renderer) throw error("createRenderer", RAWFX_E_PROCESS);
+        made->renderer.store(renderer);
+        delegate *d = made.get();
+        int32_t kind = pipe_kind(type);
+        subscriptions_[{subscribe_id, kind}] = std::move(made);
+        rawfx_result result = rawfx_receive_video_subscribe(get(), d, &delegate::subscribe, &delegate::unsubscribe, subscribe_id,
+                                                            kind, static_cast<int32_t>(resolution), format);
+        if (result != RAWFX_OK) {
+            error failure("rawfx_receive_video_subscribe", result);
+            subscriptions_.erase({subscribe_id, kind});
+            throw failure;
+        }
+    }
+    // [control] Unsubscribes one renderer and destroys it; false if it was not subscribed.
+    bool unsubscribe(uint32_t subscribe_id, ZOOMSDK::ZoomSDKRawDataType type) {
+        int32_t kind = pipe_kind(type);
+        bool done = rawfx_receive_video_unsubscribe(get(), subscribe_id, kind) == RAWFX_OK;
+        subscriptions_.erase({subscribe_id, kind});
+        return done;
+    }
+    // [control] Async: waits until every stream's queued frames are processed.
+    void wait_idle() { check(rawfx_receive_video_wait_idle(get()), "rawfx_receive_video_wait_idle"); }
+    // The renderer of a subscription (null once the SDK destroyed it, or if not subscribed).
+    ZOOMSDK::IZoomSDKRenderer *renderer(uint32_t subscribe_id, ZOOMSDK::ZoomSDKRawDataType type) const {
+        auto found = subscriptions_.find({subscribe_id, pipe_kind(type)});
+        return found == subscriptions_.end() ? nullptr : found->second->renderer.load();
+    }
+    // The result of the last callback of a subscription's delegate.
+    rawfx_result last_result(uint32_t subscribe_id, ZOOMSDK::ZoomSDKRawDataType type) const {
+        auto found = subscriptions_.find({subscribe_id, pipe_kind(type)});
+        return found == subscriptions_.end() ? RAWFX_E_NOT_FOUND : found->second->last.load();
+    }
+    using hook::last_result;
+
+private:
+    static int32_t pipe_kind(ZOOMSDK::ZoomSDKRawDataType type) {
+        return type == ZOOMSDK::RAW_DATA_TYPE_SHARE ? RAWFX_PIPE_SHARE : RAWFX_PIPE_VIDEO;
+    }
+
+    struct delegate : ZOOMSDK::IZoomSDKRendererDelegate {
+        delegate(uint32_t id_, ZOOMSDK::ZoomSDKRawDataType type_, const destroy_renderer *destroy_)
+            : id(id_), type(type_), destroy(destroy_) {}
+        // The SDK's thread clears it (onRendererBeDestroyed) while the app's may read it.
+        std::atomic<ZOOMSDK::IZoomSDKRenderer *> renderer{nullptr};
+        uint32_t id;
+        ZOOMSDK::ZoomSDKRawDataType type;
+        const destroy_renderer *destroy;
+        rawfx_pipe_delegate *token = nullptr;
+        std::atomic<rawfx_result> last{RAWFX_OK};
+
+        ~delegate() override {
+            ZOOMSDK::IZoomSDKRenderer *r = renderer.exchange(nullptr);
+            if (r && *destroy) (*destroy)(r);
+        }
+        void onRawDataFrameReceived(YUVRawDataI420 *data) override {
+            if (!data) return;
+            rawfx_video_raw_data raw = detail::raw_data_of(data);
+            last = rawfx_pipe_frame_received(token, &raw);
+        }
+        void onRawDataStatusChanged(RawDataStatus status) override {
+            last = rawfx_pipe_status_changed(token, status == RawData_On ? 0 : 1);
+        }
+        void onRendererBeDestroyed() override {
+            renderer.store(nullptr);
+            last = rawfx_pipe_status_changed(token, 1);
+        }
+        static int32_t subscribe(void *self, rawfx_pipe_delegate *token, int32_t resolution) {
+            auto *d = static_cast<delegate *>(self);
+            d->token = token;
+            ZOOMSDK::IZoomSDKRenderer *r = d->renderer.load();
+            if (!r) return ZOOMSDK::SDKERR_WRONG_USAGE;
+            ZOOMSDK::SDKError set = r->setRawDataResolution(static_cast<ZOOMSDK::ZoomSDKResolution>(resolution));
+            if (set != ZOOMSDK::SDKERR_SUCCESS) return static_cast<int32_t>(set);
+            return static_cast<int32_t>(r->subscribe(d->id, d->type));
+        }
+        static int32_t unsubscribe(void *self, rawfx_pipe_delegate *) {
+            ZOOMSDK::IZoomSDKRenderer *r = static_cast<delegate *>(self)->renderer.load();
+            return r ? static_cast<int32_t>(r->unSubscribe()) : 0;
+        }
+    };
+
+    static rawfx_hook *create_hook(rawfx_registry *registry, const char *chain, const rawfx_hook_options *options,
+                                   meeting_receive_video *self) {
+        rawfx_hook *h = nullptr;
+        check(rawfx_receive_video_create(registry, chain, options, &meeting_receive_video::deliver, self, &h),
+              "rawfx_receive_video_create");
+        return h;
+    }
+    static void deliver(void *self, uint64_t id, int32_t pipe_kind, const rawfx_video_frame *frame) {
+        auto *r = static_cast<meeting_receive_video *>(self);
+        if (r->sink_) r->sink_(id, pipe_kind, *frame);
+    }
+    sink sink_;
+    create_renderer create_;
+    destroy_renderer destroy_;
+    std::map<std::pair<uint64_t, int32_t>, std::unique_ptr<delegate>> subscriptions_;
+};
 
 namespace detail {
 struct meeting_sdk_audio_send {

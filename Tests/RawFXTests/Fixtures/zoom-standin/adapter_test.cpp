@@ -10,9 +10,14 @@
 //       the WAV arrives as 10 ms mixed-audio callbacks (reference-counted fake AudioRawData),
 //       then silence as a session would go on, until every input sample has come out of
 //       the chain; the first `latency` frames are dropped (they precede the input)
-//   adapter_test receive|receive-async video CHAIN in.y4m out.y4m
-//       a fake user's video pipe is subscribed; the SDK delivers every frame to the pipe's
-//       delegate as a reference-counted YUVRawDataI420, then RawData_Off; the sink writes Y4M
+//   adapter_test receive|receive-async video|meeting CHAIN in.y4m out.y4m
+//       a fake user's video pipe (Video SDK) or a renderer made by a fake createRenderer
+//       (Meeting SDK) is subscribed; the SDK delivers every frame to the delegate as a
+//       reference-counted YUVRawDataI420, then RawData_Off (Meeting SDK, async: then
+//       onRendererBeDestroyed, after which the renderer is never called); the sink writes Y4M
+//   adapter_test share-source video|meeting CHAIN in.y4m out.y4m
+//       the SDK starts sharing with a fake share sender (packed I420, even sides, only while
+//       started); every input frame is pushed; what the sender receives is written
 //   adapter_test production-studio meeting VCHAIN WxH in.y4m out.y4m ACHAIN in.wav out.wav
 //       PS mode accepted, onStartSend with a fake PS sender (exact capability, 32/48 kHz
 //       mono, even lengths, one thread, only while sending); frames and audio pushed, paced
@@ -27,6 +32,7 @@
 #define RAWFX_WITH_ZOOM_MEETING_SDK 1
 #include "rawfx/zoom_adapter.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -339,7 +345,8 @@ template <class Base> struct refcounted : Base {
 
 // The SDK's received audio: lent for the callback, kept only through AddRef/Release; the
 // SDK holds one reference itself and drops it after the callback.
-static int live_audio_objects = 0;
+// Atomic: an async hook releases objects on its worker while the SDK's thread makes new ones.
+static std::atomic<int> live_audio_objects{0};
 struct fake_audio_raw_data : refcounted<AudioRawData> {
     std::vector<int16_t> samples;
     uint32_t rate, channels;
@@ -397,7 +404,7 @@ static int run_speaker(rawfx_registry *registry, const char *chain, const wav &i
     }
     speaker.remove_stream(RAWFX_STREAM_MIXED);
     speaker.drain();
-    EXPECT(live_audio_objects == 0, "%d AudioRawData objects were never released", live_audio_objects);
+    EXPECT(live_audio_objects == 0, "%d AudioRawData objects were never released", live_audio_objects.load());
     std::fprintf(stderr, "adapter_test: latency %u; %s\n", latency, speaker.metrics_json().c_str());
     if (out_channels == 0) return 1;
     size_t keep = (size_t)frames * out_channels;
@@ -406,7 +413,7 @@ static int run_speaker(rawfx_registry *registry, const char *chain, const wav &i
 }
 
 // A received frame as the SDK lends it: packed planes, one reference held by the SDK itself.
-static int live_video_objects = 0;
+static std::atomic<int> live_video_objects{0};
 struct fake_yuv_raw_data : refcounted<YUVRawDataI420> {
     std::vector<uint8_t> bytes;
     uint32_t w, h;
@@ -448,25 +455,48 @@ struct fake_pipe : ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipe {
     }
 };
 
-static int run_receive(rawfx_registry *registry, const char *chain, const y4m &in, const char *out_path, bool async) {
-    std::vector<std::vector<uint8_t>> received;
-    uint32_t w = 0, h = 0;
+// A processed frame, packed (the sink's copy).
+static std::vector<uint8_t> packed_of(const rawfx_video_frame &f) {
+    std::vector<uint8_t> packed;
+    uint32_t cw = (f.width + 1) / 2, ch = (f.height + 1) / 2;
+    for (int p = 0; p < 3; p++)
+        for (uint32_t r = 0; r < (p ? ch : f.height); r++)
+            packed.insert(packed.end(), f.planes[p] + (size_t)r * f.strides[p], f.planes[p] + (size_t)r * f.strides[p] + (p ? cw : f.width));
+    return packed;
+}
+
+static bool write_y4m(const char *out_path, const y4m &in, uint32_t w, uint32_t h, const std::vector<std::vector<uint8_t>> &frames) {
+    FILE *out = std::fopen(out_path, "wb");
+    if (!out) return false;
+    std::string header = output_header(in, w, h);
+    std::fwrite(header.data(), 1, header.size(), out);
+    for (const auto &frame : frames) {
+        std::fputs("FRAME\n", out);
+        std::fwrite(frame.data(), 1, frame.size(), out);
+    }
+    return std::fclose(out) == 0;
+}
+
+static rawfx_hook_options receive_options(bool async) {
     rawfx_hook_options options{};
     options.struct_size = sizeof options;
     options.async = async ? 1 : 0;
     options.async_capacity = 64;  // enough that no frame is dropped: the output is compared whole
+    options.async_workers = 2;
+    return options;
+}
+
+static int run_receive(rawfx_registry *registry, const char *chain, const y4m &in, const char *out_path, bool async) {
+    std::vector<std::vector<uint8_t>> received;
+    uint32_t w = 0, h = 0;
+    rawfx_hook_options options = receive_options(async);
     fake_pipe pipe;
     {
         rawfx::zoom::receive_video receiver(registry, chain, [&](uint64_t user, int32_t kind, const rawfx_video_frame &f) {
             EXPECT(user == 16778240 && kind == RAWFX_PIPE_VIDEO, "frame of user %llu pipe %d", (unsigned long long)user, kind);
             w = f.width;
             h = f.height;
-            std::vector<uint8_t> packed;
-            uint32_t cw = (f.width + 1) / 2, ch = (f.height + 1) / 2;
-            for (int p = 0; p < 3; p++)
-                for (uint32_t r = 0; r < (p ? ch : f.height); r++)
-                    packed.insert(packed.end(), f.planes[p] + (size_t)r * f.strides[p], f.planes[p] + (size_t)r * f.strides[p] + (p ? cw : f.width));
-            received.push_back(std::move(packed));
+            received.push_back(packed_of(f));
         }, &options);
         bool refused = false;
         try {
@@ -489,17 +519,169 @@ static int run_receive(rawfx_registry *registry, const char *chain, const y4m &i
     }
     EXPECT(pipe.subscribes == 1 && pipe.unsubscribes == 1 && pipe.delegate == nullptr, "subscribe %d, unsubscribe %d",
            pipe.subscribes, pipe.unsubscribes);
-    EXPECT(live_video_objects == 0, "%d YUVRawDataI420 objects were never released", live_video_objects);
+    EXPECT(live_video_objects == 0, "%d YUVRawDataI420 objects were never released", live_video_objects.load());
     EXPECT(received.size() == in.frames.size(), "%zu frames received for %zu delivered", received.size(), in.frames.size());
-    FILE *out = std::fopen(out_path, "wb");
-    std::string header = output_header(in, w, h);
-    std::fwrite(header.data(), 1, header.size(), out);
-    for (const auto &frame : received) {
-        std::fputs("FRAME\n", out);
-        std::fwrite(frame.data(), 1, frame.size(), out);
+    return write_y4m(out_path, in, w, h, received) && failures == 0 ? 0 : 1;
+}
+
+// The Meeting SDK's renderer: bound to the delegate it was made for; frames only between
+// subscribe and unSubscribe; NoUse is no resolution for raw data.
+struct fake_renderer : ZOOMSDK::IZoomSDKRenderer {
+    ZOOMSDK::IZoomSDKRendererDelegate *delegate;
+    ZOOMSDK::ZoomSDKResolution resolution = ZOOMSDK::ZoomSDKResolution_NoUse;
+    ZOOMSDK::ZoomSDKRawDataType type = ZOOMSDK::RAW_DATA_TYPE_VIDEO;
+    uint32_t id = 0;
+    bool subscribed = false, torn_down = false;
+    int unsubscribes = 0;
+    explicit fake_renderer(ZOOMSDK::IZoomSDKRendererDelegate *d) : delegate(d) {}
+    ZOOMSDK::SDKError setRawDataResolution(ZOOMSDK::ZoomSDKResolution r) override {
+        EXPECT(!torn_down, "setRawDataResolution on a destroyed renderer");
+        if (r == ZOOMSDK::ZoomSDKResolution_NoUse) return ZOOMSDK::SDKERR_INVALID_PARAMETER;
+        resolution = r;
+        return ZOOMSDK::SDKERR_SUCCESS;
     }
-    std::fclose(out);
-    return failures ? 1 : 0;
+    ZOOMSDK::SDKError subscribe(uint32_t subscribe_id, ZOOMSDK::ZoomSDKRawDataType t) override {
+        EXPECT(!torn_down && !subscribed, "subscribe on a destroyed or subscribed renderer");
+        id = subscribe_id;
+        type = t;
+        subscribed = true;
+        return ZOOMSDK::SDKERR_SUCCESS;
+    }
+    ZOOMSDK::SDKError unSubscribe() override {
+        EXPECT(!torn_down, "unSubscribe on a renderer the SDK destroyed");
+        subscribed = false;
+        unsubscribes++;
+        return ZOOMSDK::SDKERR_SUCCESS;
+    }
+    ZOOMSDK::ZoomSDKResolution getResolution() override { return resolution; }
+    ZOOMSDK::ZoomSDKRawDataType getRawDataType() override { return type; }
+    uint32_t getSubscribeId() override { return id; }
+};
+
+static int run_meeting_receive(rawfx_registry *registry, const char *chain, const y4m &in, const char *out_path, bool async) {
+    std::vector<std::vector<uint8_t>> received;
+    uint32_t w = 0, h = 0;
+    rawfx_hook_options options = receive_options(async);
+    std::vector<std::unique_ptr<fake_renderer>> renderers;  // what the SDK made (it frees them itself)
+    int destroyed = 0;
+    auto create = [&](ZOOMSDK::IZoomSDKRenderer **out, ZOOMSDK::IZoomSDKRendererDelegate *d) {
+        renderers.push_back(std::make_unique<fake_renderer>(d));
+        *out = renderers.back().get();
+        return ZOOMSDK::SDKERR_SUCCESS;
+    };
+    auto destroy = [&](ZOOMSDK::IZoomSDKRenderer *r) {
+        auto *fake = static_cast<fake_renderer *>(r);
+        EXPECT(!fake->torn_down && !fake->subscribed, "destroyRenderer on a destroyed or subscribed renderer");
+        fake->torn_down = true;
+        destroyed++;
+        return ZOOMSDK::SDKERR_SUCCESS;
+    };
+    fake_renderer *renderer = nullptr;
+    {
+        rawfx::zoom::meeting_receive_video receiver(registry, chain, [&](uint64_t user, int32_t kind, const rawfx_video_frame &f) {
+            EXPECT(user == 16778240 && kind == RAWFX_PIPE_VIDEO, "frame of user %llu pipe %d", (unsigned long long)user, kind);
+            w = f.width;
+            h = f.height;
+            received.push_back(packed_of(f));
+        }, create, destroy, &options);
+        bool refused = false;
+        try {
+            receiver.subscribe(16778240, ZOOMSDK::RAW_DATA_TYPE_VIDEO, ZOOMSDK::ZoomSDKResolution_NoUse);
+        } catch (const rawfx::error &e) {
+            refused = e.code() == RAWFX_E_PROCESS;
+        }
+        EXPECT(refused && destroyed == 1, "a subscription at NoUse was not refused, or its renderer not destroyed (%d)", destroyed);
+        receiver.subscribe(16778240, ZOOMSDK::RAW_DATA_TYPE_VIDEO, ZOOMSDK::ZoomSDKResolution_360P);
+        renderer = renderers.back().get();
+        EXPECT(renderer->subscribed && renderer->id == 16778240 && renderer->resolution == ZOOMSDK::ZoomSDKResolution_360P,
+               "the renderer was not subscribed to the user at 360P");
+        EXPECT(receiver.renderer(16778240, ZOOMSDK::RAW_DATA_TYPE_VIDEO) == renderer, "renderer()");
+        for (const auto &frame : in.frames) {
+            auto *data = new fake_yuv_raw_data(frame, in.width, in.height, !in.full_range);
+            renderer->delegate->onRawDataFrameReceived(data);
+            data->Release();
+        }
+        receiver.wait_idle();
+        renderer->delegate->onRawDataStatusChanged(ZOOMSDK::IZoomSDKRendererDelegate::RawData_Off);
+        receiver.wait_idle();
+        if (async) {
+            // The SDK tears the renderer down (the user left): from now on it must not be called.
+            renderer->delegate->onRendererBeDestroyed();
+            renderer->torn_down = true;
+            renderer->subscribed = false;
+            EXPECT(receiver.renderer(16778240, ZOOMSDK::RAW_DATA_TYPE_VIDEO) == nullptr, "renderer() after onRendererBeDestroyed");
+        }
+        std::fprintf(stderr, "adapter_test: %s\n", receiver.metrics_json().c_str());
+        EXPECT(receiver.unsubscribe(16778240, ZOOMSDK::RAW_DATA_TYPE_VIDEO), "unsubscribe");
+    }
+    EXPECT(renderer->unsubscribes == (async ? 0 : 1) && destroyed == (async ? 1 : 2), "unSubscribe %d, destroyRenderer %d",
+           renderer->unsubscribes, destroyed);
+    EXPECT(live_video_objects == 0, "%d YUVRawDataI420 objects were never released", live_video_objects.load());
+    EXPECT(received.size() == in.frames.size(), "%zu frames received for %zu delivered", received.size(), in.frames.size());
+    return write_y4m(out_path, in, w, h, received) && failures == 0 ? 0 : 1;
+}
+
+// The SDK's rule for the share sender: packed I420 with even sides, only while sharing.
+struct share_rules {
+    bool sending = false;
+    uint32_t width = 0, height = 0;
+    std::vector<std::vector<uint8_t>> received;
+    void check(char *buffer, int w, int h, int length, FrameDataFormat format, bool full) {
+        EXPECT(sending, "sendShareFrame outside started..stopped");
+        EXPECT(w > 0 && h > 0 && w % 2 == 0 && h % 2 == 0, "shared %dx%d", w, h);
+        EXPECT(length == w * h * 3 / 2, "frameLength %d for %dx%d", length, w, h);
+        EXPECT(format == (full ? FrameDataFormat_I420_FULL : FrameDataFormat_I420_LIMITED), "format %d", (int)format);
+        width = (uint32_t)w;
+        height = (uint32_t)h;
+        received.emplace_back(buffer, buffer + length);
+    }
+};
+
+// Each SDK's share sender: the same rules, the SDK's own success code.
+template <class Sender, class Code, Code success> struct basic_fake_share_sender : Sender {
+    share_rules *rules;
+    bool full;
+    Code sendShareFrame(char *b, int w, int h, int l, FrameDataFormat f) override {
+        rules->check(b, w, h, l, f, full);
+        return success;
+    }
+};
+using fake_share_sender = basic_fake_share_sender<ZOOMVIDEOSDK::IZoomVideoSDKShareSender, ZOOMVIDEOSDK::ZoomVideoSDKErrors,
+                                                  ZOOMVIDEOSDK::ZoomVideoSDKErrors_Success>;
+using fake_meeting_share_sender = basic_fake_share_sender<ZOOMSDK::IZoomSDKShareSender, ZOOMSDK::SDKError, ZOOMSDK::SDKERR_SUCCESS>;
+
+// Each SDK's names for the share source's two callbacks.
+static void share_started(rawfx::zoom::share_source &s, ZOOMVIDEOSDK::IZoomVideoSDKShareSender *x) { s.onShareSendStarted(x); }
+static void share_stopped(rawfx::zoom::share_source &s) { s.onShareSendStopped(); }
+static void share_started(rawfx::zoom::meeting_share_source &s, ZOOMSDK::IZoomSDKShareSender *x) { s.onStartSend(x); }
+static void share_stopped(rawfx::zoom::meeting_share_source &s) { s.onStopSend(); }
+
+template <class Source, class Sender>
+static int run_share_source(rawfx_registry *registry, const char *chain, const y4m &in, const char *out_path) {
+    Source source(registry, chain);
+    std::vector<int> events;
+    source.on_lifecycle([&](const rawfx_lifecycle_event &e) { events.push_back(e.kind); });
+    share_rules rules;
+    Sender sender;
+    sender.rules = &rules;
+    sender.full = in.full_range;
+    std::vector<uint8_t> copy(in.frames.empty() ? 0 : in.frames[0].size());
+    auto push = [&](const std::vector<uint8_t> &frame) {
+        std::memcpy(copy.data(), frame.data(), copy.size());
+        rawfx_video_frame f = frame_over(copy.data(), in.width, in.height, in.full_range);
+        return source.push_frame(f);
+    };
+    if (!in.frames.empty()) EXPECT(push(in.frames[0]) == RAWFX_E_STATE, "a frame before the share started was not refused");
+    rules.sending = true;
+    share_started(source, &sender);
+    for (const auto &frame : in.frames) EXPECT(push(frame) == RAWFX_OK, "push_frame: %s", source.last_error().c_str());
+    share_stopped(source);
+    rules.sending = false;
+    if (!in.frames.empty()) EXPECT(push(in.frames[0]) == RAWFX_E_STATE, "a frame after the share stopped was not refused");
+    EXPECT(events == std::vector<int>({RAWFX_EVENT_SHARE_STARTED, RAWFX_EVENT_SHARE_STOPPED}), "share events (%zu)", events.size());
+    EXPECT(rules.received.size() == in.frames.size(), "%zu frames shared for %zu pushed", rules.received.size(), in.frames.size());
+    std::fprintf(stderr, "adapter_test: %s\n", source.metrics_json().c_str());
+    return write_y4m(out_path, in, rules.width, rules.height, rules.received) && failures == 0 ? 0 : 1;
 }
 
 // The SDK's audio sender rules: 16-bit mono, an even length, 10 ms chunks, only while sending.
@@ -648,7 +830,7 @@ static int run_production_studio(rawfx_registry *registry, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 6) {
-        std::fprintf(stderr, "usage: adapter_test video-source|pre-processor|speaker|speaker-async|receive|receive-async|mic video|meeting CHAIN [WxH] IN OUT\n");
+        std::fprintf(stderr, "usage: adapter_test video-source|share-source|pre-processor|speaker|speaker-async|receive|receive-async|mic video|meeting CHAIN [WxH] IN OUT\n");
         return 2;
     }
     std::string mode = argv[1], sdk = argv[2];
@@ -685,7 +867,13 @@ int main(int argc, char **argv) {
         } else if (mode == "receive" || mode == "receive-async") {
             y4m in;
             if (!read_y4m(argv[4], in)) return 1;
-            status = run_receive(registry, chain, in, argv[5], mode == "receive-async");
+            bool async = mode == "receive-async";
+            status = meeting ? run_meeting_receive(registry, chain, in, argv[5], async) : run_receive(registry, chain, in, argv[5], async);
+        } else if (mode == "share-source") {
+            y4m in;
+            if (!read_y4m(argv[4], in)) return 1;
+            status = meeting ? run_share_source<rawfx::zoom::meeting_share_source, fake_meeting_share_sender>(registry, chain, in, argv[5])
+                             : run_share_source<rawfx::zoom::share_source, fake_share_sender>(registry, chain, in, argv[5]);
         } else if (mode == "mic") {
             wav in;
             if (!read_wav(argv[4], in)) return 1;

@@ -6,7 +6,10 @@
  * and zoom_video_sdk_audio_send_rawdata_interface.h, the Meeting SDK's
  * rawdata_video_source_helper_interface.h, rawdata_audio_helper_interface.h and
  * meeting_production_studio_ctrl_interface.h; the Video SDK's raw data pipe from its
- * zoom_video_sdk_delegate_interface.h), so that CI
+ * zoom_video_sdk_delegate_interface.h; the share sources from the Video SDK's
+ * zoom_video_sdk_share_helper_interface.h and the Meeting SDK's
+ * rawdata_share_source_helper_interface.h; the Meeting SDK's renderer from its
+ * rawdata_renderer_interface.h), so that CI
  * compiles rawfx/zoom_adapter.hpp without the real SDK. Only what the adapter uses is
  * declared: names, signatures and enum values as in those headers; everything else is left
  * out. A real build includes the SDK's own headers instead of this file.
@@ -172,6 +175,20 @@ public:
     virtual void onMicUninitialized() = 0;
 };
 
+class IZoomVideoSDKShareSender {
+public:
+    virtual ~IZoomVideoSDKShareSender() {}
+    virtual ZoomVideoSDKErrors sendShareFrame(char *frameBuffer, int width, int height, int frameLength,
+                                              FrameDataFormat format = FrameDataFormat_I420_FULL) = 0;
+};
+
+class IZoomVideoSDKShareSource {
+public:
+    virtual ~IZoomVideoSDKShareSource() {}
+    virtual void onShareSendStarted(IZoomVideoSDKShareSender *pSender) = 0;
+    virtual void onShareSendStopped() = 0;
+};
+
 } // namespace ZOOMVIDEOSDK
 
 /* ---- Meeting SDK (namespace ZOOMSDK) ---- */
@@ -264,6 +281,55 @@ public:
     virtual void onStartSend(IZoomSDKPSSender *sender) = 0;
     virtual void onStopSend() = 0;
     virtual void onPSUserStatusChanged(unsigned int userID, bool bStart) = 0;
+};
+
+/* rawdata_renderer_interface.h: received video. A renderer is made for its delegate
+ * (createRenderer(&renderer, delegate)), then subscribed to a user's video (subscribeId: the
+ * user id) or share (the share source id). */
+typedef enum {
+    ZoomSDKResolution_90P = 0,
+    ZoomSDKResolution_180P,
+    ZoomSDKResolution_360P,
+    ZoomSDKResolution_720P,
+    ZoomSDKResolution_1080P,
+    ZoomSDKResolution_NoUse = 100
+} ZoomSDKResolution;
+
+typedef enum { RAW_DATA_TYPE_VIDEO = 0, RAW_DATA_TYPE_SHARE } ZoomSDKRawDataType;
+
+class IZoomSDKRendererDelegate {
+public:
+    enum RawDataStatus { RawData_On, RawData_Off };
+    virtual void onRendererBeDestroyed() = 0;
+    virtual void onRawDataFrameReceived(YUVRawDataI420 *data) = 0;
+    virtual void onRawDataStatusChanged(RawDataStatus status) = 0;
+    virtual ~IZoomSDKRendererDelegate() {}
+};
+
+class IZoomSDKRenderer {
+public:
+    virtual SDKError setRawDataResolution(ZoomSDKResolution resolution) = 0;
+    virtual SDKError subscribe(uint32_t subscribeId, ZoomSDKRawDataType type) = 0;
+    virtual SDKError unSubscribe() = 0;
+    virtual ZoomSDKResolution getResolution() = 0;
+    virtual ZoomSDKRawDataType getRawDataType() = 0;
+    virtual uint32_t getSubscribeId() = 0;
+    virtual ~IZoomSDKRenderer() {}
+};
+
+/* rawdata_share_source_helper_interface.h */
+class IZoomSDKShareSender {
+public:
+    virtual ~IZoomSDKShareSender() {}
+    virtual SDKError sendShareFrame(char *frameBuffer, int width, int height, int frameLength,
+                                    FrameDataFormat format = FrameDataFormat_I420_FULL) = 0;
+};
+
+class IZoomSDKShareSource {
+public:
+    virtual ~IZoomSDKShareSource() {}
+    virtual void onStartSend(IZoomSDKShareSender *pSender) = 0;
+    virtual void onStopSend() = 0;
 };
 
 } // namespace ZOOMSDK
