@@ -3,10 +3,17 @@
 import RawFX
 import RawFXSDK
 
-/// A participant's frame as the SDK lends it: planes from the bench's pool, never retained.
-private final class BenchVideoRawData: VideoRawData {
+/// A participant's frame as the SDK lends it: planes from the bench's pool. Not retainable by
+/// default (the hook copies or processes it in the callback); `retainable` is the SDK's heap
+/// memory mode, where `addRef` succeeds and the hook queues the frame itself.
+final class BenchVideoRawData: VideoRawData {
+    let retainable: Bool
+    init(retainable: Bool = false, rotation: SDKVideoRawDataRotation = .rotation90) {
+        self.retainable = retainable
+        rotationValue = rotation
+    }
     var frame = VideoFrame(rawfx_video_frame())
-    var rotationValue = SDKVideoRawDataRotation.rotation90
+    var rotationValue: SDKVideoRawDataRotation
     var streamWidth: Int { frame.width }
     var streamHeight: Int { frame.height }
     var yBuffer: UnsafeMutablePointer<CChar>? { UnsafeMutableRawPointer(frame.plane(0)).assumingMemoryBound(to: CChar.self) }
@@ -18,13 +25,13 @@ private final class BenchVideoRawData: VideoRawData {
     var rotation: SDKVideoRawDataRotation { rotationValue }
     var isLimitedI420: Bool { true }
     var timeStamp: UInt64 = 0
-    func canAddRef() -> Bool { false }
-    func addRef() -> Bool { false }
+    func canAddRef() -> Bool { retainable }
+    func addRef() -> Bool { retainable }
     func releaseRef() -> Int { 0 }
 }
 
 /// The smallest pipe: it keeps the delegate the hook subscribes and calls it.
-private final class BenchPipe: SDKRawDataPipe {
+final class BenchPipe: SDKRawDataPipe {
     var delegate: (any SDKRawDataPipeDelegate)?
     func subscribe(with delegate: any SDKRawDataPipeDelegate, resolution: SDKVideoResolution) -> VideoSDKError {
         self.delegate = delegate

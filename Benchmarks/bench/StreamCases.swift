@@ -5,55 +5,22 @@ import Foundation
 import RawFX
 import RawFXSDK
 
-/// A user's received frame in the SDK's heap memory mode: `addRef` succeeds, so the hook
-/// queues the frame itself and the SDK's thread copies nothing (what the pool's scaling is
-/// about); the planes stay valid until the batch is processed.
-private final class RetainedBenchRawData: VideoRawData {
-    var frame = VideoFrame(rawfx_video_frame())
-    var streamWidth: Int { frame.width }
-    var streamHeight: Int { frame.height }
-    var yBuffer: UnsafeMutablePointer<CChar>? { UnsafeMutableRawPointer(frame.plane(0)).assumingMemoryBound(to: CChar.self) }
-    var uBuffer: UnsafeMutablePointer<CChar>? { UnsafeMutableRawPointer(frame.plane(1)).assumingMemoryBound(to: CChar.self) }
-    var vBuffer: UnsafeMutablePointer<CChar>? { UnsafeMutableRawPointer(frame.plane(2)).assumingMemoryBound(to: CChar.self) }
-    var yStride: Int { frame.stride(0) }
-    var uStride: Int { frame.stride(1) }
-    var vStride: Int { frame.stride(2) }
-    /// Phones send portrait video turned 90°: the chain's `rotate=angle=auto` uprights it.
-    var rotation: SDKVideoRawDataRotation { .rotation90 }
-    var isLimitedI420: Bool { true }
-    var timeStamp: UInt64 = 0
-    func canAddRef() -> Bool { true }
-    func addRef() -> Bool { true }
-    func releaseRef() -> Int { 0 }
-}
-
-/// A pipe that keeps the delegate the hook subscribes, for the bench to call.
-private final class StreamPipe: SDKRawDataPipe {
-    var delegate: (any SDKRawDataPipeDelegate)?
-    func subscribe(with delegate: any SDKRawDataPipeDelegate, resolution: SDKVideoResolution) -> VideoSDKError {
-        self.delegate = delegate
-        return .success
-    }
-    func unSubscribe(with delegate: any SDKRawDataPipeDelegate) -> VideoSDKError {
-        self.delegate = nil
-        return .success
-    }
-}
-
 /// One unit = `framesPerUser` frames of every user (each a different frame of the pool),
 /// delivered user after user on the bench thread as the SDK's threads would, then waited for:
 /// the sink signals once per processed frame. Several frames per unit keep the workers busy
 /// across a user's frames, as a live session does, instead of measuring one wake-up per frame.
 /// p50 per unit is the batch's wall time, so the throughput ratio between worker counts is the
 /// speedup. The capacity exceeds the frames per user in flight: nothing is dropped.
-final class ReceiveStreamsAsync: Workload {
+final class ReceiveStreamsAsync: Workload, ThreadCounted {
     static let framesPerUser = 4
     let hook: ReceiveVideoHook
     let threads: Int
     let pool: FramePool
-    private let pipes: [StreamPipe]
-    /// [user * framesPerUser + k]: a frame object per frame in flight (retained by the hook).
-    private let frames: [RetainedBenchRawData]
+    private let pipes: [BenchPipe]
+    /// [user * framesPerUser + k]: a frame object per frame in flight, in the SDK's heap memory
+    /// mode (`addRef` succeeds: the hook queues the frame and the SDK's thread copies nothing);
+    /// turned 90°, as phones send it, for the chain's `rotate=angle=auto`.
+    private let frames: [BenchVideoRawData]
     private let processed = DispatchSemaphore(value: 0)
 
     init(chain: String, registry: PluginRegistry, users: Int, workers: Int, pool: FramePool) throws {
@@ -64,8 +31,8 @@ final class ReceiveStreamsAsync: Workload {
                                     mode: .async(capacity: 2 * Self.framesPerUser, workers: workers)) { _, _ in
             processed.signal()
         }
-        pipes = (0..<users).map { _ in StreamPipe() }
-        frames = (0..<users * Self.framesPerUser).map { _ in RetainedBenchRawData() }
+        pipes = (0..<users).map { _ in BenchPipe() }
+        frames = (0..<users * Self.framesPerUser).map { _ in BenchVideoRawData(retainable: true) }
         let format = VideoFormat(width: pool.format.width, height: pool.format.height, rotation: 90)
         for (user, pipe) in pipes.enumerated() {
             try hook.subscribe(pipe, user: SDKUser(UInt64(user + 1)), resolution: .p360, format: format)
@@ -111,7 +78,7 @@ func streamCases() -> [BenchCase] {
                 let two = try ReceiveStreamsAsync(chain: chain, registry: context.registry, users: shape.users, workers: 2, pool: pool)
                 return .init(chain: chain, engine: one, direct: nil, filterCount: 2,
                              references: [.init(short: "2 workers", label: "the same users over a pool of 2 workers (wall time: "
-                                                    + "its ratio to 1 worker is the speedup)", workload: two)])
+                                                    + "its ratio to 1 worker is the speedup)", workload: two, threads: 2)])
             })
     }
 }

@@ -7,10 +7,14 @@ import RawFXSDK
 import Glibc
 #endif
 
+/// A path that runs on a known number of threads: a threaded case's rows report it, and the
+/// case's speedup is p50 at 1 thread over p50 at the most threads.
+protocol ThreadCounted { var threads: Int { get } }
+
 /// The engine: `VideoChain.process` on frame i of the pool, with the engine's thread pool at
 /// `threads` (set before each slice: the pool is process-wide, and the paths of a threaded
 /// case alternate between 1 and 2).
-final class EngineVideo: Workload {
+final class EngineVideo: Workload, ThreadCounted {
     let chain: VideoChain
     let pool: FramePool
     let threads: Int

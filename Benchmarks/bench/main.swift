@@ -125,7 +125,7 @@ for c in cases {
         result.rounds = measured.rounds
         let threaded = built.references.contains { $0.threads != nil }
         result.paths.append(PathResult(role: .engine, label: "RawFX chain: \(built.chain)", unit: c.unit, figures: figures[0],
-                                       threads: threaded ? (built.engine as? EngineVideo)?.threads : nil))
+                                       threads: threaded ? (built.engine as? ThreadCounted)?.threads : nil))
         var next = 1
         if built.direct != nil {
             result.paths.append(PathResult(role: .direct, label: options.aa ? "A/A: a second engine chain" : c.directSummary ?? "direct",

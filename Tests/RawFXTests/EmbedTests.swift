@@ -155,6 +155,38 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
         XCTAssertEqual(String(cString: rawfx_last_error()), "\(path("missing")): no such plugin file or directory")
     }
 
+    /// rawfx_set_log_callback: lines from the level up reach the C function with their level,
+    /// source and text, in order, on the logging thread; NULL hands them back to swift-log.
+    func testLogLinesReachTheCallbackFromItsLevelUp() throws {
+        struct Line: Equatable { var level: UInt32; var source: String; var message: String }
+        let received = Locked<[Line]>([])
+        let context = Unmanaged.passRetained(received)
+        defer {
+            XCTAssertEqual(rawfx_set_log_callback(nil, nil, UInt32(RAWFX_LOG_WARNING)), rawfx_result(RAWFX_OK))
+            context.release()
+        }
+        XCTAssertEqual(rawfx_set_log_callback({ userData, level, source, message in
+            let lines = Unmanaged<Locked<[Line]>>.fromOpaque(userData!).takeUnretainedValue()
+            let line = Line(level: level, source: String(cString: source!), message: String(cString: message!))
+            lines.withLock { $0.append(line) }
+        }, context.toOpaque(), UInt32(RAWFX_LOG_INFO)), rawfx_result(RAWFX_OK))
+        RawFXLog.log(.debug, source: "embed-test", "below the level")
+        RawFXLog.log(.info, source: "embed-test", "first")
+        RawFXLog.log(.error, source: "embed-test", "second")
+        RawFXLog.sync()
+        XCTAssertEqual(received.withLock { $0 }.filter { $0.source == "embed-test" },
+                       [Line(level: UInt32(RAWFX_LOG_INFO), source: "embed-test", message: "first"),
+                        Line(level: UInt32(RAWFX_LOG_ERROR), source: "embed-test", message: "second")])
+
+        XCTAssertEqual(rawfx_set_log_callback(nil, nil, 7), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        XCTAssertTrue(String(cString: rawfx_last_error()).contains("min_level 7 is not a log level"))
+
+        XCTAssertEqual(rawfx_set_log_callback(nil, nil, UInt32(RAWFX_LOG_WARNING)), rawfx_result(RAWFX_OK))
+        RawFXLog.log(.error, source: "embed-test", "after")
+        RawFXLog.sync()
+        XCTAssertFalse(received.withLock { $0 }.contains { $0.message == "after" })
+    }
+
     /// The engine's trust rule through the options: a group-writable plugin is refused with
     /// the rule it breaks, and loaded with allow_untrusted.
     func testTrustRuleAndItsOverride() throws {

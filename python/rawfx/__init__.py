@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _library as _c
 
-__all__ = ["RawFXError", "Registry", "VideoChain", "AudioChain", "library_path"]
+__all__ = ["RawFXError", "Registry", "VideoChain", "AudioChain", "library_path", "set_log_callback", "sync_log"]
 
 _lib, library_path = _c.load()
 
@@ -43,6 +43,36 @@ def _text(value):
 
 def _strings(count, item):
     return [item(i).decode() for i in range(count)]
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")  # rawfx_log_severity 0..3
+_log_callback = None  # the ctypes function librawfx holds: kept alive here
+
+
+def set_log_callback(callback, level="warning"):
+    """Sends the log lines of the engine and its plugins from `level` up ("debug", "info",
+    "warning", "error") to `callback(level, source, message)`, all three str, instead of
+    standard error (rawfx_set_log_callback). It runs on the engine's logging thread, one line
+    at a time; `callback=None` restores standard error."""
+    global _log_callback
+    if level not in LOG_LEVELS:
+        raise ValueError("level must be one of %s, not %r" % (", ".join(LOG_LEVELS), level))
+    if callback is None:
+        _check("rawfx_set_log_callback", _lib.rawfx_set_log_callback(_c.LOG_CALLBACK(), None, LOG_LEVELS.index(level)))
+        _log_callback = None
+        return
+
+    def deliver(_user_data, severity, source, message):
+        callback(LOG_LEVELS[severity], source.decode(errors="replace"), message.decode(errors="replace"))
+
+    function = _c.LOG_CALLBACK(deliver)
+    _check("rawfx_set_log_callback", _lib.rawfx_set_log_callback(function, None, LOG_LEVELS.index(level)))
+    _log_callback = function
+
+
+def sync_log():
+    """Returns when every line logged so far has reached the callback (rawfx_log_sync)."""
+    _lib.rawfx_log_sync()
 
 
 class Registry:

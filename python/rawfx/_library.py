@@ -123,6 +123,8 @@ SHARE_SEND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, 
 AUDIO_SEND = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int32,
                               ctypes.c_int32)
 
+LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_char_p)
+
 VIDEO_EMIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(VideoFrame))
 AUDIO_EMIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(AudioFrame))
 
@@ -137,6 +139,8 @@ def _declare(lib):
         "rawfx_embed_version": (c.c_uint32, []),
         "rawfx_last_error": (c.c_char_p, []),
         "rawfx_result_name": (c.c_char_p, [result]),
+        "rawfx_set_log_callback": (result, [LOG_CALLBACK, P, c.c_uint32]),
+        "rawfx_log_sync": (None, []),
         "rawfx_registry_open": (result, [c.POINTER(RegistryOptions), c.POINTER(P)]),
         "rawfx_registry_close": (None, [P]),
         "rawfx_registry_search_path_count": (c.c_size_t, [P]),

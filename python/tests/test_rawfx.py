@@ -202,3 +202,26 @@ def test_library_not_found_names_what_to_set(tmp_path):
     outcome = subprocess.run([sys.executable, "-c", "import rawfx"], env=env, capture_output=True, text=True)
     assert outcome.returncode != 0
     assert "librawfx not found; set RAWFX_LIBRARY" in outcome.stderr and "nope.so" in outcome.stderr
+
+
+def test_log_lines_reach_the_callback_from_its_level_up(registry):
+    """The scale filter logs its geometry at info when it is configured: with the callback at
+    info it arrives with its source; at warning it does not."""
+    lines = []
+    rawfx.set_log_callback(lambda level, source, message: lines.append((level, source, message)), level="info")
+    try:
+        chain = rawfx.VideoChain(registry, "scale=width=320:height=180")
+        chain.negotiate(640, 360)
+        rawfx.sync_log()
+        assert ("info", "scale") in [(level, source) for level, source, _ in lines], lines
+        assert any("640x360 -> 320x180" in message for _, _, message in lines), lines
+
+        lines.clear()
+        rawfx.set_log_callback(lambda level, source, message: lines.append((level, source, message)), level="warning")
+        rawfx.VideoChain(registry, "scale=width=160:height=90").negotiate(640, 360)
+        rawfx.sync_log()
+        assert lines == []
+    finally:
+        rawfx.set_log_callback(None)
+    with pytest.raises(ValueError):
+        rawfx.set_log_callback(print, level="loud")

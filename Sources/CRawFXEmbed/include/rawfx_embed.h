@@ -40,7 +40,7 @@ extern "C" {
 
 /* The version of this API. Minor versions only append functions and struct fields. */
 #define RAWFX_EMBED_VERSION_MAJOR 1
-#define RAWFX_EMBED_VERSION_MINOR 0
+#define RAWFX_EMBED_VERSION_MINOR 1
 
 /* [any] The version of the library loaded, as RAWFX_EMBED_VERSION_MAJOR * 1000 + MINOR.
  * A program built against a newer minor than the library checks this before calling the
@@ -68,6 +68,26 @@ const char *rawfx_last_error(void);
 
 /* [any] The name of a result code ("RAWFX_E_CHAIN"); a static string. */
 const char *rawfx_result_name(rawfx_result result);
+
+/* ---------------------------------------------------------------- logging -- */
+
+/* One log line of the engine or a plugin: `level` is a rawfx_log_severity (RAWFX_LOG_DEBUG to
+ * RAWFX_LOG_ERROR, rawfx.h); `source` names who logged (a filter id, a plugin file, a hook;
+ * "" for none); both strings are valid during the call only. */
+typedef void (*rawfx_log_callback)(void *user_data, uint32_t level, const char *source, const char *message);
+
+/* [any] (since 1.1) Sends the log lines of the engine and its plugins from `min_level` up to
+ * `callback`. The callback runs on the engine's logging thread, never on a process thread,
+ * one line at a time and in order; it must not call rawfx_set_log_callback. Plugins log into a
+ * lock-free ring that this thread drains, so a slow callback never stalls a frame (a full
+ * ring drops lines). With callback NULL the lines go back to swift-log, whose default
+ * handler writes them to standard error, warnings and errors only (docs/observability.md).
+ * RAWFX_E_INVALID_ARGUMENT for a level above RAWFX_LOG_ERROR. */
+rawfx_result rawfx_set_log_callback(rawfx_log_callback callback, void *user_data, uint32_t min_level);
+
+/* [control] (since 1.1) Returns when every line logged before the call has been delivered
+ * (to the callback, or to swift-log): call it before checking for a line, or before exit. */
+void rawfx_log_sync(void);
 
 /* --------------------------------------------------------------- registry -- */
 
