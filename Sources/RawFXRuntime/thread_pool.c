@@ -103,12 +103,15 @@ static int withdraw_sleep(void) {
 static void *worker_main(void *argument) {
     const uint32_t index = (uint32_t)(uintptr_t)argument; /* 0 for the first worker */
     inside_job = 1;
-    uint32_t seen = atomic_load(&pool.generation);
+    /* One behind: a run that began before this thread started, or while it was
+     * parked, is joined too (joining checks `running`, so a stale guess costs
+     * one look). */
+    uint32_t seen = atomic_load(&pool.generation) - 1;
     for (;;) {
         if (index + 1 >= atomic_load(&pool.wanted)) {
             /* Not among the threads wanted now: park until the count grows. */
             sem_wait(&pool.parked[index]);
-            seen = atomic_load(&pool.generation);
+            seen = atomic_load(&pool.generation) - 1;
             continue;
         }
         if (!spin_until(generation_changed, seen)) {
