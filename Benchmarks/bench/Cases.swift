@@ -192,7 +192,7 @@ func videoCases() -> [BenchCase] {
             cases.append(BenchCase(
                 name: "rotate\(degrees)-\(r.name)", kind: .video, filters: ["rotate"], unit: "frame",
                 summary: "rotate \(r.name) by \(degrees) degrees",
-                directSummary: degrees == 180 ? "libyuv I420Mirror with negative height (what the plugin calls)"
+                directSummary: degrees == 180 ? "libyuv I420Mirror writing the destination bottom up (what the plugin calls)"
                                               : "libyuv I420Rotate(kRotate\(degrees))",
                 make: { context in
                     let chain = "rotate=angle=\(degrees)"
@@ -217,7 +217,7 @@ func videoCases() -> [BenchCase] {
             cases.append(BenchCase(
                 name: "mirror\(vertical ? "-vertical" : "")-\(r.name)", kind: .video, filters: ["mirror"], unit: "frame",
                 summary: "mirror \(r.name) \(vertical ? "top to bottom" : "left to right")",
-                directSummary: vertical ? "libyuv I420Copy with negative height (what the plugin calls)" : "libyuv I420Mirror",
+                directSummary: vertical ? "libyuv I420Copy writing the destination bottom up (what the plugin calls)" : "libyuv I420Mirror",
                 make: { context in
                     let chain = vertical ? "mirror=vertical=true" : "mirror"
                     let e = try engine(context, chain, r)

