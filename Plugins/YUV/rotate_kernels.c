@@ -33,34 +33,6 @@
 #include <immintrin.h>
 #endif
 
-/* ------------------------------------------------------------ selection -- */
-
-rotate_kernel_level rotate_kernels_select(void) {
-    rotate_kernel_level best = ROTATE_KERNELS_C;
-#ifdef ROTATE_KERNELS_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("ssse3")) best = ROTATE_KERNELS_SSSE3;
-    if (__builtin_cpu_supports("avx2")) best = ROTATE_KERNELS_AVX2;
-#endif
-    const char *forced = getenv("RAWFX_KERNELS");
-    if (forced != NULL) {
-        rotate_kernel_level cap = best;
-        if (strcmp(forced, "c") == 0) cap = ROTATE_KERNELS_C;
-        else if (strcmp(forced, "ssse3") == 0) cap = ROTATE_KERNELS_SSSE3;
-        else if (strcmp(forced, "avx2") == 0) cap = ROTATE_KERNELS_AVX2;
-        if (cap < best) best = cap;
-    }
-    return best;
-}
-
-const char *rotate_kernels_name(rotate_kernel_level level) {
-    switch (level) {
-    case ROTATE_KERNELS_AVX2: return "avx2";
-    case ROTATE_KERNELS_SSSE3: return "ssse3";
-    default: return "c";
-    }
-}
-
 /* ------------------------------------------------------------- portable -- */
 
 /* Columns [c0, c1) of `height` rows, in 32x32 tiles so that both the rows read

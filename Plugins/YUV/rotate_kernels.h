@@ -22,20 +22,13 @@
 
 #define ROTATE_KERNELS_HIDDEN __attribute__((visibility("hidden")))
 
-typedef enum rotate_kernel_level {
-    ROTATE_KERNELS_C = 0,
-    ROTATE_KERNELS_SSSE3 = 1,
-    ROTATE_KERNELS_AVX2 = 2,
-} rotate_kernel_level;
+#include "kernel_level.h"
 
-/* The best level this CPU runs, lowered by the environment variable
- * RAWFX_KERNELS ("c", "ssse3" or "avx2"; test-only: it lets tests compare
- * each SIMD path with the portable one). Never raises it above what the CPU
- * supports. Not real-time (getenv): call at configure. */
-ROTATE_KERNELS_HIDDEN rotate_kernel_level rotate_kernels_select(void);
-
-/* "c", "ssse3" or "avx2". */
-ROTATE_KERNELS_HIDDEN const char *rotate_kernels_name(rotate_kernel_level level);
+/* The level the kernels below run at: yuv_kernels_select (kernel_level.h). */
+typedef yuv_kernel_level rotate_kernel_level;
+#define ROTATE_KERNELS_C     YUV_KERNELS_C
+#define ROTATE_KERNELS_SSSE3 YUV_KERNELS_SSSE3
+#define ROTATE_KERNELS_AVX2  YUV_KERNELS_AVX2
 
 /* dst[x][y] = src[y][x] for the source columns [column_begin, column_end) of a
  * width x height plane, i.e. the destination rows [column_begin, column_end)

@@ -29,7 +29,7 @@
  * - Run-time dispatch: the AVX2 and SSSE3 kernels are compiled with
  *   __attribute__((target)) and chosen with __builtin_cpu_supports; the
  *   portable C path computes the same integers (tests compare them byte for
- *   byte by forcing RAWFX_SCALE_ISA=c). The build assumes nothing about the CPU.
+ *   byte by forcing RAWFX_KERNELS=c). The build assumes nothing about the CPU.
  */
 #include "scale_kernels.h"
 
@@ -47,36 +47,6 @@
 #else
 #define SCALE_X86 0
 #endif
-
-/* ------------------------------------------------------------- dispatch -- */
-
-scale_isa scale_isa_select(const char **refused) {
-    scale_isa best = SCALE_ISA_C;
-#if SCALE_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("ssse3")) best = SCALE_ISA_SSSE3;
-    if (__builtin_cpu_supports("avx2")) best = SCALE_ISA_AVX2;
-#endif
-    const char *cap = getenv("RAWFX_SCALE_ISA");
-    *refused = NULL;
-    if (cap != NULL && *cap != '\0') {
-        scale_isa limit = best;
-        if (strcasecmp(cap, "c") == 0) limit = SCALE_ISA_C;
-        else if (strcasecmp(cap, "ssse3") == 0) limit = SCALE_ISA_SSSE3;
-        else if (strcasecmp(cap, "avx2") == 0) limit = SCALE_ISA_AVX2;
-        else *refused = cap;
-        if (limit < best) best = limit;
-    }
-    return best;
-}
-
-const char *scale_isa_name(scale_isa isa) {
-    switch (isa) {
-    case SCALE_ISA_AVX2: return "avx2";
-    case SCALE_ISA_SSSE3: return "ssse3";
-    default: return "c";
-    }
-}
 
 /* ----------------------------------------------------------------- plan -- */
 

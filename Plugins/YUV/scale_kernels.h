@@ -16,8 +16,13 @@
 
 #define SCALE_HIDDEN __attribute__((visibility("hidden")))
 
-/* Instruction sets, in order: a level includes the ones below it. */
-typedef enum { SCALE_ISA_C = 0, SCALE_ISA_SSSE3 = 1, SCALE_ISA_AVX2 = 2 } scale_isa;
+#include "kernel_level.h"
+
+/* The instruction set the kernels run: yuv_kernels_select (kernel_level.h). */
+typedef yuv_kernel_level scale_isa;
+#define SCALE_ISA_C     YUV_KERNELS_C
+#define SCALE_ISA_SSSE3 YUV_KERNELS_SSSE3
+#define SCALE_ISA_AVX2  YUV_KERNELS_AVX2
 
 /* The filters of the `scale` parameter, in libyuv's FilterMode order. */
 enum { SCALE_FILTER_NONE, SCALE_FILTER_LINEAR, SCALE_FILTER_BILINEAR, SCALE_FILTER_BOX };
@@ -61,13 +66,6 @@ typedef struct scale_plan {
     /* libyuv's 16.16 positions (ScaleSlope) */
     int x, y, dx, dy;
 } scale_plan;
-
-/* The instruction set to use: the best the CPU has, capped by the environment
- * variable RAWFX_SCALE_ISA=c|ssse3|avx2 (a test-only way to force the portable
- * path; read when called, which the filter does at configure). Another value is
- * ignored and returned in *refused (else NULL), for the caller to report. */
-SCALE_HIDDEN scale_isa scale_isa_select(const char **refused);
-SCALE_HIDDEN const char *scale_isa_name(scale_isa isa);
 
 /* Plans one plane's scale; sizes >= 1. Any thread; no allocation. */
 SCALE_HIDDEN void scale_plan_init(scale_plan *plan, int src_w, int src_h, int dst_w, int dst_h,

@@ -161,7 +161,7 @@ typedef struct yuv_instance {
     int scale_filter;                   /* live */
     int scale_mode;                     /* live: geometry recomputed on change */
     scale_geometry geometry;
-    scale_isa isa;                      /* chosen at configure (RAWFX_SCALE_ISA caps it) */
+    scale_isa isa;                      /* chosen at configure (RAWFX_KERNELS caps it) */
     scale_plan luma_plan, chroma_plan;  /* remade whenever geometry or filter changes */
     uint8_t *scale_rows;                /* one row buffer per slice, allocated at configure */
     size_t scale_row_bytes;
@@ -330,6 +330,17 @@ static const rawfx_host_thread_pool *yuv_thread_pool(const rawfx_host *host) {
     return pool;
 }
 
+/* The kernels' instruction set for this CPU (kernel_level.h), logging a
+ * RAWFX_KERNELS value it ignored; at configure (getenv is not real-time). */
+static yuv_kernel_level yuv_select_kernels(yuv_instance *self) {
+    const char *refused;
+    yuv_kernel_level level = yuv_kernels_select(&refused);
+    if (refused != NULL)
+        rawfx_log(&self->base, RAWFX_LOG_WARNING, "RAWFX_KERNELS=%s is not c, ssse3 or avx2; using %s", refused,
+                  yuv_kernels_name(level));
+    return level;
+}
+
 /* One row buffer per thread the host's pool may run (at least one), for every
  * geometry and filter the live parameters can reach from this input size. The
  * pool's size can grow after configure (RAWFX_THREADS, RawFXThreadPool), so
@@ -397,11 +408,7 @@ static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format
     rawfx_log(&self->base, RAWFX_LOG_INFO, "%ux%u -> %ux%u, mode %s: input %dx%d at %d,%d to output %dx%d at %d,%d",
               in->width, in->height, self->out_width, self->out_height, scale_mode_names[self->scale_mode],
               g->src_w, g->src_h, g->src_x, g->src_y, g->dst_w, g->dst_h, g->dst_x, g->dst_y);
-    const char *refused;
-    self->isa = scale_isa_select(&refused);
-    if (refused != NULL)
-        rawfx_log(&self->base, RAWFX_LOG_WARNING, "RAWFX_SCALE_ISA=%s is not c, ssse3 or avx2; using %s", refused,
-                  scale_isa_name(self->isa));
+    self->isa = yuv_select_kernels(self);
     scale_update_plans(self);
     status = scale_allocate_rows(self, in->width);
     if (status != RAWFX_OK) return status;
@@ -467,7 +474,7 @@ static rawfx_status scale_process(const rawfx_filter *filter, const rawfx_video_
 /* Kernels and thread pool for rotate and mirror; at configure (getenv and
  * get_extension are not real-time). */
 static void turn_configure(yuv_instance *self) {
-    self->kernels = rotate_kernels_select();
+    self->kernels = yuv_select_kernels(self);
     self->pool = yuv_thread_pool(self->base.host);
 }
 

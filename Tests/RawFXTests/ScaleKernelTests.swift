@@ -9,7 +9,7 @@ import XCTest
 /// against FFmpeg's bicubic and libyuv's I420Scale on the repository's test pattern, the
 /// fixed-ratio kernels against their weight formula, every other ratio byte for byte against
 /// libyuv, slices on two threads against one, no allocation per frame, and each SIMD level
-/// against the portable C (forced with RAWFX_SCALE_ISA).
+/// against the portable C (forced with RAWFX_KERNELS).
 final class ScaleKernelTests: XCTestCase {
     var registry: PluginRegistry!
 
@@ -27,7 +27,7 @@ final class ScaleKernelTests: XCTestCase {
 
     override func tearDown() {
         RawFXThreadPool.threadCount = 1
-        unsetenv("RAWFX_SCALE_ISA")
+        unsetenv("RAWFX_KERNELS")
     }
 
     /// One frame of `buffer` through a new chain, copied out.
@@ -166,21 +166,21 @@ final class ScaleKernelTests: XCTestCase {
             let input = patternBuffer(width: sw, height: sh, extraStride: 3, seed: dw)
             for filter in ["bilinear", "box"] {
                 let text = "scale=width=\(dw):height=\(dh):filter=\(filter)"
-                setenv("RAWFX_SCALE_ISA", "c", 1)
+                setenv("RAWFX_KERNELS", "c", 1)
                 let portable = try scaled(text, input)
                 for level in ["ssse3", "avx2"] {
-                    setenv("RAWFX_SCALE_ISA", level, 1)
+                    setenv("RAWFX_KERNELS", level, 1)
                     XCTAssertEqual(try scaled(text, input), portable, "\(sw)x\(sh) -> \(dw)x\(dh) \(filter) \(level)")
                 }
             }
         }
     }
 
-    /// An unknown RAWFX_SCALE_ISA is not silently dropped: configure says what it ignored.
+    /// An unknown RAWFX_KERNELS is not silently dropped: configure says what it ignored.
     func testUnknownInstructionSetIsReportedAtConfigure() throws {
         let lines = LogCapture()
         defer { lines.stop() }
-        setenv("RAWFX_SCALE_ISA", "neon", 1)
+        setenv("RAWFX_KERNELS", "neon", 1)
         let scale = try DirectFilter(DirectPlugin.built("rawfx-yuv").descriptor("scale"), host: .attached,
                                      source: "scale#isa")
         XCTAssertEqual(scale.set(0, int: 1280), Int32(RAWFX_OK))
@@ -188,7 +188,7 @@ final class ScaleKernelTests: XCTestCase {
         RawFXLog.sync()
         let warnings = lines.records.filter { $0.source == "scale#isa" && $0.severity == .warning }.map(\.message)
         XCTAssertEqual(warnings.count, 1)
-        XCTAssertTrue(warnings.first?.hasPrefix("RAWFX_SCALE_ISA=neon is not c, ssse3 or avx2; using ") ?? false,
+        XCTAssertTrue(warnings.first?.hasPrefix("RAWFX_KERNELS=neon is not c, ssse3 or avx2; using ") ?? false,
                       "\(warnings)")
     }
 
