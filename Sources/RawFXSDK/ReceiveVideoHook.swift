@@ -200,7 +200,7 @@ public final class ReceiveVideoHook: @unchecked Sendable {
     }
 
     /// Async: the pool's thread limit (`workers`, or the core count) and the threads started
-    /// so far (they start as streams need them). Nil in sync mode.
+    /// so far (one per subscribed stream, up to the limit, started at subscribe). Nil in sync mode.
     public var workerThreads: (limit: Int, started: Int)? { pool.map { ($0.maxWorkers, $0.workerCount) } }
 
     /// The streams subscribed now.

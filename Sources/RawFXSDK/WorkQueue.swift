@@ -305,8 +305,9 @@ protocol PoolRunnable: AnyObject {
 
 /// K threads serving many `WorkQueue`s (received video: every (user, pipe) stream of a hook),
 /// so 25 streams need not be 25 threads. Each queue is run by one worker at a time (see
-/// `WorkQueue`), different queues in parallel. Threads start on demand, up to `maxWorkers`, and
-/// stay until `close`.
+/// `WorkQueue`), different queues in parallel. Threads start as queues attach (one per queue,
+/// up to `maxWorkers`), on the attaching (control) thread, never on the frame path, and stay
+/// until `close`.
 ///
 /// The frame path takes the pool's lock once per turn to move a queue in or out of the ready
 /// list (the wake-up); the list holds each attached queue at most once and its capacity is
@@ -347,11 +348,17 @@ package final class WorkerPool: @unchecked Sendable {
         return threads.count
     }
 
-    /// [control] A queue will schedule here: room for it in the ready list now.
+    /// [control] A queue will schedule here: room for it in the ready list now, and a worker
+    /// for it while there are fewer than `maxWorkers` (starting a thread allocates, so it
+    /// happens here, at subscribe, not when an SDK callback schedules a frame).
     func attach() {
         lock.lock()
         attached += 1
         ready.reserveCapacity(attached)
+        while threads.count < min(attached, maxWorkers) && !stopped {
+            let thread = HookThread(name: "\(name)-\(threads.count)") { [self] in runWorker() }
+            threads.append(thread)
+        }
         lock.unlock()
     }
 
@@ -362,18 +369,13 @@ package final class WorkerPool: @unchecked Sendable {
         lock.unlock()
     }
 
-    /// [any thread] Puts `runnable` at the end of the ready list and wakes a worker, starting
-    /// one if none is idle and fewer than `maxWorkers` run. The caller guarantees it is not in
-    /// the list already.
+    /// [any thread] Puts `runnable` at the end of the ready list and wakes an idle worker (a
+    /// busy one takes it when its turn ends). The caller guarantees it is not in the list
+    /// already. No allocation: the list's capacity was reserved at `attach`.
     func schedule(_ runnable: any PoolRunnable) {
         lock.lock()
         ready.append(runnable)
-        if idle > 0 {
-            lock.signal()
-        } else if threads.count < maxWorkers && !stopped {
-            let thread = HookThread(name: "\(name)-\(threads.count)") { [self] in runWorker() }
-            threads.append(thread)
-        }
+        if idle > 0 { lock.signal() }
         lock.unlock()
     }
 
