@@ -33,8 +33,9 @@ public final class RawFXProcessor: Sendable {
     /// Held through a whole `configure*` call, so that looking for the hook and creating it
     /// are one step: two threads configuring the same hook at once get the same object.
     /// Separate from `hooks`, which the getters and `metrics` take, so they never wait for a
-    /// chain being negotiated.
-    private let configuring = Locked<Void>(())
+    /// chain being negotiated. Its value counts the configure calls (a `Void` state made
+    /// ThreadSanitizer report the lock's own empty value as raced).
+    private let configuring = Locked<UInt64>(0)
 
     public init(registry: PluginRegistry) { self.registry = registry }
 
@@ -144,7 +145,8 @@ public final class RawFXProcessor: Sendable {
     private func configureHook<Hook>(_ slot: WritableKeyPath<Hooks, Hook?>,
                                      update: (Hook) throws(ChainError) -> Void,
                                      make: () throws(ChainError) -> Hook) throws(ChainError) -> Hook {
-        try configuring.withLock { (_: inout Void) throws(ChainError) -> Hook in
+        try configuring.withLock { (calls: inout UInt64) throws(ChainError) -> Hook in
+            calls &+= 1
             if let existing = hooks.withLock({ $0[keyPath: slot] }) {
                 try update(existing)
                 return existing

@@ -8,11 +8,26 @@ import XCTest
 import Glibc
 #endif
 
-/// What one run's jobs record: how often each index ran and on which thread.
-private struct RunRecord {
+/// What one run's jobs record: how often each index ran and on which thread. Raw memory,
+/// not Swift arrays: jobs on several threads write different elements at once, and a Swift
+/// array element write is an exclusive access to the whole array (ThreadSanitizer reports it).
+private final class RunRecord {
     static let maxJobs = 16
-    var hits = [Int](repeating: 0, count: maxJobs)
-    var threads = [pthread_t](repeating: 0, count: maxJobs)
+    let hits = UnsafeMutablePointer<Int>.allocate(capacity: maxJobs)
+    let threads = UnsafeMutablePointer<pthread_t>.allocate(capacity: maxJobs)
+    init() { reset() }
+    deinit {
+        hits.deallocate()
+        threads.deallocate()
+    }
+    func reset() {
+        hits.initialize(repeating: 0, count: Self.maxJobs)
+        threads.initialize(repeating: 0, count: Self.maxJobs)
+    }
+    func hits(_ range: Range<Int>) -> [Int] { Array(UnsafeBufferPointer(start: hits + range.lowerBound, count: range.count)) }
+    func threads(_ range: Range<Int>) -> [pthread_t] {
+        Array(UnsafeBufferPointer(start: threads + range.lowerBound, count: range.count))
+    }
 }
 
 /// The pool's job: counts its index and notes the thread. Each index is written by one job
@@ -21,9 +36,9 @@ private struct RunRecord {
 /// should not shows up as one thread too many).
 private let recordJob: rawfx_slice_job = { context, index in
     usleep(50)
-    let record = context!.assumingMemoryBound(to: RunRecord.self)
-    record.pointee.hits[Int(index)] += 1
-    record.pointee.threads[Int(index)] = pthread_self()
+    let record = Unmanaged<RunRecord>.fromOpaque(context!).takeUnretainedValue()
+    record.hits[Int(index)] += 1
+    record.threads[Int(index)] = pthread_self()
 }
 
 /// rfx_runtime_run_jobs (thread_pool.c) across its wake-up paths: workers still spinning
@@ -43,7 +58,7 @@ final class ThreadPoolTests: XCTestCase {
     }
 
     func testEveryJobRunsOnceOnNoMoreThreadsThanSetAcrossSpinSleepAndPark() {
-        var record = RunRecord()
+        let record = RunRecord()
         // 3, then 2 (the third thread parks), 1 (inline), 2 and 3 again (taken back in).
         for threads in [3, 2, 1, 2, 3, 2] {
             // The count changes while the workers sleep: a worker the new count leaves out
@@ -55,13 +70,13 @@ final class ThreadPoolTests: XCTestCase {
                 // Every 10th run after a pause longer than the workers' 100 µs spin: they sleep.
                 if run % 10 == 9 { usleep(2_000) }
                 let jobs = 1 + run % RunRecord.maxJobs
-                record = RunRecord()
-                withUnsafeMutablePointer(to: &record) { rfx_runtime_run_jobs(recordJob, $0, UInt32(jobs)) }
-                XCTAssertEqual(Array(record.hits[0..<jobs]), [Int](repeating: 1, count: jobs),
+                record.reset()
+                rfx_runtime_run_jobs(recordJob, Unmanaged.passUnretained(record).toOpaque(), UInt32(jobs))
+                XCTAssertEqual(record.hits(0..<jobs), [Int](repeating: 1, count: jobs),
                                "\(threads) threads, run \(run): every job exactly once")
-                XCTAssertEqual(record.hits[jobs...].reduce(0, +), 0, "no job past the count")
+                XCTAssertEqual(record.hits(jobs..<RunRecord.maxJobs).reduce(0, +), 0, "no job past the count")
                 var distinct: [pthread_t] = []
-                for t in record.threads[0..<jobs] where !distinct.contains(t) { distinct.append(t) }
+                for t in record.threads(0..<jobs) where !distinct.contains(t) { distinct.append(t) }
                 XCTAssertLessThanOrEqual(distinct.count, threads, "\(threads) threads, run \(run): threads used")
                 if threads == 1 { XCTAssertEqual(distinct, [pthread_self()], "one thread runs every job inline") }
             }
