@@ -16,11 +16,16 @@ func harness(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
 
 let package = Package(
     name: "RawFXFuzz",
+    dependencies: [
+        // The engine logs through swift-log (docs/observability.md), as in the main package.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
     targets: [
         .target(name: "CRawFX", path: "Sources/CRawFX"),
         .systemLibrary(name: "CLibPNG", path: "Sources/CLibPNG", pkgConfig: "libpng"),
         .target(name: "RawFXRuntime", dependencies: ["CRawFX"], path: "Sources/RawFXRuntime"),
-        .target(name: "RawFX", dependencies: ["CRawFX", "RawFXRuntime"], path: "Sources/RawFX"),
+        .target(name: "RawFX", dependencies: ["CRawFX", "RawFXRuntime", .product(name: "Logging", package: "swift-log")],
+                path: "Sources/RawFX"),
         .target(name: "RawFXMedia", dependencies: ["RawFX", "CLibPNG"], path: "Sources/RawFXMedia"),
         .target(name: "RawFXPluginKit", dependencies: ["CRawFX"], path: "Sources/RawFXPluginKit"),
         .target(name: "FuzzSupport", dependencies: ["RawFXMedia"], path: "Harnesses/FuzzSupport"),
