@@ -311,6 +311,19 @@ func videoCases() -> [BenchCase] {
                     return .init(chain: isolated, engine: e, direct: inProcess, filterCount: 1)
                 }))
         }
+        // At a camera's cadence (30 fps), with every thread idle between frames.
+        cases.append(BenchCase(
+            name: "isolated-watermark-\(r.name)-paced", kind: .video, filters: ["watermark"], unit: "frame",
+            summary: "watermark@isolate on \(r.name), one frame every 33.3 ms (30 fps): the helper between frames as it would be",
+            directSummary: "the same watermark in process (the engine), paced alike",
+            make: { context in
+                let plain = watermarkChain(logo: try context.logo(), frameWidth: r.width)
+                let isolated = plain.replacingOccurrences(of: "watermark", with: "watermark@isolate(deadline=1000ms)", options: .anchored)
+                let e = try engine(context, isolated, r)
+                let inProcess = try engine(context, plain, r)
+                return .init(chain: isolated + ", paced 30 fps", engine: Paced(e, intervalNanoseconds: 33_333_333),
+                             direct: Paced(inProcess, intervalNanoseconds: 33_333_333), filterCount: 1)
+            }))
         // Zero copy: an out-of-place stage upstream writes into the isolated stage's shared
         // memory, so nothing is copied on the way in (scale to the same size: a plane copy).
         cases.append(BenchCase(
@@ -418,6 +431,18 @@ func audioCases() -> [BenchCase] {
             let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [480])
             let inProcess = try EngineAudio(chain: AudioChain("denoise=level=-30", registry: context.registry), pool: pool, chunkSizes: [480])
             return .init(chain: chain, engine: e, direct: inProcess, sampleRate: 48_000, filterCount: 1)
+        }))
+    cases.append(BenchCase(
+        name: "isolated-denoise-48k-paced", kind: .audio, filters: ["denoise"], unit: "block",
+        summary: "denoise@isolate=level=-30, 48kHz mono, one 10 ms block every 10 ms as the SDK delivers them (the helper between blocks as it would be)",
+        directSummary: "the same denoise in process (the engine), paced alike",
+        make: { context in
+            let pool = context.audioPool(sampleRate: 48_000, multiple: 480)
+            let chain = "denoise@isolate(deadline=1000ms)=level=-30"
+            let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [480])
+            let inProcess = try EngineAudio(chain: AudioChain("denoise=level=-30", registry: context.registry), pool: pool, chunkSizes: [480])
+            return .init(chain: chain + ", paced 10 ms", engine: Paced(e, intervalNanoseconds: 10_000_000),
+                         direct: Paced(inProcess, intervalNanoseconds: 10_000_000), sampleRate: 48_000, filterCount: 1)
         }))
     cases.append(BenchCase(
         name: "resample-44k1-48k", kind: .audio, filters: ["resample"], unit: "block",

@@ -18,11 +18,35 @@ protocol Workload: AnyObject {
     /// Called before each slice and warm-up, outside the timed and counted region: a path
     /// sets up shared state it needs (the engine's thread count).
     func prepareSlice()
+    /// Nonzero: units arrive at this interval, as from an SDK's callbacks (a 10 ms audio
+    /// block), not back to back. The harness sleeps to each unit's tick outside its timed
+    /// region, so what a unit costs when the threads it wakes had gone idle is measured.
+    var pacingNanoseconds: UInt64 { get }
 }
 
 extension Workload {
     var audioFramesConsumed: Int { 0 }
     func prepareSlice() {}
+    var pacingNanoseconds: UInt64 { 0 }
+}
+
+/// `inner` with units paced at `interval` (see `Workload.pacingNanoseconds`).
+final class Paced: Workload {
+    let inner: Workload
+    let pacingNanoseconds: UInt64
+    init(_ inner: Workload, intervalNanoseconds: UInt64) {
+        self.inner = inner
+        pacingNanoseconds = intervalNanoseconds
+    }
+    func run(_ i: Int) throws { try inner.run(i) }
+    var audioFramesConsumed: Int { inner.audioFramesConsumed }
+    func prepareSlice() { inner.prepareSlice() }
+}
+
+/// Sleeps until `deadline` on the monotonic clock (absolute: no drift across units).
+func sleepUntil(_ deadline: UInt64) {
+    var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+    while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
 }
 
 /// Per-unit durations and totals of one path, filled without allocating during a slice.
@@ -80,8 +104,15 @@ func runSlice(_ workload: Workload, units: Int, counter: UnitCounter, into recor
     let cpuStart = threadCPUNanoseconds()
     let start = monotonicNanoseconds()
     var previous = start
+    let pacing = workload.pacingNanoseconds
+    var tick = start
     var k = 0
     while k < units {
+        if pacing > 0 {
+            tick = max(tick &+ pacing, previous)
+            sleepUntil(tick)
+            previous = monotonicNanoseconds()
+        }
         try workload.run(index)
         index &+= 1
         let now = monotonicNanoseconds()
@@ -116,12 +147,17 @@ func warmUp(_ workload: Workload, nanoseconds: UInt64, minimumUnits: Int, counte
     var i = counter.next
     let start = monotonicNanoseconds()
     var n = 0
+    let pacing = workload.pacingNanoseconds
+    var busy: UInt64 = 0
     while n < minimumUnits || monotonicNanoseconds() &- start < nanoseconds {
+        if pacing > 0 { sleepUntil(start &+ UInt64(n + 1) &* pacing) }
+        let before = monotonicNanoseconds()
         try workload.run(i)
+        busy &+= monotonicNanoseconds() &- before
         i += 1
         n += 1
     }
-    let elapsed = monotonicNanoseconds() &- start
+    let elapsed = pacing > 0 ? busy : monotonicNanoseconds() &- start
     counter.next = i
     return Double(elapsed) / Double(n)
 }
@@ -191,7 +227,9 @@ struct MeasureResult {
 }
 
 func measure(_ paths: [Workload], options: Options, sampleRate: Int?) throws -> MeasureResult {
-    let budget = UInt64(options.caseSeconds * 1e9)
+    // A paced case spends most of its wall time asleep: three times the budget, for enough units.
+    let paced = paths.contains { $0.pacingNanoseconds > 0 }
+    let budget = UInt64(options.caseSeconds * (paced ? 3 : 1) * 1e9)
     let slice = options.sliceNanoseconds
     let warm = max(slice * 2, options.quick ? 20_000_000 : 100_000_000)
     // Warm up every path twice, in turn, so each sees the others' cache footprint:
@@ -213,7 +251,10 @@ func measure(_ paths: [Workload], options: Options, sampleRate: Int?) throws -> 
         r.sliceCPUNanoseconds.reserveCapacity(maxRounds)
         r.sliceWork.reserveCapacity(maxRounds)
         recorders.append(r)
-        unitsPerSlice.append(max(1, Int(Double(slice) / max(perUnit[p], 1))))
+        // A paced path runs a second per slice: its cadence, not the interleave, sets when
+        // units arrive (a path that waits its turn would see gaps no SDK makes).
+        let pacing = paths[p].pacingNanoseconds
+        unitsPerSlice.append(pacing > 0 ? max(1, Int(1_000_000_000 / pacing)) : max(1, Int(Double(slice) / max(perUnit[p], 1))))
     }
     var round = 0
     while true {

@@ -98,6 +98,11 @@ typedef struct rfx_iso_control {
     int32_t status;           /* reply: a rawfx_status */
     uint32_t mapped_size_lo;  /* MAP: the size to map (bytes) */
     uint32_t mapped_size_hi;
+    /* Wake-up hints (docs/isolation.md, Cost): the host skips its FUTEX_WAKE while the
+     * helper polls, and stamps each request so the helper learns the cadence. */
+    uint32_t helper_polling;  /* helper: 1 while it polls request_seq */
+    uint32_t reserved;
+    int64_t posted_ns;        /* host: CLOCK_MONOTONIC when it bumped request_seq */
     /* SET_PARAM */
     uint32_t param_index;
     rawfx_param_type param_type;
