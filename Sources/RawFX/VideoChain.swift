@@ -22,6 +22,9 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         @exclusivity(unchecked) var timing: TimingRecorder
         @exclusivity(unchecked) var output: VideoBuffer?
         @exclusivity(unchecked) var bypassed = false
+        /// A bypassed stage of an isolation group: its helper skips it, the chain still calls
+        /// the group's proxy (and this stage's shell) and counts the frame as bypassed.
+        @exclusivity(unchecked) var bypassedInGroup = false
         init(_ instance: FilterInstance, timing: TimingRecorder = TimingRecorder()) {
             self.instance = instance
             self.timing = timing
@@ -88,6 +91,14 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             latencies.append(plan.negotiation.latency)
             format = plan.output
         }
+        // The stages of an isolation group as their helper negotiated them (the chain itself
+        // sees the group's output at its first stage): what bypass and latency checks read.
+        for index in stages.indices {
+            guard let grouped = stages[index].instance.isolationGroupNegotiation else { continue }
+            inputs[index] = grouped.input
+            outputs[index] = grouped.output
+            latencies[index] = grouped.latency
+        }
         if allocatingBuffers { placeOutputsInSharedMemory() }
         control.withLock { state in
             state.inputs = inputs
@@ -150,7 +161,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
                 throw .processFailed(filter: stage.instance.type.id, status: status, message: stage.instance.lastError)
             }
             let end = monotonicNanoseconds()
-            stage.timing.record(nanoseconds: end &- start)
+            if stage.bypassedInGroup { stage.timing.recordBypass() } else { stage.timing.record(nanoseconds: end &- start) }
             start = end
             index += 1
         }
@@ -247,7 +258,15 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         (stages[index].instance, stages[index].timing)
     }
 
-    func setStageBypassed(_ index: Int, _ bypassed: Bool) { stages[index].bypassed = bypassed }
+    func setStageBypassed(_ index: Int, _ bypassed: Bool) {
+        let stage = stages[index]
+        if stage.instance.isolationGroupPosition != nil {
+            stage.instance.setIsolationGroupBypass(bypassed)
+            stage.bypassedInGroup = bypassed
+        } else {
+            stage.bypassed = bypassed
+        }
+    }
 
     func swapIn(_ edit: ChainEdit) {
         // Prepared for another format than the stream has now (or before any): the
@@ -262,7 +281,13 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             swap(&stage.negotiation, &fresh.negotiation)
             k += 1
         }
-        if stale { inputFormat = nil } else { placeOutputsInSharedMemory() }
+        // An isolation group right below is not rebuilt with the stages above it (its helper
+        // holds all its stages): the chain negotiates again when what reaches it changed.
+        let below = edit.stage + edit.replacements.count
+        let groupInputChanged = below < stages.count && stages[below].instance.isolationGroupNegotiation.map {
+            $0.input != stages[below - 1].negotiation?.output
+        } == true
+        if stale || groupInputChanged { inputFormat = nil } else { placeOutputsInSharedMemory() }
         updateLatency()
         outputFormat = stages.last?.negotiation.flatMap { n in
             if case .video(let v) = n.output { return v } else { return nil }
@@ -350,10 +375,28 @@ struct TimestampDelay {
     }
 }
 
-/// Creates and parameterizes one instance per spec; shared by video and audio chains.
+/// Creates and parameterizes one instance per spec; shared by video and audio chains. The
+/// stages of an isolation group (`@isolate(group=NAME)`) get one proxy and shells
+/// (`Isolation.makeGroup`).
 func makeInstances(_ specs: [FilterSpec], registry: PluginRegistry, kind: MediaKind) throws(ChainError) -> [FilterInstance] {
+    let groups = try FilterSpec.checkIsolationGroups(specs)
     var instances: [FilterInstance] = []
-    for spec in specs {
+    while instances.count < specs.count {
+        let index = instances.count, spec = specs[index]
+        if let group = groups.first(where: { $0.lowerBound == index }) {
+            var types: [FilterType] = []
+            for member in group {
+                let type = try registry.filterType(specs[member].name)
+                guard type.mediaKind == kind else {
+                    throw .wrongMediaKind(filter: type.id, filterKind: type.mediaKind, chainKind: kind)
+                }
+                types.append(type)
+            }
+            let made = try Isolation.makeGroup(types, spec.isolation!, allowUntrusted: registry.allowsUntrustedPlugins)
+            for (member, instance) in zip(group, made) { try setArguments(of: specs[member], on: instance) }
+            instances += made
+            continue
+        }
         var type = try registry.filterType(spec.name)
         if let isolation = spec.isolation {
             type = try Isolation.proxyType(for: type, isolation, allowUntrusted: registry.allowsUntrustedPlugins)
@@ -362,23 +405,29 @@ func makeInstances(_ specs: [FilterSpec], registry: PluginRegistry, kind: MediaK
             throw .wrongMediaKind(filter: type.id, filterKind: type.mediaKind, chainKind: kind)
         }
         let instance = try type.makeInstance()
-        var position = 0
-        for argument in spec.arguments {
-            if let key = argument.key {
-                try instance.set(key, text: argument.value)
-            } else {
-                guard position < type.parameters.count else {
-                    throw .tooManyValues(filter: type.id, count: spec.arguments.filter { $0.key == nil }.count,
-                                         parameters: type.parameters.map(\.id))
-                }
-                try instance.set(type.parameters[position].id, text: argument.value)
-                position += 1
-            }
-        }
-        for p in type.parameters where p.isRequired && instance.values[p.id] == nil && p.defaultValue == nil {
-            throw .missingParameter(filter: type.id, parameter: p.id)
-        }
+        try setArguments(of: spec, on: instance)
         instances.append(instance)
     }
     return instances
+}
+
+/// Sets a spec's arguments (by name or position) on its instance; every required one must be there.
+private func setArguments(of spec: FilterSpec, on instance: FilterInstance) throws(ChainError) {
+    let type = instance.type
+    var position = 0
+    for argument in spec.arguments {
+        if let key = argument.key {
+            try instance.set(key, text: argument.value)
+        } else {
+            guard position < type.parameters.count else {
+                throw .tooManyValues(filter: type.id, count: spec.arguments.filter { $0.key == nil }.count,
+                                     parameters: type.parameters.map(\.id))
+            }
+            try instance.set(type.parameters[position].id, text: argument.value)
+            position += 1
+        }
+    }
+    for p in type.parameters where p.isRequired && instance.values[p.id] == nil && p.defaultValue == nil {
+        throw .missingParameter(filter: type.id, parameter: p.id)
+    }
 }
