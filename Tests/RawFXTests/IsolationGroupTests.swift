@@ -152,6 +152,27 @@ final class IsolationGroupTests: XCTestCase {
         XCTAssertTrue(lines.first?.message.contains("killed by signal 11 (Segmentation fault) during a frame in stage 2 of 3") == true, "\(lines)")
     }
 
+    /// A group that changes the format cannot pass its input on: a fault gives a black frame
+    /// of the group's output format, as a format-changing stage alone does.
+    func testFaultInAGroupThatScalesGivesABlackFrameOfItsOutputFormat() throws {
+        let registry = try registry()
+        let chain = try VideoChain("scale@isolate(group=g,deadline=10000ms)=width=96:height=54,faulty_video@isolate(group=g,deadline=10000ms)=fault=segv", registry: registry)
+        let reference = try VideoChain("scale=width=96:height=54,faulty_video", registry: registry)
+        for seed in 1...5 {
+            let input = patternBuffer(width: 160, height: 90, extraStride: 4, seed: seed)
+            let output = try chain.process(input.frame)
+            XCTAssertEqual(output.format.width, 96)
+            XCTAssertEqual(output.format.height, 54)
+            if seed < 5 {
+                XCTAssertEqual(bytes(output), bytes(try reference.process(input.frame)), "frame \(seed) as in process")
+            } else {
+                XCTAssertEqual(chain.filters[1].isolation?.stageFaults, 1)
+                XCTAssertEqual(Set(planeBytes(output, 0)), [16], "black luma")
+                XCTAssertEqual(Set(planeBytes(output, 1) + planeBytes(output, 2)), [128], "neutral chroma")
+            }
+        }
+    }
+
     func testGroupSyntax() throws {
         let specs = try FilterSpec.parseChain("a@isolate(group=fx),b@isolate(group=fx)=x=1,c@isolate(group=two,deadline=8ms,seccomp=strict),d")
         XCTAssertEqual(specs.map { $0.isolation?.group }, ["fx", "fx", "two", nil])
