@@ -194,6 +194,14 @@ extension FilterInstance {
         return (i, o, Int(negotiation.latency))
     }
 
+    /// [after a failed configure or process of a group's proxy] The group's stage (from 0) whose
+    /// filter returned the error; nil for a stage alone.
+    var isolationGroupFailedStage: Int? {
+        guard isolationGroupPosition != nil else { return nil }
+        let member = rfx_isolation_failed_stage(filter)
+        return member >= 0 ? Int(member) : nil
+    }
+
     /// [any, never waits] Bypasses (skips) this stage of an isolation group in its helper.
     func setIsolationGroupBypass(_ bypassed: Bool) { rfx_isolation_set_bypass(filter, bypassed ? 1 : 0) }
 

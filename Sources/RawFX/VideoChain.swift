@@ -82,8 +82,14 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         var inputs: [StreamFormat?] = []
         var outputs: [StreamFormat?] = []
         var latencies: [Int] = []
-        for stage in stages {
-            let plan = try VideoChain.plan(stage.instance, input: format, reusing: stage.output, allocating: allocatingBuffers)
+        for (index, stage) in stages.enumerated() {
+            let plan: (negotiation: Negotiation, output: VideoFormat, buffer: VideoBuffer?)
+            do {
+                plan = try VideoChain.plan(stage.instance, input: format, reusing: stage.output, allocating: allocatingBuffers)
+            } catch .refused(_, let input, let message) {
+                // An isolation group's proxy refuses for the stage of the group that did.
+                throw .refused(filter: stageThatFailed(index).instance.type.id, input: input, message: message)
+            }
             stage.negotiation = plan.negotiation
             stage.output = plan.buffer
             inputs.append(.video(format))
@@ -157,8 +163,9 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
                 output.pointee = input.pointee
             }
             guard status == RAWFX_OK else {
-                stage.timing.recordError()
-                throw .processFailed(filter: stage.instance.type.id, status: status, message: stage.instance.lastError)
+                let failed = stageThatFailed(index)
+                failed.timing.recordError()
+                throw .processFailed(filter: failed.instance.type.id, status: status, message: stage.instance.lastError)
             }
             let end = monotonicNanoseconds()
             if stage.bypassedInGroup { stage.timing.recordBypass() } else { stage.timing.record(nanoseconds: end &- start) }
@@ -186,6 +193,13 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// output, stamped with the time of the input it came from.
     public func drain(repeating last: VideoFrame, emit: (VideoFrame) throws -> Void) throws {
         for _ in 0..<latency { try emit(try process(last)) }
+    }
+
+    /// The stage whose filter returned the error stage `index` reported: in an isolation group,
+    /// whose proxy (its first stage) runs every stage, the one that did.
+    private func stageThatFailed(_ index: Int) -> Stage {
+        guard let member = stages[index].instance.isolationGroupFailedStage, index + member < stages.count else { return stages[index] }
+        return stages[index + member]
     }
 
     /// A plain loop: `contains(where:)` is unspecialized in debug builds and allocates.

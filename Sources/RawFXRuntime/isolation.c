@@ -318,6 +318,7 @@ typedef struct iso_instance {
     rawfx_video_frame member_layout[RFX_ISO_GROUP_MAX];
     _Atomic uint32_t bypass_mask;
     _Atomic uint64_t member_faults[RFX_ISO_GROUP_MAX];
+    int failed_member;                  /* the stage of the last error returned, or -1 */
 } iso_instance;
 
 static iso_instance *instance_of(const rawfx_filter *filter) { return (iso_instance *)filter->filter_data; }
@@ -474,9 +475,11 @@ static int call(iso_instance *inst, uint32_t command, int64_t timeout_ns, const 
     return result;
 }
 
+/* An error the filter returned: its message, and the group's stage that returned it. */
 static void copy_error(iso_instance *inst) {
     memcpy(inst->error, inst->control->error, RFX_ISO_ERROR_MAX);
     inst->error[RFX_ISO_ERROR_MAX - 1] = 0;
+    inst->failed_member = running_member(inst);
 }
 
 /* ------------------------------------------------------ memory layout -- */
@@ -1235,6 +1238,7 @@ static const rawfx_filter *proxy_create(const rawfx_filter_descriptor *descripto
     inst->type = type;
     inst->param_count = type->total_params;
     inst->view.inst = inst;
+    inst->failed_member = -1;
     inst->params = calloc(inst->param_count ? inst->param_count : 1, sizeof(param_slot));
     inst->memfd = memfd_create("rawfx-isolate", MFD_CLOEXEC);
     if (inst->memfd == 3) { /* dup2(3, 3) in the child would keep CLOEXEC */
@@ -1456,6 +1460,11 @@ int32_t rfx_isolation_member_negotiation(const rawfx_filter *filter, rawfx_forma
     *input = view->inst->member_input[view->member];
     *negotiation = view->inst->member_negotiation[view->member];
     return 1;
+}
+
+int32_t rfx_isolation_failed_stage(const rawfx_filter *filter) {
+    const iso_view *view = view_of(filter);
+    return view ? view->inst->failed_member : -1;
 }
 
 void rfx_isolation_set_bypass(const rawfx_filter *filter, int32_t bypassed) {

@@ -173,6 +173,26 @@ final class IsolationGroupTests: XCTestCase {
         }
     }
 
+    /// An error a grouped stage returns names that stage, not the group's first.
+    func testARefusalInAGroupNamesTheStage() throws {
+        let registry = try registry()
+        let missing = temporaryDirectory().appendingPathComponent("missing.png").path
+        let chain = try VideoChain("faulty_video@isolate(group=g,deadline=10000ms),watermark@isolate(group=g,deadline=10000ms)=image='\(missing)'", registry: registry)
+        let alone = try VideoChain("faulty_video,watermark=image='\(missing)'", registry: registry)
+        let frame = patternBuffer(width: 64, height: 48, seed: 1).frame
+        var expected: ChainError?
+        XCTAssertThrowsChainError(try alone.process(frame)) { expected = $0 }
+        XCTAssertThrowsChainError(try chain.process(frame)) { error in
+            guard case .refused(let filter, _, let message)? = Optional(error), case .refused(let aloneFilter, _, let aloneMessage)? = expected else {
+                return XCTFail("\(error), in process \(String(describing: expected))")
+            }
+            XCTAssertEqual(filter, aloneFilter, "the stage that refused: \(error)")
+            XCTAssertTrue(message.hasSuffix(aloneMessage), "the filter's own words, after the stage's place: \(message)")
+            XCTAssertTrue(message.contains("in stage 2 of 2 of the isolation group"), message)
+        }
+        XCTAssertEqual(chain.filters[0].isolation?.faults, 0, "a refusal is no fault")
+    }
+
     func testGroupSyntax() throws {
         let specs = try FilterSpec.parseChain("a@isolate(group=fx),b@isolate(group=fx)=x=1,c@isolate(group=two,deadline=8ms,seccomp=strict),d")
         XCTAssertEqual(specs.map { $0.isolation?.group }, ["fx", "fx", "two", nil])

@@ -79,6 +79,10 @@ int32_t rfx_isolation_group_position(const rawfx_filter *filter, uint32_t *membe
  * input and negotiation. Returns 0 before a negotiation (or for anything else). */
 int32_t rfx_isolation_member_negotiation(const rawfx_filter *filter, rawfx_format *input, rawfx_negotiation *negotiation);
 
+/* [after a call that failed] The group's stage (from 0) whose filter returned the error of the
+ * proxy's last failed configure or process (the proxy's get_error holds its message), or -1. */
+int32_t rfx_isolation_failed_stage(const rawfx_filter *filter);
+
 /* [any, never waits] Skips (1) or runs again (0) the stage `filter` (a proxy or shell) in
  * its group's helper, from the next frame: a bypass inside the group. */
 void rfx_isolation_set_bypass(const rawfx_filter *filter, int32_t bypassed);
