@@ -388,12 +388,7 @@ static void take_down_in(iso_instance *inst, int member, const char *reason) {
     if (pid > 0) kill(pid, SIGKILL);
 }
 
-static void take_down(iso_instance *inst, const char *reason) {
-    claim_fault(inst, -1, reason);
-    atomic_store(&inst->state, STATE_DOWN);
-    int pid = atomic_load(&inst->pid);
-    if (pid > 0) kill(pid, SIGKILL);
-}
+static void take_down(iso_instance *inst, const char *reason) { take_down_in(inst, -1, reason); }
 
 /* ------------------------------------------------------------- protocol -- */
 
