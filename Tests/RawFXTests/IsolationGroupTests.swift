@@ -103,6 +103,21 @@ final class IsolationGroupTests: XCTestCase {
         XCTAssertEqual(chain.filters[0].isolation?.passthrough, 0, "every frame crossed to the helper")
     }
 
+    /// Behind an out-of-place stage in process, the frame is written straight into the group's
+    /// shared memory (no copy at all), as for a stage alone.
+    func testFrameBehindAnOutOfPlaceStageCrossesIntoTheGroupWithoutACopy() throws {
+        let registry = try registry()
+        let chain = try VideoChain("faulty_oop=at=1000000:delta=3,faulty_video@isolate(group=g,deadline=10000ms)=delta=5,mirror@isolate(group=g,deadline=10000ms)", registry: registry)
+        let reference = try VideoChain("faulty_oop=at=1000000:delta=3,faulty_video=delta=5,mirror", registry: registry)
+        for seed in 1...4 {
+            let input = patternBuffer(width: 64, height: 48, extraStride: 8, seed: seed)
+            let expected = try reference.process(input.frame)
+            XCTAssertEqual(bytes(try chain.process(input.frame)), bytes(expected), "frame \(seed)")
+        }
+        XCTAssertEqual(chain.filters[1].isolation?.copiedIn, 0, "the upstream stage wrote into the group's memory")
+        XCTAssertEqual(chain.filters[1].isolation?.passthrough, 0)
+    }
+
     /// A segfault on the 5th frame in the group's 2nd stage: that frame passes through the
     /// whole group (the group's input), the group comes back with the parameters set so far,
     /// and the fault is counted on the group and on the stage.
