@@ -122,11 +122,20 @@ final class IsolationGroupTests: XCTestCase {
     /// whole group (the group's input), the group comes back with the parameters set so far,
     /// and the fault is counted on the group and on the stage.
     func testSegfaultInTheSecondStagePassesTheFrameThroughTheWholeGroup() throws {
+        try checkFaultInTheSecondStage("segv", deadline: "10000ms", logged: "killed by signal 11 (Segmentation fault) during a frame in stage 2 of 3")
+    }
+
+    /// The same for a hang past the group's deadline: the stage still running is the one named.
+    func testHangInTheSecondStagePassesTheFrameThroughTheWholeGroup() throws {
+        try checkFaultInTheSecondStage("hang", deadline: "2000ms", logged: "did not finish a frame within the 2000.00 ms deadline in stage 2 of 3")
+    }
+
+    func checkFaultInTheSecondStage(_ fault: String, deadline: String, logged: String) throws {
         let log = LogCapture()
         defer { log.stop() }
         let registry = try registry()
-        let text = "mirror,faulty_video=fault=segv:delta=5,watermark=image='\(image)':opacity=0.5"
-        let chain = try VideoChain(try isolated(text, "isolate(group=g,deadline=10000ms)"), registry: registry)
+        let text = "mirror,faulty_video=fault=\(fault):delta=5,watermark=image='\(image)':opacity=0.5"
+        let chain = try VideoChain(try isolated(text, "isolate(group=g,deadline=\(deadline))"), registry: registry)
         let reference = try VideoChain("mirror,faulty_video=delta=5,watermark=image='\(image)':opacity=0.5", registry: registry)
         enum Outcome { case processed, passedThrough }
         var outcomes: [Outcome] = []
@@ -164,7 +173,7 @@ final class IsolationGroupTests: XCTestCase {
         RawFXLog.sync()
         let lines = log.records.filter { $0.severity == .warning && $0.message.contains("isolated helper") && $0.source == "faulty_video" }
         XCTAssertEqual(lines.count, 1, "\(log.records.map(\.message))")
-        XCTAssertTrue(lines.first?.message.contains("killed by signal 11 (Segmentation fault) during a frame in stage 2 of 3") == true, "\(lines)")
+        XCTAssertTrue(lines.first?.message.contains(logged) == true, "\(lines)")
     }
 
     /// A group that changes the format cannot pass its input on: a fault gives a black frame
@@ -214,6 +223,10 @@ final class IsolationGroupTests: XCTestCase {
         XCTAssertEqual(FilterSpec.chainText(specs), "a@isolate(group=fx),b@isolate(group=fx)=x=1,c@isolate(group=two,deadline=8ms,seccomp=strict),d")
         XCTAssertEqual(try FilterSpec.parseChain(FilterSpec.chainText(specs)), specs, "description, parse, the same specs")
         XCTAssertEqual(try FilterSpec.checkIsolationGroups(specs), [0..<2, 2..<3])
+        let seed = try String(contentsOf: repositoryRoot.appendingPathComponent("Fuzz/Corpus/chain/isolate-group.txt"), encoding: .utf8)
+        let seeded = try FilterSpec.parseChain(seed)
+        XCTAssertEqual(try FilterSpec.parseChain(FilterSpec.chainText(seeded)), seeded, "the fuzz seed's round trip")
+        XCTAssertEqual(seeded[1].isolation, StageIsolation(deadlineMicroseconds: 8000, group: "fx"))
         XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(group=fx),b,c@isolate(group=fx)")) {
             XCTAssertTrue("\($0)".contains("'c' (stage 2) is in isolation group 'fx'"), "\($0)")
             XCTAssertTrue("\($0)".contains("expected the stages of a group to be consecutive"), "\($0)")
