@@ -174,6 +174,9 @@ final class ChainEdit {
     let value: CParameterValue?
     /// `.bypass`
     let bypass: Bool
+    /// `.setParameter` of a RECONFIGURE parameter of an isolation group's stage: the group
+    /// (whose first stage this is) negotiates again, in its helper, before the next frame.
+    var renegotiateGroup: Int?
     /// `.replace`: prepared stages for `stage..<stage + replacements.count`; after the swap
     /// they hold the old ones, released on the control side with the batch.
     var replacements: [AnyObject]
@@ -219,8 +222,11 @@ struct ChainControlState {
     var inputs: [StreamFormat?]
     var outputs: [StreamFormat?]
     var latencies: [Int]
+    /// For each stage in an isolation group of several, the group's first stage; nil otherwise.
+    let groupStarts: [Int?]
 
     init(instances: [FilterInstance]) {
+        groupStarts = instances.indices.map { k in instances[k].isolationGroupPosition.map { k - $0.member } }
         types = instances.map(\.type)
         values = instances.map(\.values)
         bypassed = Array(repeating: false, count: instances.count)
@@ -281,7 +287,14 @@ extension RunTimeControllable {
             }
             let descriptor = type.parameters[index]
             let value = try descriptor.parse(text, filter: type.id)
-            if descriptor.needsReconfigure {
+            if descriptor.needsReconfigure, let group = state.groupStarts[stage] {
+                // In an isolation group: the value goes to the stage in its helper, and the
+                // group negotiates again there (a new instance would mean a new group).
+                state.values[stage][name] = value
+                let edit = ChainEdit(setParameter: stage, index: index, value: CParameterValue(value))
+                edit.renegotiateGroup = group
+                post(edit)
+            } else if descriptor.needsReconfigure {
                 // A new instance configured here, swapped in between two frames.
                 let instance = try state.makeInstance(stage: stage, override: (index, value))
                 let edit = try prepareReplacement(start: stage, first: instance, state: &state)
@@ -327,8 +340,9 @@ extension RunTimeControllable {
             state.latencies[index] = planned.latency
             format = planned.output
             index += 1
-            // Later stages are rebuilt only when the format reaching them changed.
-            guard changed, index < stageCount else { break }
+            // Later stages are rebuilt only when the format reaching them changed; an isolation
+            // group renegotiates as a whole instead (VideoChain.swapIn).
+            guard changed, index < stageCount, state.groupStarts[index] == nil else { break }
             instance = try state.makeInstance(stage: index)
         }
         return replacements
@@ -346,6 +360,7 @@ extension RunTimeControllable {
             case .setParameter:
                 let stage = stageParts(edit.stage)
                 applyParameter(edit, to: stage.instance, timing: stage.timing)
+                if let group = edit.renegotiateGroup { stageParts(group).instance.invalidateNegotiation() }
             case .bypass:
                 setStageBypassed(edit.stage, edit.bypass)
             case .replace:

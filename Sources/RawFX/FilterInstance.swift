@@ -29,11 +29,18 @@ public final class FilterInstance: @unchecked Sendable {
     /// The last negotiation, or nil before `configure`.
     public private(set) var negotiation: Negotiation?
 
-    init(type: FilterType) throws(ChainError) {
+    /// A stage of an isolation group after the first: the group's proxy, kept alive as long as
+    /// this shell, which hands its parameters to it (docs/isolation.md). Nil otherwise.
+    let groupOwner: FilterInstance?
+
+    /// With `groupOwner`, a shell (`type` is a shell type) for stage `member` of its group.
+    init(type: FilterType, groupOwner: FilterInstance? = nil, member: Int = 0) throws(ChainError) {
         var message = [CChar](repeating: 0, count: 512)
         let hostContext = HostContext(source: type.id, kind: .instance)
         let created: UnsafePointer<rawfx_filter>?
-        if let createWithHost = type.fields.create_with_host {
+        if let groupOwner {
+            created = rfx_isolation_shell_create(type.descriptor, groupOwner.filter, UInt32(member), &message, message.count)
+        } else if let createWithHost = type.fields.create_with_host {
             created = createWithHost(type.descriptor, hostContext.host, &message, message.count)
         } else {
             created = type.fields.create?(type.descriptor, &message, message.count)
@@ -57,6 +64,7 @@ public final class FilterInstance: @unchecked Sendable {
         self.filter = filter
         self.fields = f
         self.hostContext = hostContext
+        self.groupOwner = groupOwner
         hostContext.attach(filter)
     }
 
@@ -102,6 +110,10 @@ public final class FilterInstance: @unchecked Sendable {
 
     /// True when a parameter change since the last `configure` needs a new one.
     public var needsConfigure: Bool { negotiation == nil }
+
+    /// [process] Makes the next frame negotiate again: an isolation group's RECONFIGURE
+    /// parameter was set in its helper, which configures the group anew (no new instance).
+    func invalidateNegotiation() { negotiation = nil }
 
     /// Negotiates the input format (`configure`). Throws `.refused` with the plugin's message.
     @discardableResult

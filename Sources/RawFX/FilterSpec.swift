@@ -1,9 +1,12 @@
+import RawFXRuntime
+
 /// One filter in a chain's text: `name=key=value:key=value` or `name=value:value` (positional,
 /// in the order the filter declares its parameters), FFmpeg's `-vf` syntax.
 ///
 /// A stage option follows the name after `@`: `watermark@isolate=image=logo.png` runs the filter
 /// in a helper process (docs/isolation.md), `@isolate(deadline=40ms)` with its own per-frame
-/// deadline. `@` cannot occur in a filter name, so an option never clashes with a parameter.
+/// deadline, `@isolate(group=fx)` on consecutive stages runs them in one helper. `@` cannot
+/// occur in a filter name, so an option never clashes with a parameter.
 ///
 /// Chains separate filters with `,`. Inside a value, `\` escapes the next character and
 /// `'…'` quotes a run (so a path may hold `:` or `,`): `watermark=image='/tmp/a,b.png'`.
@@ -58,7 +61,36 @@ public struct FilterSpec: Hashable, Sendable, CustomStringConvertible {
     /// Parses a whole chain: `a=x=1:y=2,b,c=3`. An empty or blank text is an empty chain.
     public static func parseChain(_ text: String) throws(ChainError) -> [FilterSpec] {
         var parser = ChainParser(text: text)
-        return try parser.parse()
+        let specs = try parser.parse()
+        try checkIsolationGroups(specs)
+        return specs
+    }
+
+    /// The isolation groups of a chain (`@isolate(group=NAME)`), as stage ranges in order.
+    /// Throws unless each group's stages are consecutive, agree on their options and number
+    /// at most `StageIsolation.groupLimit`.
+    @discardableResult
+    public static func checkIsolationGroups(_ specs: [FilterSpec]) throws(ChainError) -> [Range<Int>] {
+        var groups: [Range<Int>] = []
+        var index = 0
+        while index < specs.count {
+            guard let name = specs[index].isolation?.group else { index += 1; continue }
+            let start = index
+            while index < specs.count, specs[index].isolation?.group == name {
+                guard specs[index].isolation == specs[start].isolation else {
+                    throw .contract("'\(specs[index].name)' (stage \(index)) has @\(specs[index].isolation!) but '\(specs[start].name)' (stage \(start)), the first stage of isolation group '\(name)', has @\(specs[start].isolation!): expected the same options on every stage of a group")
+                }
+                index += 1
+            }
+            if let earlier = groups.first(where: { specs[$0.lowerBound].isolation?.group == name }) {
+                throw .contract("'\(specs[start].name)' (stage \(start)) is in isolation group '\(name)', whose stages \(earlier.lowerBound)...\(earlier.upperBound - 1) end before '\(specs[earlier.upperBound].name)' (stage \(earlier.upperBound)): expected the stages of a group to be consecutive")
+            }
+            guard index - start <= StageIsolation.groupLimit else {
+                throw .contract("isolation group '\(name)' has \(index - start) stages: expected at most \(StageIsolation.groupLimit)")
+            }
+            groups.append(start..<index)
+        }
+        return groups
     }
 
     /// The chain text of a list of specs (inverse of `parseChain`).
@@ -159,13 +191,13 @@ private struct ChainParser {
 }
 
 extension ChainParser {
-    /// `isolate`, or `isolate(OPTIONS)` with options `deadline=40ms` and `seccomp=strict`
-    /// separated by `,`, after a `@` (docs/isolation.md).
+    /// `isolate`, or `isolate(OPTIONS)` with options `group=NAME`, `deadline=40ms` and
+    /// `seccomp=strict` separated by `,`, after a `@` (docs/isolation.md).
     mutating func stageOption(filter: String) throws(ChainError) -> StageIsolation {
         var word = String.UnicodeScalarView()
         while i < chars.count, !"=,:@(".unicodeScalars.contains(chars[i]) { word.append(chars[i]); i += 1 }
         guard String(word) == "isolate" else {
-            throw error("'@\(String(word))' after filter '\(filter)' is not a stage option; expected '@isolate' or '@isolate(deadline=40ms,seccomp=strict)'")
+            throw error("'@\(String(word))' after filter '\(filter)' is not a stage option; expected '@isolate' or '@isolate(group=NAME,deadline=40ms,seccomp=strict)'")
         }
         guard i < chars.count, chars[i] == "(" else { return StageIsolation() }
         i += 1
@@ -180,6 +212,11 @@ extension ChainParser {
             let value = option.dropFirst(key.count + 1)
             guard seen.insert(key).inserted else { throw error("'@isolate(\(String(inside)))': '\(key)' is given twice") }
             switch key {
+            case "group":
+                guard FilterType.isValidIdentifier(String(value)) else {
+                    throw error("'@isolate(\(String(inside)))': expected group=NAME with NAME of \(FilterType.identifierRule), e.g. group=fx, not group=\(value)")
+                }
+                isolation.group = String(value)
             case "deadline":
                 guard let microseconds = StageIsolation.parseDuration(String(value)) else {
                     throw error("'@isolate(\(String(inside)))': expected deadline=N with N in ms or us, e.g. deadline=40ms")
@@ -191,7 +228,7 @@ extension ChainParser {
                 }
                 isolation.seccomp = mode
             default:
-                throw error("'@isolate(\(String(inside)))': '\(option)' is not an isolation option; expected deadline=N (ms or us) or seccomp=strict|off")
+                throw error("'@isolate(\(String(inside)))': '\(option)' is not an isolation option; expected group=NAME, deadline=N (ms or us) or seccomp=strict|off")
             }
         }
         return isolation
@@ -213,13 +250,21 @@ public struct StageIsolation: Hashable, Sendable, CustomStringConvertible {
 
     public var deadlineMicroseconds: Int?
     public var seccomp: Seccomp
-    public init(deadlineMicroseconds: Int? = nil, seccomp: Seccomp = .off) {
+    /// The isolation group (`group=NAME`): consecutive stages of one group run in one helper,
+    /// the frame crossing into its shared memory once for all of them. Nil: a helper of its own.
+    public var group: String?
+    /// The most stages one group holds (`RFX_ISO_GROUP_MAX`).
+    public static let groupLimit = Int(RFX_ISO_GROUP_MAX)
+
+    public init(deadlineMicroseconds: Int? = nil, seccomp: Seccomp = .off, group: String? = nil) {
         self.deadlineMicroseconds = deadlineMicroseconds
         self.seccomp = seccomp
+        self.group = group
     }
 
     public var description: String {
         var options: [String] = []
+        if let group { options.append("group=" + group) }
         if let us = deadlineMicroseconds { options.append("deadline=" + (us % 1000 == 0 ? "\(us / 1000)ms" : "\(us)us")) }
         if seccomp != .off { options.append("seccomp=\(seccomp.rawValue)") }
         return options.isEmpty ? "isolate" : "isolate(" + options.joined(separator: ",") + ")"

@@ -33,24 +33,41 @@ public enum Isolation {
     /// few distinct (filter, deadline) pairs exist, and a type may outlive any chain.
     private static let proxies = Locked<[String: FilterType]>([:])
 
-    /// [control] The proxy type that runs `type`'s instances in helpers.
-    static func proxyType(for type: FilterType, _ isolation: StageIsolation, allowUntrusted: Bool) throws(ChainError) -> FilterType {
+    /// [control] The proxy type that runs `type`'s instances in helpers; with `group`, the
+    /// types of the following stages of its isolation group, which its helper runs after it.
+    static func proxyType(for type: FilterType, _ isolation: StageIsolation, group: [FilterType] = [],
+                          allowUntrusted: Bool) throws(ChainError) -> FilterType {
         guard let helper = helperPath() else {
             throw .createFailed(filter: type.id, message: "cannot isolate it: the helper '\(helperName)' is neither named by \(helperVariable) nor beside the executable nor on PATH")
         }
-        let key = "\(type.library.path)\u{0}\(type.id)\u{0}\(isolation)\u{0}\(allowUntrusted)\u{0}\(helper)"
+        let members = [type] + group
+        let key = members.map { "\($0.library.path)\u{0}\($0.id)" }.joined(separator: "\u{0}")
+            + "\u{0}\(isolation)\u{0}\(allowUntrusted)\u{0}\(helper)"
         return try proxies.withLock { (cache: inout [String: FilterType]) throws(ChainError) -> FilterType in
             if let known = cache[key] { return known }
             var config = rfx_isolation_config()
+            // C strings and descriptors that live through the call (the descriptor copies them).
+            let paths = members.map { strdup($0.library.path) }
+            let reals = members.map { member -> UnsafeMutablePointer<rawfx_filter_descriptor> in
+                let p = UnsafeMutablePointer<rawfx_filter_descriptor>.allocate(capacity: 1)
+                p.initialize(to: member.fields)
+                return p
+            }
+            defer {
+                paths.forEach { free($0) }
+                reals.forEach { $0.deallocate() }
+            }
+            var list = zip(paths, reals).map { rfx_isolation_member(plugin_path: $0.0, real: $0.1) }
             let descriptor: UnsafeMutablePointer<rawfx_filter_descriptor>? = helper.withCString { helperC in
-                type.library.path.withCString { pluginC in
+                list.withUnsafeMutableBufferPointer { memberList in
                     config.helper_path = helperC
-                    config.plugin_path = pluginC
+                    config.plugin_path = UnsafePointer(paths[0])
                     config.allow_untrusted = allowUntrusted ? 1 : 0
                     config.deadline_ns = Int64(isolation.deadlineMicroseconds ?? 0) * 1000
                     config.seccomp_strict = isolation.seccomp == .strict ? 1 : 0
-                    var fields = type.fields
-                    return rfx_isolation_descriptor_create(&fields, &config)
+                    config.member_count = UInt32(members.count)
+                    config.members = UnsafePointer(memberList.baseAddress)
+                    return rfx_isolation_descriptor_create(reals[0], &config)
                 }
             }
             guard let descriptor else { throw .createFailed(filter: type.id, message: "out of memory for an isolated type") }
@@ -66,6 +83,47 @@ public enum Isolation {
             cache[key] = proxy
             return proxy
         }
+    }
+
+    /// Shell types by real type: a grouped stage after the first (rfx_isolation_shell_descriptor_create).
+    private static let shells = Locked<[String: FilterType]>([:])
+
+    /// [control] The shell type of `type` in an isolation group: its id and parameters, its
+    /// processing done by the group's proxy.
+    static func shellType(for type: FilterType) throws(ChainError) -> FilterType {
+        let key = "\(type.library.path)\u{0}\(type.id)"
+        return try shells.withLock { (cache: inout [String: FilterType]) throws(ChainError) -> FilterType in
+            if let known = cache[key] { return known }
+            var fields = type.fields
+            guard let descriptor = rfx_isolation_shell_descriptor_create(&fields) else {
+                throw .createFailed(filter: type.id, message: "out of memory for an isolated type")
+            }
+            let shell: FilterType
+            do {
+                shell = try FilterType(descriptor: descriptor, library: type.library)
+            } catch let error as FilterType.Malformed {
+                free(descriptor)
+                throw .createFailed(filter: type.id, message: error.reason)
+            } catch {
+                preconditionFailure("FilterType.init throws Malformed only")
+            }
+            cache[key] = shell
+            return shell
+        }
+    }
+
+    /// [control] The instances of an isolation group's stages (`types`, in order, video): a
+    /// proxy for the first, whose helper runs them all, and a shell for each other one.
+    static func makeGroup(_ types: [FilterType], _ isolation: StageIsolation, allowUntrusted: Bool) throws(ChainError) -> [FilterInstance] {
+        for type in types where type.mediaKind != .video {
+            throw .contract("'\(type.id)' is an audio filter: isolation groups (@isolate(group=\(isolation.group ?? ""))) run video stages; isolate an audio stage in a helper of its own (@isolate without group=)")
+        }
+        let owner = try proxyType(for: types[0], isolation, group: Array(types.dropFirst()), allowUntrusted: allowUntrusted).makeInstance()
+        var instances = [owner]
+        for (offset, type) in types.dropFirst().enumerated() {
+            instances.append(try FilterInstance(type: shellType(for: type), groupOwner: owner, member: offset + 1))
+        }
+        return instances
     }
 }
 
@@ -86,9 +144,17 @@ public struct IsolationMetrics: Hashable, Sendable, CustomStringConvertible {
     public var pid: Int32
     /// The per-frame deadline in force, in nanoseconds.
     public var deadlineNanoseconds: Int64
+    /// In an isolation group (`@isolate(group=NAME)`) the figures above are the group's: a
+    /// fault in any of its stages passes the frame through all of them. These are the stage's:
+    /// the faults that happened while it ran (a fault between frames belongs to none), its
+    /// position in the group (from 0) and the group's size (1 for a stage alone).
+    public var stageFaults: UInt64 = 0
+    public var groupMember: Int = 0
+    public var groupSize: Int = 1
 
     public var description: String {
         "isolated: \(faults) faults, \(restarts) restarts, \(passthrough) passed through, \(isUp ? "up" : "down")"
+            + (groupSize > 1 ? " (stage \(groupMember + 1) of a group of \(groupSize), \(stageFaults) faults in it)" : "")
     }
 }
 
@@ -101,13 +167,43 @@ extension FilterInstance {
         var c = rfx_isolation_counters()
         rfx_isolation_read_counters(pointer, &c)
         return IsolationMetrics(faults: c.faults, restarts: c.restarts, passthrough: c.passthrough, copiedIn: c.copied_in,
-                                isUp: c.up != 0, pid: c.pid, deadlineNanoseconds: c.deadline_ns)
+                                isUp: c.up != 0, pid: c.pid, deadlineNanoseconds: c.deadline_ns, stageFaults: c.stage_faults,
+                                groupMember: Int(c.group_member), groupSize: Int(c.group_size))
     }
 }
 
 extension FilterInstance {
-    /// [any] True for the proxy of an isolated stage (`@isolate`).
+    /// [any] True for the proxy of an isolated stage (`@isolate`), or a shell of its group.
     var isIsolated: Bool { rfx_isolation_is_proxy(type.descriptor) != 0 }
+
+    /// [any] The stage's position in its isolation group (from 0) and the group's size, when
+    /// it is in a group of several; nil otherwise.
+    var isolationGroupPosition: (member: Int, count: Int)? {
+        guard isIsolated else { return nil }
+        var member: UInt32 = 0, count: UInt32 = 0
+        guard rfx_isolation_group_position(filter, &member, &count) != 0, count > 1 else { return nil }
+        return (Int(member), Int(count))
+    }
+
+    /// [after configure] What this stage of an isolation group was negotiated as in its helper
+    /// (the chain sees the group's output at its first stage, and shells that pass it on).
+    var isolationGroupNegotiation: (input: StreamFormat, output: StreamFormat, latency: Int)? {
+        var input = rawfx_format(), negotiation = rawfx_negotiation()
+        guard isolationGroupPosition != nil, rfx_isolation_member_negotiation(filter, &input, &negotiation) != 0,
+              let i = StreamFormat(input), let o = StreamFormat(negotiation.output) else { return nil }
+        return (i, o, Int(negotiation.latency))
+    }
+
+    /// [after a failed configure or process of a group's proxy] The group's stage (from 0) whose
+    /// filter returned the error; nil for a stage alone.
+    var isolationGroupFailedStage: Int? {
+        guard isolationGroupPosition != nil else { return nil }
+        let member = rfx_isolation_failed_stage(filter)
+        return member >= 0 ? Int(member) : nil
+    }
+
+    /// [any, never waits] Bypasses (skips) this stage of an isolation group in its helper.
+    func setIsolationGroupBypass(_ bypassed: Bool) { rfx_isolation_set_bypass(filter, bypassed ? 1 : 0) }
 
     /// [control or process, after configure; never waits] The isolated stage's video input in its shared memory
     /// (`rfx_isolation_video_input_frame`), as a buffer of `format` that keeps this instance,

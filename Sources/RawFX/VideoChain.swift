@@ -22,6 +22,9 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         @exclusivity(unchecked) var timing: TimingRecorder
         @exclusivity(unchecked) var output: VideoBuffer?
         @exclusivity(unchecked) var bypassed = false
+        /// A bypassed stage of an isolation group: its helper skips it, the chain still calls
+        /// the group's proxy (and this stage's shell) and counts the frame as bypassed.
+        @exclusivity(unchecked) var bypassedInGroup = false
         init(_ instance: FilterInstance, timing: TimingRecorder = TimingRecorder()) {
             self.instance = instance
             self.timing = timing
@@ -79,14 +82,28 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         var inputs: [StreamFormat?] = []
         var outputs: [StreamFormat?] = []
         var latencies: [Int] = []
-        for stage in stages {
-            let plan = try VideoChain.plan(stage.instance, input: format, reusing: stage.output, allocating: allocatingBuffers)
+        for (index, stage) in stages.enumerated() {
+            let plan: (negotiation: Negotiation, output: VideoFormat, buffer: VideoBuffer?)
+            do {
+                plan = try VideoChain.plan(stage.instance, input: format, reusing: stage.output, allocating: allocatingBuffers)
+            } catch .refused(_, let input, let message) {
+                // An isolation group's proxy refuses for the stage of the group that did.
+                throw .refused(filter: stageThatFailed(index).instance.type.id, input: input, message: message)
+            }
             stage.negotiation = plan.negotiation
             stage.output = plan.buffer
             inputs.append(.video(format))
             outputs.append(.video(plan.output))
             latencies.append(plan.negotiation.latency)
             format = plan.output
+        }
+        // The stages of an isolation group as their helper negotiated them (the chain itself
+        // sees the group's output at its first stage): what bypass and latency checks read.
+        for index in stages.indices {
+            guard let grouped = stages[index].instance.isolationGroupNegotiation else { continue }
+            inputs[index] = grouped.input
+            outputs[index] = grouped.output
+            latencies[index] = grouped.latency
         }
         if allocatingBuffers { placeOutputsInSharedMemory() }
         control.withLock { state in
@@ -146,11 +163,12 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
                 output.pointee = input.pointee
             }
             guard status == RAWFX_OK else {
-                stage.timing.recordError()
-                throw .processFailed(filter: stage.instance.type.id, status: status, message: stage.instance.lastError)
+                let failed = stageThatFailed(index)
+                failed.timing.recordError()
+                throw .processFailed(filter: failed.instance.type.id, status: status, message: stage.instance.lastError)
             }
             let end = monotonicNanoseconds()
-            stage.timing.record(nanoseconds: end &- start)
+            if stage.bypassedInGroup { stage.timing.recordBypass() } else { stage.timing.record(nanoseconds: end &- start) }
             start = end
             index += 1
         }
@@ -175,6 +193,13 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// output, stamped with the time of the input it came from.
     public func drain(repeating last: VideoFrame, emit: (VideoFrame) throws -> Void) throws {
         for _ in 0..<latency { try emit(try process(last)) }
+    }
+
+    /// The stage whose filter returned the error stage `index` reported: in an isolation group,
+    /// whose proxy (its first stage) runs every stage, the one that did.
+    private func stageThatFailed(_ index: Int) -> Stage {
+        guard let member = stages[index].instance.isolationGroupFailedStage, index + member < stages.count else { return stages[index] }
+        return stages[index + member]
     }
 
     /// A plain loop: `contains(where:)` is unspecialized in debug builds and allocates.
@@ -247,7 +272,15 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         (stages[index].instance, stages[index].timing)
     }
 
-    func setStageBypassed(_ index: Int, _ bypassed: Bool) { stages[index].bypassed = bypassed }
+    func setStageBypassed(_ index: Int, _ bypassed: Bool) {
+        let stage = stages[index]
+        if stage.instance.isolationGroupPosition != nil {
+            stage.instance.setIsolationGroupBypass(bypassed)
+            stage.bypassedInGroup = bypassed
+        } else {
+            stage.bypassed = bypassed
+        }
+    }
 
     func swapIn(_ edit: ChainEdit) {
         // Prepared for another format than the stream has now (or before any): the
@@ -262,7 +295,13 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             swap(&stage.negotiation, &fresh.negotiation)
             k += 1
         }
-        if stale { inputFormat = nil } else { placeOutputsInSharedMemory() }
+        // An isolation group right below is not rebuilt with the stages above it (its helper
+        // holds all its stages): the chain negotiates again when what reaches it changed.
+        let below = edit.stage + edit.replacements.count
+        let groupInputChanged = below < stages.count && stages[below].instance.isolationGroupNegotiation.map {
+            $0.input != stages[below - 1].negotiation?.output
+        } == true
+        if stale || groupInputChanged { inputFormat = nil } else { placeOutputsInSharedMemory() }
         updateLatency()
         outputFormat = stages.last?.negotiation.flatMap { n in
             if case .video(let v) = n.output { return v } else { return nil }
@@ -350,10 +389,28 @@ struct TimestampDelay {
     }
 }
 
-/// Creates and parameterizes one instance per spec; shared by video and audio chains.
+/// Creates and parameterizes one instance per spec; shared by video and audio chains. The
+/// stages of an isolation group (`@isolate(group=NAME)`) get one proxy and shells
+/// (`Isolation.makeGroup`).
 func makeInstances(_ specs: [FilterSpec], registry: PluginRegistry, kind: MediaKind) throws(ChainError) -> [FilterInstance] {
+    let groups = try FilterSpec.checkIsolationGroups(specs)
     var instances: [FilterInstance] = []
-    for spec in specs {
+    while instances.count < specs.count {
+        let index = instances.count, spec = specs[index]
+        if let group = groups.first(where: { $0.lowerBound == index }) {
+            var types: [FilterType] = []
+            for member in group {
+                let type = try registry.filterType(specs[member].name)
+                guard type.mediaKind == kind else {
+                    throw .wrongMediaKind(filter: type.id, filterKind: type.mediaKind, chainKind: kind)
+                }
+                types.append(type)
+            }
+            let made = try Isolation.makeGroup(types, spec.isolation!, allowUntrusted: registry.allowsUntrustedPlugins)
+            for (member, instance) in zip(group, made) { try setArguments(of: specs[member], on: instance) }
+            instances += made
+            continue
+        }
         var type = try registry.filterType(spec.name)
         if let isolation = spec.isolation {
             type = try Isolation.proxyType(for: type, isolation, allowUntrusted: registry.allowsUntrustedPlugins)
@@ -362,23 +419,29 @@ func makeInstances(_ specs: [FilterSpec], registry: PluginRegistry, kind: MediaK
             throw .wrongMediaKind(filter: type.id, filterKind: type.mediaKind, chainKind: kind)
         }
         let instance = try type.makeInstance()
-        var position = 0
-        for argument in spec.arguments {
-            if let key = argument.key {
-                try instance.set(key, text: argument.value)
-            } else {
-                guard position < type.parameters.count else {
-                    throw .tooManyValues(filter: type.id, count: spec.arguments.filter { $0.key == nil }.count,
-                                         parameters: type.parameters.map(\.id))
-                }
-                try instance.set(type.parameters[position].id, text: argument.value)
-                position += 1
-            }
-        }
-        for p in type.parameters where p.isRequired && instance.values[p.id] == nil && p.defaultValue == nil {
-            throw .missingParameter(filter: type.id, parameter: p.id)
-        }
+        try setArguments(of: spec, on: instance)
         instances.append(instance)
     }
     return instances
+}
+
+/// Sets a spec's arguments (by name or position) on its instance; every required one must be there.
+private func setArguments(of spec: FilterSpec, on instance: FilterInstance) throws(ChainError) {
+    let type = instance.type
+    var position = 0
+    for argument in spec.arguments {
+        if let key = argument.key {
+            try instance.set(key, text: argument.value)
+        } else {
+            guard position < type.parameters.count else {
+                throw .tooManyValues(filter: type.id, count: spec.arguments.filter { $0.key == nil }.count,
+                                     parameters: type.parameters.map(\.id))
+            }
+            try instance.set(type.parameters[position].id, text: argument.value)
+            position += 1
+        }
+    }
+    for p in type.parameters where p.isRequired && instance.values[p.id] == nil && p.defaultValue == nil {
+        throw .missingParameter(filter: type.id, parameter: p.id)
+    }
 }

@@ -293,9 +293,18 @@ int rfx_iso_helper_seccomp_strict(void) {
 
 /* ------------------------------------------------------------ the types -- */
 
+/* One stage of the helper: a proxy runs one, or an isolation group's stages in order. */
+typedef struct iso_member_type {
+    char *plugin_path;
+    char *filter_id;
+    rawfx_processing processing;
+    uint32_t param_count;
+    uint32_t param_offset;              /* its first parameter's index in the group's list */
+} iso_member_type;
+
 typedef struct iso_type {
     rawfx_filter_descriptor descriptor; /* first: the proxy's create gets this pointer */
-    rawfx_processing real_processing;
+    rawfx_processing real_processing;   /* the first stage's */
     char *helper_path;
     char *plugin_path;
     char *filter_id;
@@ -305,6 +314,9 @@ typedef struct iso_type {
     int64_t control_timeout_ns;
     int64_t backoff_min_ns;
     int64_t backoff_max_ns;
+    uint32_t member_count;              /* 1 for a stage alone */
+    uint32_t total_params;              /* every stage's parameters, one list */
+    iso_member_type members[RFX_ISO_GROUP_MAX];
 } iso_type;
 
 /* A parameter value as last set, replayed into a restarted helper. */
@@ -317,6 +329,14 @@ typedef struct param_slot {
 } param_slot;
 
 enum { STATE_DOWN = 0, STATE_UP = 1, STATE_QUIT = 2 };
+
+struct iso_instance;
+/* What a stage's extension pointer points at: its group's instance and its place in it
+ * (a stage alone: member 0 of a group of one). */
+typedef struct iso_view {
+    struct iso_instance *inst;
+    uint32_t member;
+} iso_view;
 
 typedef struct iso_instance {
     rawfx_filter filter;                /* first: the chain holds a pointer to it */
@@ -365,15 +385,30 @@ typedef struct iso_instance {
 
     /* Counters (rfx_isolation_counters). */
     _Atomic uint64_t faults, restarts, passthrough, copied_in;
+
+    /* The group's stages: what each was negotiated as, where its output lies. */
+    iso_view view;                      /* stage 0's extension */
+    int group_in_place;                 /* no out-of-place stage: the output is the input frame */
+    rawfx_format member_input[RFX_ISO_GROUP_MAX];
+    rawfx_negotiation member_negotiation[RFX_ISO_GROUP_MAX];
+    rawfx_video_frame member_layout[RFX_ISO_GROUP_MAX];
+    _Atomic uint32_t bypass_mask;
+    _Atomic uint64_t member_faults[RFX_ISO_GROUP_MAX];
+    int failed_member;                  /* the stage of the last error returned, or -1 */
 } iso_instance;
 
 static iso_instance *instance_of(const rawfx_filter *filter) { return (iso_instance *)filter->filter_data; }
 
 /* -------------------------------------------------------------- logging -- */
 
-/* [any] One engine log line, named by the filter. Real-time: the runtime's ring. */
+/* [any] One engine log line, named by the filter (a group's stage `member`, or its first
+ * when it is not known: -1). Real-time: the runtime's ring. */
+static void log_member_line(iso_instance *inst, int member, rawfx_log_severity severity, const char *message) {
+    rfx_runtime_log(severity, member >= 0 ? inst->type->members[member].filter_id : inst->type->filter_id, message);
+}
+
 static void log_line(iso_instance *inst, rawfx_log_severity severity, const char *message) {
-    rfx_runtime_log(severity, inst->type->filter_id, message);
+    log_member_line(inst, -1, severity, message);
 }
 
 /* A wait status (as waitpid gives) from what waitid saw. */
@@ -392,24 +427,44 @@ static void describe_exit(int status, int seccomp, char *out, size_t capacity) {
         snprintf(out, capacity, "stopped");
 }
 
-/* [any] Counts and logs this helper's fault once, whoever sees it first. */
-static void claim_fault(iso_instance *inst, const char *reason) {
+/* [any] Counts and logs this helper's fault once, whoever sees it first. `member` is the
+ * group's stage it happened in, -1 when not known (between frames); a stage alone is 0. */
+static void claim_fault(iso_instance *inst, int member, const char *reason) {
     if (atomic_exchange(&inst->fault_claimed, 1)) return;
     atomic_fetch_add(&inst->faults, 1);
+    uint32_t count = inst->type->member_count;
+    if (count == 1) member = 0;
+    if (member >= 0) atomic_fetch_add(&inst->member_faults[member], 1);
     char line[RAWFX_LOG_MESSAGE_MAX];
-    snprintf(line, sizeof line, "isolated helper (pid %d) %s: frames pass through unchanged until it restarts",
-             atomic_load(&inst->pid), reason);
-    log_line(inst, RAWFX_LOG_WARNING, line);
+    if (count == 1)
+        snprintf(line, sizeof line, "isolated helper (pid %d) %s: frames pass through unchanged until it restarts",
+                 atomic_load(&inst->pid), reason);
+    else if (member >= 0)
+        snprintf(line, sizeof line, "isolated helper (pid %d) %s in stage %d of %u of its isolation group: "
+                 "frames pass through the whole group unchanged until it restarts", atomic_load(&inst->pid), reason, member + 1, count);
+    else
+        snprintf(line, sizeof line, "isolated helper (pid %d) of an isolation group of %u stages %s: "
+                 "frames pass through the whole group unchanged until it restarts", atomic_load(&inst->pid), count, reason);
+    log_member_line(inst, member, RAWFX_LOG_WARNING, line);
+}
+
+/* [process or control] The group's stage the helper was running when it failed (it says so
+ * before each call: only trusted to name a stage in a log line), or -1. */
+static int running_member(iso_instance *inst) {
+    uint32_t member = __atomic_load_n(&inst->control->member, __ATOMIC_RELAXED);
+    return member < inst->type->member_count ? (int)member : -1;
 }
 
 /* [process or control] The helper is faulty: down, and killed (it may hang). The
  * pid cannot be reused yet: the supervisor reaps only after in_call drops. */
-static void take_down(iso_instance *inst, const char *reason) {
-    claim_fault(inst, reason);
+static void take_down_in(iso_instance *inst, int member, const char *reason) {
+    claim_fault(inst, member, reason);
     atomic_store(&inst->state, STATE_DOWN);
     int pid = atomic_load(&inst->pid);
     if (pid > 0) kill(pid, SIGKILL);
 }
+
+static void take_down(iso_instance *inst, const char *reason) { take_down_in(inst, -1, reason); }
 
 /* ------------------------------------------------------------- protocol -- */
 
@@ -483,7 +538,7 @@ static void fail_wait(iso_instance *inst, int result, const char *what, int64_t 
     } else {
         snprintf(reason, sizeof reason, "did not finish %s within the %.2f ms deadline", what, (double)timeout_ns / 1e6);
     }
-    take_down(inst, reason);
+    take_down_in(inst, running_member(inst), reason);
 }
 
 /* A command round trip; on failure the helper is taken down with `what` in the log. */
@@ -494,9 +549,11 @@ static int call(iso_instance *inst, uint32_t command, int64_t timeout_ns, const 
     return result;
 }
 
+/* An error the filter returned: its message, and the group's stage that returned it. */
 static void copy_error(iso_instance *inst) {
     memcpy(inst->error, inst->control->error, RFX_ISO_ERROR_MAX);
     inst->error[RFX_ISO_ERROR_MAX - 1] = 0;
+    inst->failed_member = running_member(inst);
 }
 
 /* ------------------------------------------------------ memory layout -- */
@@ -563,6 +620,7 @@ static int32_t negotiate(iso_instance *inst, const rawfx_format *input, rawfx_ne
     rfx_iso_control *c = inst->control;
     c->input = *input;
     c->negotiation = *result;
+    c->member_count = inst->type->member_count;
     if (call(inst, RFX_ISO_CONFIGURE, inst->type->control_timeout_ns, "configure") != REPLY_OK) {
         snprintf(inst->error, sizeof inst->error, "the isolated helper failed during configure");
         return RAWFX_ERR_INTERNAL;
@@ -571,30 +629,59 @@ static int32_t negotiate(iso_instance *inst, const rawfx_format *input, rawfx_ne
         copy_error(inst);
         return c->status;
     }
-    rawfx_negotiation answered = c->negotiation; /* copied once, then checked */
-    if (answered.output.kind != input->kind) {
-        take_down(inst, "answered configure with another media kind");
-        snprintf(inst->error, sizeof inst->error, "the isolated helper answered another media kind");
-        return RAWFX_ERR_INTERNAL;
+    /* Each stage's answer, copied once and checked; the group's is the last stage's output
+     * with every stage's latency (the host sums them, it does not take the helper's word). */
+    const iso_type *t = inst->type;
+    uint32_t count = t->member_count;
+    rawfx_format stage_input = *input;
+    rawfx_negotiation answered = { 0 };
+    uint32_t latency = 0;
+    for (uint32_t k = 0; k < count; k++) {
+        rawfx_negotiation n = c->member_negotiation[k];
+        const char *problem = NULL;
+        if (n.output.kind != input->kind) problem = "answered configure with another media kind";
+        else if (input->kind == RAWFX_MEDIA_VIDEO) {
+            const rawfx_video_format *o = &n.output.video;
+            if (o->width == 0 || o->height == 0 || o->width > 16384 || o->height > 16384) problem = "answered an impossible output size";
+            else if (t->members[k].processing == RAWFX_PROCESS_IN_PLACE
+                     && (o->width != stage_input.video.width || o->height != stage_input.video.height))
+                problem = "answered another size for an in-place stage";
+        } else {
+            const rawfx_audio_format *o = &n.output.audio;
+            if (o->channels == 0 || o->channels > 64 || o->sample_rate == 0 || o->sample_rate > 1000000) problem = "answered an impossible audio format";
+        }
+        if (problem) {
+            take_down_in(inst, (int)k, problem);
+            snprintf(inst->error, sizeof inst->error, "the isolated helper %s", problem);
+            return RAWFX_ERR_INTERNAL;
+        }
+        inst->member_input[k] = stage_input;
+        inst->member_negotiation[k] = n;
+        latency += n.latency;
+        stage_input = n.output;
+        if (k == 0) answered = n;
     }
+    answered.output = stage_input;
+    answered.latency = latency;
     size_t header = round_page(sizeof(rfx_iso_control));
     size_t in_size, out_size = 0;
     if (input->kind == RAWFX_MEDIA_VIDEO) {
-        const rawfx_video_format *o = &answered.output.video;
-        if (o->width == 0 || o->height == 0 || o->width > 16384 || o->height > 16384) {
-            take_down(inst, "answered an impossible output size");
-            snprintf(inst->error, sizeof inst->error, "the isolated helper answered output %ux%u", o->width, o->height);
-            return RAWFX_ERR_INTERNAL;
-        }
+        /* The input frame, then each out-of-place stage's output: the last of them is the
+         * group's output (in-place stages after it edit it there). */
         in_size = round_page(plane_bytes(input->video.width, input->video.height));
-        if (inst->type->real_processing == RAWFX_PROCESS_OUT_OF_PLACE) out_size = round_page(plane_bytes(o->width, o->height));
+        inst->group_in_place = 1;
+        inst->out_offset = header + in_size;
+        for (uint32_t k = 0; k < count; k++) {
+            memset(&inst->member_layout[k], 0, sizeof inst->member_layout[k]);
+            if (t->members[k].processing != RAWFX_PROCESS_OUT_OF_PLACE) continue;
+            const rawfx_video_format *o = &inst->member_negotiation[k].output.video;
+            inst->out_offset = header + in_size + out_size;
+            video_layout(&inst->member_layout[k], o, inst->out_offset);
+            out_size += round_page(plane_bytes(o->width, o->height));
+            inst->group_in_place = 0;
+        }
     } else {
         const rawfx_audio_format *i = &input->audio, *o = &answered.output.audio;
-        if (o->channels == 0 || o->channels > 64 || o->sample_rate == 0 || o->sample_rate > 1000000) {
-            take_down(inst, "answered an impossible audio format");
-            snprintf(inst->error, sizeof inst->error, "the isolated helper answered %u Hz, %u channels", o->sample_rate, o->channels);
-            return RAWFX_ERR_INTERNAL;
-        }
         /* One second per call (or the block the filter asked for): larger chunks pass through. */
         size_t frames = answered.block_frames > i->sample_rate ? answered.block_frames : i->sample_rate;
         inst->audio_in_frames = frames;
@@ -605,14 +692,15 @@ static int32_t negotiate(iso_instance *inst, const rawfx_format *input, rawfx_ne
             inst->audio_out_frames = bound;
             out_size = round_page(bound * o->channels * sizeof(int16_t));
         }
+        inst->out_offset = header + in_size;
     }
     inst->in_offset = header;
-    inst->out_offset = header + in_size;
     size_t total = header + in_size + out_size;
     if (ensure_size(inst, total) != 0) {
         snprintf(inst->error, sizeof inst->error, "cannot grow the shared memory to %zu bytes: %s", total, strerror(errno));
         return RAWFX_ERR_OUT_OF_MEMORY;
     }
+    for (uint32_t k = 0; k < count; k++) c->member_out[k] = inst->member_layout[k];
     c = inst->control;
     c->mapped_size_lo = (uint32_t)inst->map_size;
     c->mapped_size_hi = (uint32_t)((uint64_t)inst->map_size >> 32);
@@ -646,8 +734,15 @@ static int spawn_helper(iso_instance *inst) {
     posix_spawnattr_setsigmask(&attributes, &none);
     posix_spawnattr_setsigdefault(&attributes, &defaults);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    char *argv[8] = { t->helper_path, "--plugin", t->plugin_path, "--filter", t->filter_id, NULL, NULL, NULL };
-    int argc = 5;
+    /* --plugin PATH --filter ID per stage, in the group's order. */
+    char *argv[4 * RFX_ISO_GROUP_MAX + 4] = { t->helper_path };
+    int argc = 1;
+    for (uint32_t k = 0; k < t->member_count; k++) {
+        argv[argc++] = "--plugin";
+        argv[argc++] = t->members[k].plugin_path;
+        argv[argc++] = "--filter";
+        argv[argc++] = t->members[k].filter_id;
+    }
     if (t->allow_untrusted) argv[argc++] = "--allow-untrusted";
     if (t->seccomp_strict) argv[argc++] = "--seccomp-strict";
     /* The host's environment, with the Swift runtime's crash backtracer off: a plugin's
@@ -785,7 +880,7 @@ static void *supervise(void *argument) {
                 char how[80], reason[120];
                 describe_exit(status, inst->type->seccomp_strict, how, sizeof how);
                 snprintf(reason, sizeof reason, "%s between frames", how);
-                claim_fault(inst, reason);
+                claim_fault(inst, -1, reason);
             }
         }
         if (atomic_load(&inst->state) == STATE_QUIT) break;
@@ -894,6 +989,10 @@ static rawfx_status proxy_configure(const rawfx_filter *filter, const rawfx_form
         answer.latency = 0;
         inst->provisional = 1;
         if (input->kind == RAWFX_MEDIA_AUDIO) inst->audio_in_frames = 0;
+        for (uint32_t k = 0; k < inst->type->member_count; k++) {
+            inst->member_input[k] = *input;
+            inst->member_negotiation[k] = answer;
+        }
     }
     inst->input = *input;
     inst->negotiation = answer;
@@ -1000,7 +1099,7 @@ static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_
     layout_in.timestamp_us = in->timestamp_us;
     layout_in.rotation = in->rotation;
     layout_in.color_range = in->color_range;
-    int in_place = inst->type->real_processing == RAWFX_PROCESS_IN_PLACE;
+    int in_place = inst->group_in_place;
     if (in_place) layout_out = layout_in;
     else {
         video_layout(&layout_out, &inst->negotiation.output.video, inst->out_offset);
@@ -1023,6 +1122,7 @@ static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_
     }
     c->video_in = layout_in;
     c->video_out = layout_out;
+    c->bypass_mask = atomic_load_explicit(&inst->bypass_mask, memory_order_relaxed);
     uint32_t seq = post(inst, RFX_ISO_PROCESS_VIDEO);
     int result = wait_reply(inst, seq, inst->deadline_ns);
     rawfx_status status = RAWFX_OK;
@@ -1168,14 +1268,18 @@ static rawfx_status proxy_process_audio(const rawfx_filter *filter, const rawfx_
 static void counters_of(const void *extension, rfx_isolation_counters *out);
 
 static const void *proxy_get_extension(const rawfx_filter *filter, const char *id) {
-    if (strcmp(id, RFX_ISOLATION_EXTENSION) == 0) return instance_of(filter);
+    if (strcmp(id, RFX_ISOLATION_EXTENSION) == 0) return &instance_of(filter)->view;
     return NULL;
 }
 
 void rfx_isolation_read_counters(const void *extension, rfx_isolation_counters *out) { counters_of(extension, out); }
 
 static void counters_of(const void *extension, rfx_isolation_counters *out) {
-    iso_instance *inst = (iso_instance *)extension;
+    const iso_view *view = extension;
+    iso_instance *inst = view->inst;
+    out->stage_faults = atomic_load(&inst->member_faults[view->member]);
+    out->group_member = view->member;
+    out->group_size = inst->type->member_count;
     out->faults = atomic_load(&inst->faults);
     out->restarts = atomic_load(&inst->restarts);
     out->passthrough = atomic_load(&inst->passthrough);
@@ -1185,8 +1289,10 @@ static void counters_of(const void *extension, rfx_isolation_counters *out) {
     out->deadline_ns = inst->deadline_ns;
 }
 
+static const rawfx_filter *proxy_create(const rawfx_filter_descriptor *descriptor, char *error, size_t capacity);
+
 int32_t rfx_isolation_video_input_frame(const rawfx_filter *filter, rawfx_video_frame *frame) {
-    if (!rfx_isolation_is_proxy(filter->descriptor) || filter->descriptor->media_kind != RAWFX_MEDIA_VIDEO) return 0;
+    if (filter->descriptor->create != proxy_create || filter->descriptor->media_kind != RAWFX_MEDIA_VIDEO) return 0;
     iso_instance *inst = instance_of(filter);
     /* Never waits: the chain may ask between two frames, while a restart holds the lock for
      * seconds; it then keeps (or makes) a buffer of its own and the frame is copied. */
@@ -1207,7 +1313,9 @@ static const rawfx_filter *proxy_create(const rawfx_filter_descriptor *descripto
     iso_instance *inst = calloc(1, sizeof *inst);
     if (!inst) return NULL;
     inst->type = type;
-    inst->param_count = descriptor->param_count;
+    inst->param_count = type->total_params;
+    inst->view.inst = inst;
+    inst->failed_member = -1;
     inst->params = calloc(inst->param_count ? inst->param_count : 1, sizeof(param_slot));
     inst->memfd = memfd_create("rawfx-isolate", MFD_CLOEXEC);
     if (inst->memfd == 3) { /* dup2(3, 3) in the child would keep CLOEXEC */
@@ -1286,6 +1394,26 @@ rawfx_filter_descriptor *rfx_isolation_descriptor_create(const rawfx_filter_desc
     t->helper_path = strdup(config->helper_path);
     t->plugin_path = strdup(config->plugin_path);
     t->filter_id = strdup(real->id);
+    /* The stages the helper runs: the filter alone, or its isolation group. */
+    rfx_isolation_member alone = { config->plugin_path, real };
+    const rfx_isolation_member *members = config->member_count > 1 ? config->members : &alone;
+    t->member_count = config->member_count > 1 ? config->member_count : 1;
+    if (t->member_count > RFX_ISO_GROUP_MAX || (t->member_count > 1 && real->media_kind != RAWFX_MEDIA_VIDEO)) {
+        free(t->helper_path);
+        free(t->plugin_path);
+        free(t->filter_id);
+        free(t);
+        return NULL;
+    }
+    for (uint32_t k = 0; k < t->member_count; k++) {
+        iso_member_type *m = &t->members[k];
+        m->plugin_path = strdup(members[k].plugin_path);
+        m->filter_id = strdup(members[k].real->id);
+        m->processing = members[k].real->processing;
+        m->param_count = members[k].real->param_count;
+        m->param_offset = t->total_params;
+        t->total_params += m->param_count;
+    }
     t->allow_untrusted = config->allow_untrusted;
     t->seccomp_strict = config->seccomp_strict;
     t->deadline_ns = config->deadline_ns;
@@ -1295,8 +1423,133 @@ rawfx_filter_descriptor *rfx_isolation_descriptor_create(const rawfx_filter_desc
     return &t->descriptor;
 }
 
+static const rawfx_filter *shell_create_alone(const rawfx_filter_descriptor *descriptor, char *error, size_t capacity);
+
 int32_t rfx_isolation_is_proxy(const rawfx_filter_descriptor *descriptor) {
-    return descriptor->create == proxy_create;
+    return descriptor->create == proxy_create || descriptor->create == shell_create_alone;
+}
+
+/* ------------------------------------------------------ group shells -- */
+
+/* A stage of an isolation group after the first: the proxy (stage 0) runs it in the helper.
+ * Host side it passes frames on untouched (in place, nothing to do), and its parameters,
+ * bypass and counters are its stage's in the proxy. */
+typedef struct iso_shell {
+    rawfx_filter filter;                /* first: the chain holds a pointer to it */
+    iso_instance *owner;
+    iso_view view;                      /* the extension: the group's counters, this stage's place */
+} iso_shell;
+
+static iso_shell *shell_of(const rawfx_filter *filter) { return (iso_shell *)filter->filter_data; }
+
+static const rawfx_filter *shell_create_alone(const rawfx_filter_descriptor *descriptor, char *error, size_t capacity) {
+    snprintf(error, capacity, "%s runs inside an isolation group: only its group makes it", descriptor->id);
+    return NULL;
+}
+
+static void shell_destroy(const rawfx_filter *filter) { free(shell_of(filter)); }
+
+static rawfx_status shell_set_param(const rawfx_filter *filter, uint32_t index, const rawfx_param_value *value) {
+    iso_shell *shell = shell_of(filter);
+    const iso_member_type *m = &shell->owner->type->members[shell->view.member];
+    if (index >= m->param_count) {
+        snprintf(shell->owner->error, sizeof shell->owner->error, "parameter index %u, expected below %u", index, m->param_count);
+        return RAWFX_ERR_INVALID_ARGUMENT;
+    }
+    return proxy_set_param(&shell->owner->filter, m->param_offset + index, value);
+}
+
+/* The proxy's output is already this stage's work: the shell passes it on, as negotiated. */
+static rawfx_status shell_configure(const rawfx_filter *filter, const rawfx_format *input, rawfx_negotiation *result) {
+    (void)filter;
+    result->output = *input;
+    result->latency = 0;
+    return RAWFX_OK;
+}
+
+static rawfx_status shell_process_video(const rawfx_filter *filter, const rawfx_video_frame *in, rawfx_video_frame *out) {
+    (void)filter; (void)in; (void)out;
+    return RAWFX_OK;
+}
+
+static void shell_reset(const rawfx_filter *filter) { (void)filter; /* the proxy resets every stage */ }
+
+static const char *shell_get_error(const rawfx_filter *filter) { return shell_of(filter)->owner->error; }
+
+static const void *shell_get_extension(const rawfx_filter *filter, const char *id) {
+    if (strcmp(id, RFX_ISOLATION_EXTENSION) == 0) return &shell_of(filter)->view;
+    return NULL;
+}
+
+rawfx_filter_descriptor *rfx_isolation_shell_descriptor_create(const rawfx_filter_descriptor *real) {
+    rawfx_filter_descriptor *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    *d = *real;
+    d->struct_size = sizeof *d;
+    d->processing = RAWFX_PROCESS_IN_PLACE;
+    d->create = shell_create_alone;
+    d->create_with_host = NULL;
+    return d;
+}
+
+const rawfx_filter *rfx_isolation_shell_create(const rawfx_filter_descriptor *descriptor, const rawfx_filter *owner,
+                                               uint32_t member, char *error, size_t capacity) {
+    if (owner->descriptor->create != proxy_create || member == 0 || member >= instance_of(owner)->type->member_count) {
+        snprintf(error, capacity, "%s: not a stage of this isolation group", descriptor->id);
+        return NULL;
+    }
+    iso_shell *shell = calloc(1, sizeof *shell);
+    if (!shell) return NULL;
+    shell->owner = instance_of(owner);
+    shell->view.inst = shell->owner;
+    shell->view.member = member;
+    shell->filter.struct_size = sizeof shell->filter;
+    shell->filter.descriptor = descriptor;
+    shell->filter.filter_data = shell;
+    shell->filter.destroy = shell_destroy;
+    shell->filter.set_param = shell_set_param;
+    shell->filter.configure = shell_configure;
+    shell->filter.process_video = shell_process_video;
+    shell->filter.reset = shell_reset;
+    shell->filter.get_error = shell_get_error;
+    shell->filter.get_extension = shell_get_extension;
+    return &shell->filter;
+}
+
+/* The view of a proxy (stage 0) or a shell, or NULL. */
+static const iso_view *view_of(const rawfx_filter *filter) {
+    if (filter->descriptor->create == proxy_create) return &instance_of(filter)->view;
+    if (filter->descriptor->create == shell_create_alone) return &shell_of(filter)->view;
+    return NULL;
+}
+
+int32_t rfx_isolation_group_position(const rawfx_filter *filter, uint32_t *member, uint32_t *count) {
+    const iso_view *view = view_of(filter);
+    if (!view) return 0;
+    *member = view->member;
+    *count = view->inst->type->member_count;
+    return 1;
+}
+
+int32_t rfx_isolation_member_negotiation(const rawfx_filter *filter, rawfx_format *input, rawfx_negotiation *negotiation) {
+    const iso_view *view = view_of(filter);
+    if (!view || !view->inst->configured) return 0;
+    *input = view->inst->member_input[view->member];
+    *negotiation = view->inst->member_negotiation[view->member];
+    return 1;
+}
+
+int32_t rfx_isolation_failed_stage(const rawfx_filter *filter) {
+    const iso_view *view = view_of(filter);
+    return view ? view->inst->failed_member : -1;
+}
+
+void rfx_isolation_set_bypass(const rawfx_filter *filter, int32_t bypassed) {
+    const iso_view *view = view_of(filter);
+    if (!view) return;
+    uint32_t bit = 1u << view->member;
+    if (bypassed) atomic_fetch_or(&view->inst->bypass_mask, bit);
+    else atomic_fetch_and(&view->inst->bypass_mask, ~bit);
 }
 
 void rfx_isolation_descriptor_destroy(rawfx_filter_descriptor *descriptor) {
@@ -1304,5 +1557,9 @@ void rfx_isolation_descriptor_destroy(rawfx_filter_descriptor *descriptor) {
     free(t->helper_path);
     free(t->plugin_path);
     free(t->filter_id);
+    for (uint32_t k = 0; k < t->member_count; k++) {
+        free(t->members[k].plugin_path);
+        free(t->members[k].filter_id);
+    }
     free(t);
 }

@@ -54,8 +54,18 @@ struct RunCommand: ParsableCommand {
     var audioChain: String?
 
     @Flag(name: .customLong("isolate"),
-          help: "Run every filter in a helper process (as name@isolate, docs/isolation.md): a filter that crashes or hangs passes its frames through unchanged and is restarted; rawfx warns at the end.")
+          help: "Run every filter in a helper process of its own (as name@isolate, docs/isolation.md): a filter that crashes or hangs passes its frames through unchanged and is restarted; rawfx warns at the end. --isolate=chain runs a video chain's filters together in ONE helper (as name@isolate(group=chain) on each): the frame crosses into it once, and a fault in any of them passes the frame through the whole chain.")
     var isolate = false
+
+    /// `--isolate=chain`, which `RawfxCommand.runReportingErrors` spells so for ArgumentParser
+    /// (a flag takes no value).
+    @Flag(name: .customLong("isolate-chain"), help: .hidden)
+    var isolateChain = false
+
+    /// The argument `--isolate=chain` as this command's flag (`isolateChain`).
+    static func spellingIsolateChain(_ arguments: [String]) -> [String] {
+        arguments.map { $0 == "--isolate=chain" ? "--isolate-chain" : $0 }
+    }
 
     @Option(name: .customLong("plugin-path"),
             help: ArgumentHelp("A directory (or .so file) to search for plugins first; repeatable.", valueName: "dir"))
@@ -189,19 +199,41 @@ struct RunCommand: ParsableCommand {
         }
     }
 
-    /// The chain's stages, each isolated with `--isolate` (a stage's own `@isolate` options stay).
+    /// The chain's stages, each isolated with `--isolate` (a stage's own `@isolate` options stay),
+    /// or all in isolation group `chain` with `--isolate=chain` (video only).
     private func chainSpecs(_ text: String?) throws(ChainError) -> [FilterSpec] {
         var specs = try FilterSpec.parseChain(text ?? "")
-        if isolate {
+        if isolateChain {
+            for index in specs.indices where specs[index].isolation?.group == nil {
+                var isolation = specs[index].isolation ?? StageIsolation()
+                isolation.group = "chain"
+                specs[index].isolation = isolation
+            }
+        } else if isolate {
             for index in specs.indices where specs[index].isolation == nil { specs[index].isolation = StageIsolation() }
         }
         return specs
     }
 
     /// One warning per isolated stage that faulted: the run went on, its frames passed through.
+    /// In an isolation group, per stage that faulted, and once for faults between frames.
     private func warnAboutFaults(_ metrics: [Metrics]) {
         for (index, stage) in metrics.enumerated() {
             guard let isolation = stage.isolation, isolation.faults > 0 else { continue }
+            if isolation.groupSize > 1 {
+                let group = "isolation group of \(isolation.groupSize) stages from stage \(index - isolation.groupMember)"
+                let passed = "restarted \(isolation.restarts) time\(isolation.restarts == 1 ? "" : "s"); \(isolation.passthrough) frame\(isolation.passthrough == 1 ? "" : "s") passed through the whole group unchanged"
+                if isolation.stageFaults > 0 {
+                    printWarning("filter '\(stage.name)' (stage \(index)) faulted \(isolation.stageFaults) time\(isolation.stageFaults == 1 ? "" : "s") in its helper process (\(group)), which was \(passed)")
+                }
+                // Faults between frames belong to no stage: said once, at the group's first.
+                let attributed = metrics[(index - isolation.groupMember)..<(index - isolation.groupMember + isolation.groupSize)]
+                    .reduce(UInt64(0)) { $0 + ($1.isolation?.stageFaults ?? 0) }
+                if isolation.groupMember == 0, isolation.faults > attributed {
+                    printWarning("the helper process of the \(group) (filter '\(stage.name)' first) faulted \(isolation.faults - attributed) time\(isolation.faults - attributed == 1 ? "" : "s") between frames, and was \(passed)")
+                }
+                continue
+            }
             printWarning("filter '\(stage.name)' (stage \(index)) faulted \(isolation.faults) time\(isolation.faults == 1 ? "" : "s") in its helper process and was restarted \(isolation.restarts) time\(isolation.restarts == 1 ? "" : "s"); \(isolation.passthrough) frame\(isolation.passthrough == 1 ? "" : "s") passed through it unchanged")
         }
     }
@@ -303,6 +335,9 @@ struct RunCommand: ParsableCommand {
 
     private func runAudio(_ source: MediaInput, registry: PluginRegistry) throws {
         let chain: AudioChain
+        if isolateChain {
+            throw CLIError("--isolate=chain runs a video chain in one helper; audio filters are isolated one per helper: use --isolate")
+        }
         do { chain = try AudioChain(specs: chainSpecs(audioChain), registry: registry) } catch { throw explain(error, registry: registry) }
         defer { warnAboutFaults(chain.metrics) }
         let collected = makeCollector()

@@ -19,6 +19,15 @@
 extern "C" {
 #endif
 
+/* Most stages one helper runs (an isolation group, `@isolate(group=NAME)`). */
+#define RFX_ISO_GROUP_MAX 16
+
+/* One stage of an isolation group: the real filter and its plugin file. */
+typedef struct rfx_isolation_member {
+    const char *plugin_path;
+    const rawfx_filter_descriptor *real;
+} rfx_isolation_member;
+
 /* How an isolated type runs its instances. Strings are copied. */
 typedef struct rfx_isolation_config {
     const char *helper_path;      /* the rawfx-isolate executable */
@@ -29,6 +38,11 @@ typedef struct rfx_isolation_config {
     int64_t control_timeout_ns;   /* start, configure, parameters before configure */
     int64_t backoff_min_ns;       /* first restart delay, doubled up to backoff_max_ns */
     int64_t backoff_max_ns;
+    /* An isolation group (video only): the stages one helper runs, in chain order, the first
+     * being `real` itself; 0 (or 1) for a stage alone. The proxy carries the whole group's
+     * processing; the other stages are shells (rfx_isolation_shell_create). */
+    uint32_t member_count;
+    const rfx_isolation_member *members;
 } rfx_isolation_config;
 
 /* A descriptor that creates proxies of `real` (read at the host's size, as the
@@ -39,9 +53,39 @@ rawfx_filter_descriptor *rfx_isolation_descriptor_create(const rawfx_filter_desc
                                                          const rfx_isolation_config *config);
 void rfx_isolation_descriptor_destroy(rawfx_filter_descriptor *descriptor);
 
-/* [any] 1 when `descriptor` is a proxy's (so its instances answer the extension below
- * from any thread); a real plugin's get_extension is a [control] call. */
+/* [any] 1 when `descriptor` is a proxy's or a group shell's (so its instances answer the
+ * extension below from any thread); a real plugin's get_extension is a [control] call. */
 int32_t rfx_isolation_is_proxy(const rawfx_filter_descriptor *descriptor);
+
+/* ---------------------------------------------------- isolation groups -- */
+
+/* A shell type for `real`: a stage of an isolation group other than the first, whose
+ * processing the group's proxy (the first stage) carries in its helper. The shell has the
+ * real filter's id and parameters; it is in place and passes frames on untouched, its
+ * set_param reaches its stage in the helper through the proxy, and its counters are the
+ * group's. Its plain create fails: shells are made by rfx_isolation_shell_create. */
+rawfx_filter_descriptor *rfx_isolation_shell_descriptor_create(const rawfx_filter_descriptor *real);
+
+/* [control] A shell of `descriptor` (a shell type) for stage `member` (1...) of the group
+ * whose proxy is `owner`. The caller keeps `owner` alive until the shell is destroyed. */
+const rawfx_filter *rfx_isolation_shell_create(const rawfx_filter_descriptor *descriptor, const rawfx_filter *owner,
+                                               uint32_t member, char *error, size_t capacity);
+
+/* [any] The position of a proxy (stage 0) or shell in its group: returns 1 and fills
+ * `member` and `count` (count 1 for a stage alone), or 0 for anything else. */
+int32_t rfx_isolation_group_position(const rawfx_filter *filter, uint32_t *member, uint32_t *count);
+
+/* [any] What stage `filter` (a proxy or shell) was negotiated as inside its group: its own
+ * input and negotiation. Returns 0 before a negotiation (or for anything else). */
+int32_t rfx_isolation_member_negotiation(const rawfx_filter *filter, rawfx_format *input, rawfx_negotiation *negotiation);
+
+/* [after a call that failed] The group's stage (from 0) whose filter returned the error of the
+ * proxy's last failed configure or process (the proxy's get_error holds its message), or -1. */
+int32_t rfx_isolation_failed_stage(const rawfx_filter *filter);
+
+/* [any, never waits] Skips (1) or runs again (0) the stage `filter` (a proxy or shell) in
+ * its group's helper, from the next frame: a bypass inside the group. */
+void rfx_isolation_set_bypass(const rawfx_filter *filter, int32_t bypassed);
 
 /* The proxy's extension: its counters (filter->get_extension). */
 #define RFX_ISOLATION_EXTENSION "rawfx.isolation/1"
@@ -54,6 +98,11 @@ typedef struct rfx_isolation_counters {
     int32_t up;            /* 1 when the helper is serving frames now */
     int32_t pid;           /* the current helper's pid, or 0 */
     int64_t deadline_ns;   /* the deadline in force (derived or configured) */
+    /* An isolation group: the counters above are the group's (a fault anywhere in it passes
+     * the frame through the whole group); these are the stage's own. */
+    uint64_t stage_faults; /* faults that happened while this stage ran (crash, hang, ...) */
+    uint32_t group_member; /* its position in the group, from 0 */
+    uint32_t group_size;   /* stages in the group; 1 for a stage alone */
 } rfx_isolation_counters;
 
 /* [control or process, after configure] The proxy's video input frame in shared memory, as pointers in
@@ -119,7 +168,24 @@ typedef struct rfx_iso_control {
     rawfx_audio_frame audio_in;    /* samples as an offset */
     rawfx_audio_frame audio_out;
     char error[RFX_ISO_ERROR_MAX]; /* reply: the filter's message on failure */
+    /* An isolation group: the stages run in order (CONFIGURE, PROCESS_VIDEO, RESET: all;
+     * SET_PARAM: param_index counts the stages' parameters one after another). */
+    uint32_t member_count;
+    uint32_t member;          /* helper: the stage it is running now (names a crash's stage) */
+    uint32_t bypass_mask;     /* PROCESS_VIDEO: bit k skips stage k */
+    uint32_t reserved_group;
+    rawfx_negotiation member_negotiation[RFX_ISO_GROUP_MAX]; /* CONFIGURE reply, per stage */
+    rawfx_video_frame member_out[RFX_ISO_GROUP_MAX];         /* PROCESS_VIDEO: each out-of-place
+                                                              * stage's output layout (offsets) */
 } rfx_iso_control;
+
+/* [helper] Accessors for Swift (which sees the arrays above as tuples). */
+static inline rawfx_negotiation *rfx_iso_member_negotiation(rfx_iso_control *control, uint32_t member) {
+    return &control->member_negotiation[member];
+}
+static inline rawfx_video_frame *rfx_iso_member_out(rfx_iso_control *control, uint32_t member) {
+    return &control->member_out[member];
+}
 
 /* [helper] Waits for the next command (request_seq != reply_seq); returns it. */
 uint32_t rfx_iso_helper_wait(rfx_iso_control *control);
