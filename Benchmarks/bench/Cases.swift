@@ -324,6 +324,25 @@ func videoCases() -> [BenchCase] {
                 return .init(chain: isolated + ", paced 30 fps", engine: Paced(e, intervalNanoseconds: 33_333_333),
                              direct: Paced(inProcess, intervalNanoseconds: 33_333_333), filterCount: 1)
             }))
+        // A group: watermark and rotate in one helper (one copy in, one round trip) against
+        // each in its own helper (two copies, two round trips), and against in process.
+        cases.append(BenchCase(
+            name: "isolated-group-watermark-rotate-\(r.name)", kind: .video, filters: ["watermark", "rotate"], unit: "frame",
+            summary: "watermark,rotate=angle=90 both @isolate(group=fx) on \(r.name): one helper, the frame copied in once",
+            directSummary: "the same two stages each @isolate (two helpers, two copies in, two round trips)",
+            make: { context in
+                let plain = watermarkChain(logo: try context.logo(), frameWidth: r.width) + ",rotate=angle=90"
+                func isolated(_ option: String) -> String {
+                    plain.replacingOccurrences(of: "watermark=", with: "watermark@isolate(\(option))=")
+                        .replacingOccurrences(of: "rotate=", with: "rotate@isolate(\(option))=")
+                }
+                let grouped = isolated("group=fx,deadline=1000ms")
+                let e = try engine(context, grouped, r)
+                let perStage = try engine(context, isolated("deadline=1000ms"), r)
+                let inProcess = try engine(context, plain, r)
+                return .init(chain: grouped, engine: e, direct: perStage, filterCount: 2,
+                             references: [.init(short: "in process", label: "the same chain in process (the engine)", workload: inProcess)])
+            }))
         // Zero copy: an out-of-place stage upstream writes into the isolated stage's shared
         // memory, so nothing is copied on the way in (scale to the same size: a plane copy).
         cases.append(BenchCase(

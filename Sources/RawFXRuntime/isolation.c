@@ -70,50 +70,63 @@ static size_t round_page(size_t n) { return (n + 4095) & ~(size_t)4095; }
 #define EARLY_WAKE_POLL_NS 1000000
 
 /* Frames and blocks come at a cadence (a 10 ms audio block, a video frame every 33 ms), and
- * on an idle VM a futex wake-up costs 40-140 us, more than an audio block's whole budget.
- * So the helper learns the interval between process requests (the host stamps each one)
- * and, after a reply, sleeps until shortly before the next is due, then polls for it: the
- * request is seen within a microsecond, and the host skips its FUTEX_WAKE. The window is
- * a margin either side of the prediction, sized from how far recent requests missed it;
- * requests too irregular for a window under PREDICT_MARGIN_MAX_NS get no polling (the
- * helper sleeps until woken). Polling costs about a margin of CPU per request: 1-3 % of a
- * core for 10 ms audio blocks. */
+ * on an idle VM waking a sleeping thread costs 100-300 us (the vCPU is halted; a futex
+ * wake-up and a timer alike), more than an audio block's whole budget. So the helper
+ * learns the interval between process requests (the host stamps each one) and, after a
+ * reply, sleeps until shortly before the next is due, then polls for it: the request is
+ * seen within a microsecond, and the host skips its FUTEX_WAKE. The window is a margin
+ * either side of the prediction, sized from how far recent requests missed it; the sleep
+ * ends earlier still by how late the helper's own timed wake-ups have been. A request
+ * further than PREDICT_OUTLIER_NS from its prediction (a late or skipped frame) does not
+ * move the cadence; two in a row start it over. Polling costs the margin and the wake-up
+ * allowance in CPU per request: on the 2-vCPU VM of docs/isolation.md about 0.5 ms per
+ * 10 ms audio block; on a machine whose threads wake fast, much less. */
 #define PREDICT_MARGIN_MIN_NS 100000
-#define PREDICT_MARGIN_MAX_NS 1000000
+#define PREDICT_OUTLIER_NS 500000
+#define PREDICT_OVERSLEEP_MAX_NS 1000000
 #define PREDICT_INTERVAL_MAX_NS 1000000000
 
 /* [helper] The cadence of process requests, from the host's stamps (one helper process
  * serves one instance, on one thread). */
 static struct {
-    int64_t last_posted; /* the stamp of the last process request; 0: none yet */
-    int64_t interval;    /* smoothed interval between requests; 0: not known */
-    int64_t miss;        /* smoothed distance of a request from its prediction */
-    int outliers;        /* requests in a row further than PREDICT_MARGIN_MAX_NS from it */
+    int64_t last_posted;   /* the stamp of the last process request; 0: none yet */
+    int64_t interval;      /* smoothed interval between requests; 0: not known */
+    int64_t miss;          /* smoothed distance of a request from its prediction */
+    int outliers;          /* requests in a row further than PREDICT_OUTLIER_NS from it */
+    int64_t oversleep;     /* smoothed lateness of the helper's timed wake-ups */
+    int64_t oversleep_dev; /* and its smoothed deviation */
 } cadence;
 
+static int64_t distance(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
+
 static void cadence_observe(int64_t posted) {
-    int64_t interval = posted - cadence.last_posted;
-    int64_t error = interval > cadence.interval ? interval - cadence.interval : cadence.interval - interval;
+    int64_t interval = posted - cadence.last_posted, error = distance(interval, cadence.interval);
     if (cadence.last_posted == 0 || interval <= 0 || interval > PREDICT_INTERVAL_MAX_NS) {
         cadence.interval = 0; /* the first request, a pause or a clock oddity: start over */
-    } else if (cadence.interval == 0 || (error > PREDICT_MARGIN_MAX_NS && ++cadence.outliers >= 2)) {
+    } else if (cadence.interval == 0 || (error > PREDICT_OUTLIER_NS && ++cadence.outliers >= 2)) {
         /* The first interval, or the cadence changed (two outliers in a row). */
         cadence.interval = interval;
         cadence.miss = PREDICT_MARGIN_MIN_NS;
         cadence.outliers = 0;
-    } else if (error <= PREDICT_MARGIN_MAX_NS) {
+    } else if (error <= PREDICT_OUTLIER_NS) {
         cadence.outliers = 0;
         cadence.miss += (error - cadence.miss) / 4;
         cadence.interval += (interval - cadence.interval) / 8;
-    } /* else one outlier (a late or skipped frame): the cadence stands */
+    } /* else one outlier: the cadence stands */
     cadence.last_posted = posted;
 }
 
-/* The window in which the next request is expected; 0 when there is none to poll in. */
+static void oversleep_observe(int64_t late) {
+    if (late < 0) late = 0;
+    if (late > PREDICT_OVERSLEEP_MAX_NS) late = PREDICT_OVERSLEEP_MAX_NS;
+    cadence.oversleep_dev += (distance(late, cadence.oversleep) - cadence.oversleep_dev) / 4;
+    cadence.oversleep += (late - cadence.oversleep) / 4;
+}
+
+/* The window in which the next request is expected; 0 when no cadence is known. */
 static int cadence_window(int64_t *from, int64_t *until) {
     if (cadence.interval == 0) return 0;
     int64_t margin = PREDICT_MARGIN_MIN_NS + 2 * cadence.miss;
-    if (margin > PREDICT_MARGIN_MAX_NS) return 0;
     int64_t predicted = cadence.last_posted + cadence.interval;
     *from = predicted - margin;
     *until = predicted + margin;
@@ -125,10 +138,13 @@ static int cadence_window(int64_t *from, int64_t *until) {
  * The two seq_cst fences pair with post()'s: either the host sees the flag cleared and
  * wakes the helper, or the helper's last look sees the new request. */
 static int poll_request(rfx_iso_control *control, uint32_t request, int64_t until) {
+    __atomic_store_n(&control->helper_cpu, sched_getcpu(), __ATOMIC_RELAXED);
     __atomic_store_n(&control->helper_polling, 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     for (uint32_t round = 0; load_acquire(&control->request_seq) == request; round++) {
-        if ((round & 63) == 63 && now_ns() >= until) break;
+        /* Not on the CPU the host's processing thread is on (both woke on one vCPU): the
+         * poll would take the time the host needs for the frame; it will wake us. */
+        if ((round & 63) == 63 && (now_ns() >= until || sched_getcpu() == __atomic_load_n(&control->host_cpu, __ATOMIC_RELAXED))) break;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
@@ -148,7 +164,12 @@ uint32_t rfx_iso_helper_wait(rfx_iso_control *control) {
         }
         int64_t from, until, now = now_ns();
         if (cadence_window(&from, &until) && now < until) {
-            if (from > now) futex_wait(&control->request_seq, request, from - now);
+            int64_t wake_at = from - cadence.oversleep - 2 * cadence.oversleep_dev;
+            if (wake_at > now) {
+                futex_wait(&control->request_seq, request, wake_at - now);
+                int64_t woke = now_ns();
+                if (load_acquire(&control->request_seq) == request) oversleep_observe(woke - wake_at);
+            }
             if (poll_request(control, request, until)) continue;
         }
         futex_wait(&control->request_seq, request, -1);
@@ -159,6 +180,7 @@ uint32_t rfx_iso_helper_wait(rfx_iso_control *control) {
 
 void rfx_iso_helper_reply(rfx_iso_control *control, int32_t status) {
     control->status = status;
+    __atomic_store_n(&control->helper_cpu, sched_getcpu(), __ATOMIC_RELAXED);
     store_release(&control->reply_seq, __atomic_load_n(&control->request_seq, __ATOMIC_RELAXED));
     futex_wake(&control->reply_seq);
 }
@@ -198,7 +220,7 @@ static const int strict_allowed[] = {
     __NR_mincore, __NR_membarrier,
     __NR_futex, __NR_get_robust_list, __NR_set_robust_list, __NR_set_tid_address,
     __NR_clock_gettime, __NR_clock_getres, __NR_clock_nanosleep, __NR_nanosleep, __NR_gettimeofday,
-    __NR_sched_yield, __NR_sched_getaffinity, __NR_sched_getparam, __NR_sched_getscheduler,
+    __NR_sched_yield, __NR_getcpu, __NR_sched_getaffinity, __NR_sched_getparam, __NR_sched_getscheduler,
     __NR_getpriority, __NR_getpid, __NR_gettid, __NR_getppid, __NR_getuid, __NR_geteuid,
     __NR_getgid, __NR_getegid, __NR_getresuid, __NR_getresgid, __NR_getrandom,
     __NR_rt_sigaction, __NR_rt_sigprocmask, __NR_rt_sigreturn, __NR_sigaltstack,
@@ -497,7 +519,10 @@ static __thread int on_supervisor;
 
 static int wait_reply(iso_instance *inst, uint32_t seq, int64_t timeout_ns) {
     int64_t start = now_ns(), end = start + timeout_ns;
-    if (!on_supervisor) {
+    /* Not when the helper last ran on this CPU: it is likely queued behind this thread
+     * (both woke on one vCPU), and polling would keep it from running. Sleeping hands it
+     * the CPU at once. */
+    if (!on_supervisor && sched_getcpu() != __atomic_load_n(&inst->control->helper_cpu, __ATOMIC_RELAXED)) {
         int64_t poll_end = start + (timeout_ns < REPLY_POLL_NS ? timeout_ns : REPLY_POLL_NS);
         for (uint32_t round = 0;; round++) {
             uint32_t reply = load_acquire(&inst->control->reply_seq);
@@ -827,6 +852,8 @@ static void *supervise(void *argument) {
         store_release(&inst->control->reply_seq, 0);
         /* A helper killed while it polled left the flag set: the new one must be woken. */
         store_release(&inst->control->helper_polling, 0);
+        __atomic_store_n(&inst->control->helper_cpu, -1, __ATOMIC_RELAXED);
+        __atomic_store_n(&inst->control->host_cpu, -1, __ATOMIC_RELAXED);
         inst->error[0] = 0;
         int pid = spawn_helper(inst);
         int up = 0;
@@ -1094,6 +1121,7 @@ static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_
         return RAWFX_OK;
     }
     rfx_iso_control *c = inst->control;
+    __atomic_store_n(&c->host_cpu, sched_getcpu(), __ATOMIC_RELAXED);
     rawfx_video_frame layout_in, layout_out;
     video_layout(&layout_in, fi, inst->in_offset);
     layout_in.timestamp_us = in->timestamp_us;
@@ -1212,6 +1240,7 @@ static rawfx_status proxy_process_audio(const rawfx_filter *filter, const rawfx_
         return RAWFX_OK;
     }
     rfx_iso_control *c = inst->control;
+    __atomic_store_n(&c->host_cpu, sched_getcpu(), __ATOMIC_RELAXED);
     size_t bytes = (size_t)in->frame_count * in->channels * sizeof(int16_t);
     memcpy(inst->map + inst->in_offset, in->samples, bytes);
     rawfx_audio_frame layout_in = *in, layout_out = *out;

@@ -150,8 +150,10 @@ typedef struct rfx_iso_control {
     /* Wake-up hints (docs/isolation.md, Cost): the host skips its FUTEX_WAKE while the
      * helper polls, and stamps each request so the helper learns the cadence. */
     uint32_t helper_polling;  /* helper: 1 while it polls request_seq */
-    uint32_t reserved;
+    int32_t helper_cpu;       /* helper: the CPU it polled or replied on last (sched_getcpu) */
     int64_t posted_ns;        /* host: CLOCK_MONOTONIC when it bumped request_seq */
+    int32_t host_cpu;         /* host: the CPU its processing thread runs a frame on */
+    uint32_t reserved;
     /* SET_PARAM */
     uint32_t param_index;
     rawfx_param_type param_type;
