@@ -2,12 +2,14 @@
 // with its own chain instance and state, driven through `onRawDataFrameReceived` in async mode
 // with 1 worker and with 2. Aggregate throughput is frames of all users per second of wall time.
 import Foundation
+import Synchronization
 import RawFX
 import RawFXSDK
 
 /// One unit = `framesPerUser` frames of every user (each a different frame of the pool),
 /// delivered user after user on the bench thread as the SDK's threads would, then waited for:
-/// the sink signals once per processed frame. Several frames per unit keep the workers busy
+/// the sink counts processed frames and signals once, at the unit's last (a wake-up of the
+/// bench thread per frame would take the CPU the workers measure). Several frames per unit keep the workers busy
 /// across a user's frames, as a live session does, instead of measuring one wake-up per frame.
 /// p50 per unit is the batch's wall time, so the throughput ratio between worker counts is the
 /// speedup. The capacity exceeds the frames per user in flight: nothing is dropped.
@@ -21,15 +23,23 @@ final class ReceiveStreamsAsync: Workload, ThreadCounted {
     /// mode (`addRef` succeeds: the hook queues the frame and the SDK's thread copies nothing);
     /// turned 90°, as phones send it, for the chain's `rotate=angle=auto`.
     private let frames: [BenchVideoRawData]
-    private let processed = DispatchSemaphore(value: 0)
+    private let unitDone = DispatchSemaphore(value: 0)
+    /// Frames processed so far, over all units.
+    private let processed = FrameCounter()
+
+    final class FrameCounter: @unchecked Sendable {
+        let value = Atomic<Int>(0)
+    }
 
     init(chain: String, registry: PluginRegistry, users: Int, workers: Int, pool: FramePool) throws {
         self.pool = pool
         threads = workers
-        let processed = self.processed
+        let unitDone = self.unitDone, processed = self.processed
+        let perUnit = users * Self.framesPerUser
         hook = try ReceiveVideoHook(chain: chain, registry: registry,
                                     mode: .async(capacity: 2 * Self.framesPerUser, workers: workers)) { _, _ in
-            processed.signal()
+            // A unit's frames all finish before the next unit is delivered.
+            if processed.value.add(1, ordering: .acquiringAndReleasing).newValue % perUnit == 0 { unitDone.signal() }
         }
         pipes = (0..<users).map { _ in BenchPipe() }
         frames = (0..<users * Self.framesPerUser).map { _ in BenchVideoRawData(retainable: true) }
@@ -52,7 +62,7 @@ final class ReceiveStreamsAsync: Workload, ThreadCounted {
                 pipes[user].delegate!.onRawDataFrameReceived(raw)
             }
         }
-        for _ in 0..<count { processed.wait() }
+        unitDone.wait()
     }
 }
 

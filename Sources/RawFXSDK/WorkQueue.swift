@@ -5,6 +5,7 @@ import Darwin
 #endif
 import DequeModule
 import RawFX
+import Synchronization
 
 /// The one queue between an SDK callback and a hook's worker thread: every async hook (the
 /// publishers, the virtual speaker, received video per user) hands work over through it.
@@ -327,6 +328,15 @@ package final class WorkerPool: @unchecked Sendable {
     private var idle = 0
     private var attached = 0
     private var stopped = false
+    /// `ready.count`, readable without the lock: what an idle worker polls.
+    private let readyCount = Atomic<Int>(0)
+
+    /// How long a worker that ran out of work polls for more before it sleeps. A sleeping
+    /// thread of a VM takes 40–300 µs to run again after a wake-up (its vCPU is halted),
+    /// about a small stream's whole frame; frames of many users come in bursts, so the
+    /// next is usually this close. Costs at most this much CPU per burst and worker (the
+    /// engine's thread pool polls as long, for the same reason: thread_pool.c).
+    static let pollNanoseconds: UInt64 = 100_000
 
     /// - Parameter workers: threads at most; 0 or less takes `defaultWorkerCount`.
     package init(name: String, workers: Int) {
@@ -375,6 +385,7 @@ package final class WorkerPool: @unchecked Sendable {
     func schedule(_ runnable: any PoolRunnable) {
         lock.lock()
         ready.append(runnable)
+        readyCount.store(ready.count, ordering: .releasing)
         if idle > 0 { lock.signal() }
         lock.unlock()
     }
@@ -404,6 +415,7 @@ package final class WorkerPool: @unchecked Sendable {
         while true {
             var next = ready.popFirst()
             if next != nil {
+                readyCount.store(ready.count, ordering: .releasing)
                 lock.unlock()
                 next!.runTurn()
                 // Released here, outside the lock: the last reference to a closed queue runs
@@ -413,6 +425,12 @@ package final class WorkerPool: @unchecked Sendable {
                 continue
             }
             if stopped { break }
+            // Poll before sleeping (pollNanoseconds); `schedule` signals only idle workers.
+            lock.unlock()
+            let pollEnd = monotonicNanoseconds() &+ Self.pollNanoseconds
+            while readyCount.load(ordering: .acquiring) == 0 && monotonicNanoseconds() < pollEnd {}
+            lock.lock()
+            if !ready.isEmpty || stopped { continue }
             idle += 1
             lock.wait()
             idle -= 1
