@@ -583,8 +583,16 @@ static void copy_error(iso_instance *inst) {
 
 /* ------------------------------------------------------ memory layout -- */
 
+/* Rows and planes in shared memory start on 64-byte boundaries, as in the engine's own
+ * buffers (VideoBuffer): a transpose writes 16- and 32-byte pieces down a column, and with
+ * rows of a 1080-wide frame at 1080-byte strides every other piece straddled two cache
+ * lines (rotate 90 of 1080p in a helper took 1.7 ms, against 0.74 ms in process). */
+#define ISO_ROW_ALIGN 64u
+
+static size_t align_row(size_t n) { return (n + ISO_ROW_ALIGN - 1) & ~(size_t)(ISO_ROW_ALIGN - 1); }
+
 static size_t plane_bytes(uint32_t w, uint32_t h) {
-    return (size_t)w * h + 2 * (size_t)((w + 1) / 2) * ((h + 1) / 2);
+    return align_row(align_row(w) * h) + 2 * align_row(align_row((w + 1) / 2) * ((h + 1) / 2));
 }
 
 static void video_layout(rawfx_video_frame *f, const rawfx_video_format *format, size_t offset) {
@@ -595,14 +603,14 @@ static void video_layout(rawfx_video_frame *f, const rawfx_video_format *format,
     f->pixel_format = format->pixel_format;
     f->color_range = format->color_range;
     f->rotation = format->rotation;
-    int32_t cw = (int32_t)((format->width + 1) / 2);
-    size_t ysize = (size_t)format->width * format->height, csize = (size_t)cw * ((format->height + 1) / 2);
+    size_t ystride = align_row(format->width), cstride = align_row((format->width + 1) / 2);
+    size_t ysize = align_row(ystride * format->height), csize = align_row(cstride * ((format->height + 1) / 2));
     f->planes[0] = (uint8_t *)(uintptr_t)offset;
     f->planes[1] = (uint8_t *)(uintptr_t)(offset + ysize);
     f->planes[2] = (uint8_t *)(uintptr_t)(offset + ysize + csize);
-    f->strides[0] = (int32_t)format->width;
-    f->strides[1] = cw;
-    f->strides[2] = cw;
+    f->strides[0] = (int32_t)ystride;
+    f->strides[1] = (int32_t)cstride;
+    f->strides[2] = (int32_t)cstride;
 }
 
 /* The host maps this much address space once, at create, and only grows the file inside it:
