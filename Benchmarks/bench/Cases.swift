@@ -440,29 +440,24 @@ func audioCases() -> [BenchCase] {
             return .init(chain: chain + " + setParameter per block", engine: e,
                          direct: DirectDenoise(pool: pool, level: -30, alternateLevel: -20), sampleRate: 48_000, filterCount: 1)
         }))
-    cases.append(BenchCase(
-        name: "isolated-denoise-48k", kind: .audio, filters: ["denoise"], unit: "block",
-        summary: "denoise@isolate=level=-30, 48kHz mono in 10 ms blocks: the block crosses to rawfx-isolate and back",
-        directSummary: "the same denoise in process (the engine)",
-        make: { context in
-            let pool = context.audioPool(sampleRate: 48_000, multiple: 480)
-            let chain = "denoise@isolate(deadline=1000ms)=level=-30"
-            let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [480])
-            let inProcess = try EngineAudio(chain: AudioChain("denoise=level=-30", registry: context.registry), pool: pool, chunkSizes: [480])
-            return .init(chain: chain, engine: e, direct: inProcess, sampleRate: 48_000, filterCount: 1)
-        }))
-    cases.append(BenchCase(
-        name: "isolated-denoise-48k-paced", kind: .audio, filters: ["denoise"], unit: "block",
-        summary: "denoise@isolate=level=-30, 48kHz mono, one 10 ms block every 10 ms as the SDK delivers them (the helper between blocks as it would be)",
-        directSummary: "the same denoise in process (the engine), paced alike",
-        make: { context in
-            let pool = context.audioPool(sampleRate: 48_000, multiple: 480)
-            let chain = "denoise@isolate(deadline=1000ms)=level=-30"
-            let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [480])
-            let inProcess = try EngineAudio(chain: AudioChain("denoise=level=-30", registry: context.registry), pool: pool, chunkSizes: [480])
-            return .init(chain: chain + ", paced 10 ms", engine: Paced(e, intervalNanoseconds: 10_000_000),
-                         direct: Paced(inProcess, intervalNanoseconds: 10_000_000), sampleRate: 48_000, filterCount: 1)
-        }))
+    // Back to back, and one block every 10 ms as the SDK delivers them (the helper between
+    // blocks as it would be).
+    for paced in [false, true] {
+        cases.append(BenchCase(
+            name: "isolated-denoise-48k" + (paced ? "-paced" : ""), kind: .audio, filters: ["denoise"], unit: "block",
+            summary: "denoise@isolate=level=-30, 48kHz mono in 10 ms blocks"
+                + (paced ? ", one every 10 ms" : ": the block crosses to rawfx-isolate and back"),
+            directSummary: "the same denoise in process (the engine)" + (paced ? ", paced alike" : ""),
+            make: { context in
+                let pool = context.audioPool(sampleRate: 48_000, multiple: 480)
+                let chain = "denoise@isolate(deadline=1000ms)=level=-30"
+                let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [480])
+                let inProcess = try EngineAudio(chain: AudioChain("denoise=level=-30", registry: context.registry), pool: pool, chunkSizes: [480])
+                guard paced else { return .init(chain: chain, engine: e, direct: inProcess, sampleRate: 48_000, filterCount: 1) }
+                return .init(chain: chain + ", paced 10 ms", engine: Paced(e, intervalNanoseconds: 10_000_000),
+                             direct: Paced(inProcess, intervalNanoseconds: 10_000_000), sampleRate: 48_000, filterCount: 1)
+            }))
+    }
     cases.append(BenchCase(
         name: "resample-44k1-48k", kind: .audio, filters: ["resample"], unit: "block",
         summary: "resample=rate=48000 (quality 5), 44.1 kHz mono in 10 ms blocks (441 frames)",

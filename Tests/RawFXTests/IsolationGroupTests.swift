@@ -250,13 +250,6 @@ final class IsolationGroupTests: XCTestCase {
 
 /// `rawfx run --isolate=chain`: the whole video chain in one helper.
 final class IsolationGroupRunTests: XCTestCase, RawfxCommandTesting {
-    func faultyPluginDirectory() throws -> URL {
-        let directory = temporaryDirectory()
-        _ = try compileCPlugin(repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/faulty_plugin.c"),
-                               into: directory, name: "libfaulty.so")
-        return directory
-    }
-
     func testRunIsolateChainWritesWhatTheInProcessRunWrites() throws {
         try requireRawfx()
         let plugins = try faultyPluginDirectory()

@@ -389,13 +389,6 @@ final class IsolationTests: XCTestCase {
 
 /// An isolated stage at an SDK hook driven by the emulator, and `rawfx run --isolate`.
 final class IsolationIntegrationTests: XCTestCase, RawfxCommandTesting {
-    func faultyPluginDirectory() throws -> URL {
-        let directory = temporaryDirectory()
-        _ = try compileCPlugin(repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/faulty_plugin.c"),
-                               into: directory, name: "libfaulty.so")
-        return directory
-    }
-
     func testPreProcessorHookKeepsEveryFrameThroughACrashingIsolatedFilter() throws {
         let registry = PluginRegistry.empty(environment: [:])
         registry.scan([try faultyPluginDirectory().path])
@@ -474,5 +467,15 @@ final class IsolationIntegrationTests: XCTestCase, RawfxCommandTesting {
         XCTAssertNil(try outReader.readFrame(), "no frame added")
         XCTAssertEqual(frames, 12)
         XCTAssertGreaterThanOrEqual(passed, 1, "the 5th frame passed through")
+    }
+}
+
+extension RawfxCommandTesting {
+    /// A fresh directory holding the faulty fixture plugins (`libfaulty.so`), for `rawfx run --isolate` tests.
+    func faultyPluginDirectory() throws -> URL {
+        let directory = temporaryDirectory()
+        _ = try compileCPlugin(repositoryRoot.appendingPathComponent("Tests/RawFXTests/Fixtures/faulty_plugin.c"),
+                               into: directory, name: "libfaulty.so")
+        return directory
     }
 }
