@@ -1,12 +1,13 @@
 /*
  * rotate_kernels.h — the plane kernels behind `rotate` and `mirror` (yuv.c).
  *
- * Two operations cover every quarter turn and flip of an I420 plane:
+ * Three operations cover every quarter turn and flip of an I420 plane:
  * - transpose: dst[x][y] = src[y][x]. With a negative source stride (rows read
  *   bottom up) it is a clockwise quarter turn; with a negative destination
  *   stride a counter-clockwise one; with both, a quarter turn plus a flip.
  * - reverse rows: dst[y][x] = src[y][w-1-x] (a left-right flip; with the
  *   source read bottom up, a half turn).
+ * - copy rows, for the top-bottom flip (a copy written bottom up).
  *
  * Each has an AVX2, an SSSE3 (SSE2 transpose, pshufb reversal) and a portable C
  * version, chosen at run time from the CPU (never from the build machine). The
@@ -40,5 +41,11 @@ ROTATE_KERNELS_HIDDEN void rotate_transpose_plane(rotate_kernel_level level, con
 /* dst[y][x] = src[y][width-1-x] for y in [0, height). Strides may be negative. */
 ROTATE_KERNELS_HIDDEN void rotate_reverse_rows(rotate_kernel_level level, const uint8_t *src, ptrdiff_t src_stride,
                                                uint8_t *dst, ptrdiff_t dst_stride, int width, int height);
+
+/* dst[y][x] = src[y][x] for y in [0, height), one row at a time: for a
+ * destination written bottom up, which no whole-plane copy can do. Strides may
+ * be negative. */
+ROTATE_KERNELS_HIDDEN void rotate_copy_rows(rotate_kernel_level level, const uint8_t *src, ptrdiff_t src_stride,
+                                            uint8_t *dst, ptrdiff_t dst_stride, int width, int height);
 
 #endif /* RAWFX_YUV_ROTATE_KERNELS_H */

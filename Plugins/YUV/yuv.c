@@ -26,7 +26,7 @@
  * slices when the pool has more than one thread.
  *
  * rotate and mirror run on the kernels of rotate_kernels.c (transposes and row
- * reversals, AVX2/SSSE3/C chosen at configure) and libyuv's CopyPlane, split
+ * reversals and row copies, AVX2/SSSE3/C chosen at configure) and libyuv's CopyPlane, split
  * into slices over the host's thread pool (rawfx/ext/thread_pool.h). The other
  * libyuv calls used here do not allocate.
  */
@@ -510,7 +510,9 @@ static void turn_slice(void *context, uint32_t index) {
             uint8_t *dst = t->dst + (ptrdiff_t)begin * t->dst_stride;
             if (plan->op == PLANE_OP_REVERSE)
                 rotate_reverse_rows(plan->kernels, src, t->src_stride, dst, t->dst_stride, t->width, end - begin);
-            else if (end > begin)
+            else if (t->dst_stride < 0)
+                rotate_copy_rows(plan->kernels, src, t->src_stride, dst, t->dst_stride, t->width, end - begin);
+            else if (end > begin) /* coalesces rows into one copy when the strides allow */
                 CopyPlane(src, (int)t->src_stride, dst, (int)t->dst_stride, t->width, end - begin);
         }
     }

@@ -258,6 +258,29 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(alone.filters[0].isolation?.copiedIn, 3)
     }
 
+    /// With the engine's pool at 2 threads the borrowed frame is copied in bands that the
+    /// workers and the processing thread share (isolation.c, copy_frame_in): every byte lands
+    /// where one thread would put it, for rows that lie alike (one copy per band) and rows
+    /// that do not (odd sizes, a wider source stride).
+    func testCopyInSplitOverThePoolGivesTheInProcessOutput() throws {
+        let threadsBefore = RawFXThreadPool.threadCount
+        defer { RawFXThreadPool.threadCount = threadsBefore }
+        RawFXThreadPool.threadCount = 2
+        let registry = try faultyRegistry()
+        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms)=delta=7", registry: registry)
+        let reference = try VideoChain("faulty_video=delta=7", registry: registry)
+        var frames = 0
+        for (seed, size, extra) in [(1, (1280, 720), 0), (2, (1280, 720), 0), (3, (1283, 723), 9), (4, (1920, 1082), 3)] {
+            let input = patternBuffer(width: size.0, height: size.1, extraStride: extra, seed: seed)
+            let expected = try reference.process(patternBuffer(width: size.0, height: size.1, extraStride: extra, seed: seed).frame)
+            let output = try chain.process(input.frame)
+            XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, (0..<3).map { planeBytes(expected, $0) }, "frame \(seed) at \(size)")
+            frames += 1
+        }
+        XCTAssertEqual(chain.filters[0].isolation?.copiedIn, UInt64(frames))
+        XCTAssertEqual(chain.filters[0].isolation?.passthrough, 0)
+    }
+
     /// A caller that copies each frame anyway writes it into the first stage's shared memory
     /// (`sharedInputBuffer`): no copy in, the in-process output.
     func testCallerWritesIntoTheSharedInputBuffer() throws {
