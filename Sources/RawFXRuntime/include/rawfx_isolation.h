@@ -152,7 +152,7 @@ typedef struct rfx_iso_control {
     uint32_t helper_polling;  /* helper: 1 while it polls request_seq */
     int32_t helper_cpu;       /* helper: the CPU it polled or replied on last (sched_getcpu) */
     int64_t posted_ns;        /* host: CLOCK_MONOTONIC when it bumped request_seq */
-    int32_t host_cpu;         /* host: the CPU its processing thread runs a frame on */
+    int32_t host_cpu;         /* host: the CPU its processing thread runs a frame on; -1 between frames */
     uint32_t reserved;
     /* SET_PARAM */
     uint32_t param_index;
