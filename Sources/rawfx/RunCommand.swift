@@ -77,7 +77,7 @@ struct RunCommand: ParsableCommand {
     var snapshots: [String] = []
 
     @Option(name: .customLong("threads"),
-            help: ArgumentHelp("Threads that plugins may split a frame over (rawfx.thread-pool/1), the calling one included; default $RAWFX_THREADS, else 1.",
+            help: ArgumentHelp("Threads that plugins may split a frame over (rawfx.thread-pool/1), and that an isolated stage splits its copy of the frame in over, the calling one included; default $RAWFX_THREADS, else 1.",
                                valueName: "n"))
     var threads: Int?
 

@@ -155,6 +155,24 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
         XCTAssertEqual(String(cString: rawfx_last_error()), "\(path("missing")): no such plugin file or directory")
     }
 
+    /// rawfx_set_thread_count sets the engine's own pool (what plugins see through
+    /// rawfx.thread-pool/1), clamps above 64, and refuses 0 with a message.
+    func testThreadCountSetsTheEnginePool() throws {
+        let before = RawFXThreadPool.threadCount
+        defer { RawFXThreadPool.threadCount = before }
+        XCTAssertEqual(rawfx_set_thread_count(2), rawfx_result(RAWFX_OK))
+        XCTAssertEqual(RawFXThreadPool.threadCount, 2)
+        XCTAssertEqual(rawfx_thread_count(), 2)
+        XCTAssertEqual(rawfx_set_thread_count(1000), rawfx_result(RAWFX_OK))
+        XCTAssertEqual(rawfx_thread_count(), 64)
+        XCTAssertEqual(rawfx_set_thread_count(0), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        XCTAssertEqual(String(cString: rawfx_last_error()),
+                       "rawfx_set_thread_count: count 0 is not a thread count: expected 1 (no pool) to 64, the calling thread included")
+        XCTAssertEqual(rawfx_thread_count(), 64, "a refused call changes nothing")
+        XCTAssertEqual(rawfx_set_thread_count(1), rawfx_result(RAWFX_OK))
+        XCTAssertEqual(RawFXThreadPool.threadCount, 1)
+    }
+
     /// rawfx_set_log_callback: lines from the level up reach the C function with their level,
     /// source and text, in order, on the logging thread; NULL hands them back to swift-log.
     func testLogLinesReachTheCallbackFromItsLevelUp() throws {

@@ -17,7 +17,8 @@ import numpy as np
 
 from . import _library as _c
 
-__all__ = ["RawFXError", "Registry", "VideoChain", "AudioChain", "library_path", "set_log_callback", "sync_log"]
+__all__ = ["RawFXError", "Registry", "VideoChain", "AudioChain", "library_path", "set_log_callback", "sync_log",
+           "set_thread_count", "thread_count"]
 
 _lib, library_path = _c.load()
 
@@ -73,6 +74,23 @@ def set_log_callback(callback, level="warning"):
 def sync_log():
     """Returns when every line logged so far has reached the callback (rawfx_log_sync)."""
     _lib.rawfx_log_sync()
+
+
+def set_thread_count(count):
+    """Sets the engine's thread pool to `count` threads, the calling one included
+    (rawfx_set_thread_count): scale, rotate and mirror split each frame over it, and an
+    isolated stage its copy of each frame into the helper. 1, the default, uses no pool.
+    One pool per process; call it from a control thread, not from a frame callback."""
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise TypeError(f"set_thread_count: count must be an int, got {type(count).__name__}")
+    if count < 1:
+        raise ValueError(f"set_thread_count: count {count} is not a thread count: expected 1 (no pool) to 64")
+    _check("rawfx_set_thread_count", _lib.rawfx_set_thread_count(min(count, 64)))
+
+
+def thread_count():
+    """The engine's thread pool size, the calling thread included (rawfx_thread_count)."""
+    return _lib.rawfx_thread_count()
 
 
 class Registry:

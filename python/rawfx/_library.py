@@ -141,6 +141,8 @@ def _declare(lib):
         "rawfx_result_name": (c.c_char_p, [result]),
         "rawfx_set_log_callback": (result, [LOG_CALLBACK, P, c.c_uint32]),
         "rawfx_log_sync": (None, []),
+        "rawfx_set_thread_count": (result, [c.c_uint32]),
+        "rawfx_thread_count": (c.c_uint32, []),
         "rawfx_registry_open": (result, [c.POINTER(RegistryOptions), c.POINTER(P)]),
         "rawfx_registry_close": (None, [P]),
         "rawfx_registry_search_path_count": (c.c_size_t, [P]),

@@ -225,3 +225,21 @@ def test_log_lines_reach_the_callback_from_its_level_up(registry):
         rawfx.set_log_callback(None)
     with pytest.raises(ValueError):
         rawfx.set_log_callback(print, level="loud")
+
+
+def test_thread_count_sets_the_engine_pool(registry):
+    """set_thread_count(2) gives the engine's pool two threads; a quarter turn split over them
+    is numpy's; 0 is refused with a message and changes nothing."""
+    y, u, v = picture(640, 360, seed=4)
+    before = rawfx.thread_count()
+    try:
+        rawfx.set_thread_count(2)
+        assert rawfx.thread_count() == 2
+        out = rawfx.VideoChain(registry, "rotate=angle=90").process(y, u, v)
+        for plane, source in zip(out, (y, u, v)):
+            np.testing.assert_array_equal(plane, np.rot90(source, k=-1))
+        with pytest.raises(ValueError, match="count 0 is not a thread count"):
+            rawfx.set_thread_count(0)
+        assert rawfx.thread_count() == 2
+    finally:
+        rawfx.set_thread_count(before)

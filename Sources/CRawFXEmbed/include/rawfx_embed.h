@@ -40,7 +40,7 @@ extern "C" {
 
 /* The version of this API. Minor versions only append functions and struct fields. */
 #define RAWFX_EMBED_VERSION_MAJOR 1
-#define RAWFX_EMBED_VERSION_MINOR 1
+#define RAWFX_EMBED_VERSION_MINOR 2
 
 /* [any] The version of the library loaded, as RAWFX_EMBED_VERSION_MAJOR * 1000 + MINOR.
  * A program built against a newer minor than the library checks this before calling the
@@ -88,6 +88,21 @@ rawfx_result rawfx_set_log_callback(rawfx_log_callback callback, void *user_data
 /* [control] (since 1.1) Returns when every line logged before the call has been delivered
  * (to the callback, or to swift-log): call it before checking for a line, or before exit. */
 void rawfx_log_sync(void);
+
+/* ---------------------------------------------------------------- threads -- */
+
+/* [control] (since 1.2) Sets the engine's thread pool to `count` threads, the calling process
+ * thread included (rfx_runtime_set_thread_count; Swift: RawFXThreadPool.threadCount). The
+ * plugins split a frame into slices over it (scale, rotate, mirror; plugins see it as the
+ * host extension rawfx.thread-pool/1), and an isolated stage its copy of a borrowed frame
+ * into the helper's shared memory (docs/isolation.md). 1, the default, runs everything on
+ * the process thread. Workers start here, never on a frame path; lowering the count parks
+ * them. One pool per process, shared by every chain and hook; a count above 64 is taken as
+ * 64. RAWFX_E_INVALID_ARGUMENT for 0. */
+rawfx_result rawfx_set_thread_count(uint32_t count);
+
+/* [any] (since 1.2) The thread pool's size, the calling thread included (1: no pool). */
+uint32_t rawfx_thread_count(void);
 
 /* --------------------------------------------------------------- registry -- */
 

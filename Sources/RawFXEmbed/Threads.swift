@@ -1,0 +1,17 @@
+import CRawFXEmbed
+import RawFX
+
+// rawfx_set_thread_count / rawfx_thread_count: the engine's thread pool, for C and Python
+// (Swift sets RawFXThreadPool.threadCount).
+
+@_cdecl("rawfx_set_thread_count")
+public func rawfxSetThreadCount(_ count: UInt32) -> rawfx_result {
+    guard count > 0 else {
+        return invalid("rawfx_set_thread_count", "count 0 is not a thread count: expected 1 (no pool) to 64, the calling thread included")
+    }
+    RawFXThreadPool.threadCount = Int(min(count, 64))
+    return rawfxOK
+}
+
+@_cdecl("rawfx_thread_count")
+public func rawfxThreadCount() -> UInt32 { UInt32(RawFXThreadPool.threadCount) }
