@@ -445,16 +445,18 @@ func audioCases() -> [BenchCase] {
                          direct: DirectDenoise(pool: pool, level: -30, alternateLevel: -20), sampleRate: 48_000, filterCount: 1)
         }))
     // Back to back, and one block every 10 ms as the SDK delivers them (the helper between
-    // blocks as it would be).
-    for paced in [false, true] {
+    // blocks as it would be); pipelined (one block late, never waited for) at that cadence.
+    for (paced, pipelined) in [(false, false), (true, false), (true, true)] {
         cases.append(BenchCase(
-            name: "isolated-denoise-48k" + (paced ? "-paced" : ""), kind: .audio, filters: ["denoise"], unit: "block",
-            summary: "denoise@isolate=level=-30, 48kHz mono in 10 ms blocks"
-                + (paced ? ", one every 10 ms" : ": the block crosses to rawfx-isolate and back"),
+            name: "isolated-denoise-48k" + (pipelined ? "-pipelined" : "") + (paced ? "-paced" : ""), kind: .audio,
+            filters: ["denoise"], unit: "block",
+            summary: "denoise@isolate\(pipelined ? "(pipeline)" : "")=level=-30, 48kHz mono in 10 ms blocks"
+                + (paced ? ", one every 10 ms" : ": the block crosses to rawfx-isolate and back")
+                + (pipelined ? ": each call posts its block and returns the previous one's answer" : ""),
             directSummary: "the same denoise in process (the engine)" + (paced ? ", paced alike" : ""),
             make: { context in
                 let pool = context.audioPool(sampleRate: 48_000, multiple: 480)
-                let chain = "denoise@isolate(deadline=1000ms)=level=-30"
+                let chain = "denoise@isolate(deadline=1000ms\(pipelined ? ",pipeline" : ""))=level=-30"
                 let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [480])
                 let inProcess = try EngineAudio(chain: AudioChain("denoise=level=-30", registry: context.registry), pool: pool, chunkSizes: [480])
                 guard paced else { return .init(chain: chain, engine: e, direct: inProcess, sampleRate: 48_000, filterCount: 1) }

@@ -191,8 +191,8 @@ private struct ChainParser {
 }
 
 extension ChainParser {
-    /// `isolate`, or `isolate(OPTIONS)` with options `group=NAME`, `deadline=40ms` and
-    /// `seccomp=strict` separated by `,`, after a `@` (docs/isolation.md).
+    /// `isolate`, or `isolate(OPTIONS)` with options `group=NAME`, `deadline=40ms`,
+    /// `seccomp=strict` and `pipeline` separated by `,`, after a `@` (docs/isolation.md).
     mutating func stageOption(filter: String) throws(ChainError) -> StageIsolation {
         var word = String.UnicodeScalarView()
         while i < chars.count, !"=,:@(".unicodeScalars.contains(chars[i]) { word.append(chars[i]); i += 1 }
@@ -227,8 +227,13 @@ extension ChainParser {
                     throw error("'@isolate(\(String(inside)))': expected seccomp=strict or seccomp=off, not seccomp=\(value)")
                 }
                 isolation.seccomp = mode
+            case "pipeline":
+                guard option == "pipeline" else {
+                    throw error("'@isolate(\(String(inside)))': pipeline takes no value; write @isolate(pipeline)")
+                }
+                isolation.pipeline = true
             default:
-                throw error("'@isolate(\(String(inside)))': '\(option)' is not an isolation option; expected group=NAME, deadline=N (ms or us) or seccomp=strict|off")
+                throw error("'@isolate(\(String(inside)))': '\(option)' is not an isolation option; expected group=NAME, deadline=N (ms or us), seccomp=strict|off or pipeline")
             }
         }
         return isolation
@@ -253,13 +258,18 @@ public struct StageIsolation: Hashable, Sendable, CustomStringConvertible {
     /// The isolation group (`group=NAME`): consecutive stages of one group run in one helper,
     /// the frame crossing into its shared memory once for all of them. Nil: a helper of its own.
     public var group: String?
+    /// Audio (`pipeline`): each block goes to the helper while the previous block's answer
+    /// comes back, so the processing thread does not wait for the helper; the stage's latency
+    /// grows by one block (10 ms unless the filter asks for another).
+    public var pipeline: Bool
     /// The most stages one group holds (`RFX_ISO_GROUP_MAX`).
     public static let groupLimit = Int(RFX_ISO_GROUP_MAX)
 
-    public init(deadlineMicroseconds: Int? = nil, seccomp: Seccomp = .off, group: String? = nil) {
+    public init(deadlineMicroseconds: Int? = nil, seccomp: Seccomp = .off, group: String? = nil, pipeline: Bool = false) {
         self.deadlineMicroseconds = deadlineMicroseconds
         self.seccomp = seccomp
         self.group = group
+        self.pipeline = pipeline
     }
 
     public var description: String {
@@ -267,6 +277,7 @@ public struct StageIsolation: Hashable, Sendable, CustomStringConvertible {
         if let group { options.append("group=" + group) }
         if let us = deadlineMicroseconds { options.append("deadline=" + (us % 1000 == 0 ? "\(us / 1000)ms" : "\(us)us")) }
         if seccomp != .off { options.append("seccomp=\(seccomp.rawValue)") }
+        if pipeline { options.append("pipeline") }
         return options.isEmpty ? "isolate" : "isolate(" + options.joined(separator: ",") + ")"
     }
 

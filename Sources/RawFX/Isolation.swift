@@ -37,6 +37,9 @@ public enum Isolation {
     /// types of the following stages of its isolation group, which its helper runs after it.
     static func proxyType(for type: FilterType, _ isolation: StageIsolation, group: [FilterType] = [],
                           allowUntrusted: Bool) throws(ChainError) -> FilterType {
+        if isolation.pipeline, type.mediaKind != .audio {
+            throw .contract("'\(type.id)' is a video filter: @isolate(pipeline) runs an audio stage one block late; isolate a video stage without pipeline")
+        }
         guard let helper = helperPath() else {
             throw .createFailed(filter: type.id, message: "cannot isolate it: the helper '\(helperName)' is neither named by \(helperVariable) nor beside the executable nor on PATH")
         }
@@ -65,6 +68,7 @@ public enum Isolation {
                     config.allow_untrusted = allowUntrusted ? 1 : 0
                     config.deadline_ns = Int64(isolation.deadlineMicroseconds ?? 0) * 1000
                     config.seccomp_strict = isolation.seccomp == .strict ? 1 : 0
+                    config.pipeline = isolation.pipeline ? 1 : 0
                     config.member_count = UInt32(members.count)
                     config.members = UnsafePointer(memberList.baseAddress)
                     return rfx_isolation_descriptor_create(reals[0], &config)

@@ -335,6 +335,7 @@ typedef struct iso_type {
     char *filter_id;
     int32_t allow_untrusted;
     int32_t seccomp_strict;
+    int32_t pipeline;                   /* audio: one block late, never waited for */
     int64_t deadline_ns;
     int64_t control_timeout_ns;
     int64_t backoff_min_ns;
@@ -410,6 +411,22 @@ typedef struct iso_instance {
 
     /* Counters (rfx_isolation_counters). */
     _Atomic uint64_t faults, restarts, passthrough, copied_in;
+
+    /* A pipelined audio stage (`@isolate(pipeline)`): the request in flight, posted by the
+     * last process call on channel `pipe_channel`, and its answer once collected (by the next
+     * process call, or by a command that needed the channel first). Process thread only,
+     * except configure and destroy (no frames flow then). */
+    _Atomic uint32_t channel;           /* bumped by the supervisor for each fresh helper */
+    int pipe_active;                    /* negotiated pipelined (not as a passthrough) */
+    uint32_t pipe_seq;                  /* the request in flight; 0: none */
+    uint32_t pipe_channel;
+    int pipe_ready;                     /* pipe_out holds the answer to return next */
+    int pipe_primed;                    /* a block went in since configure or reset */
+    rawfx_status pipe_status;           /* the filter's error for the block in flight */
+    int16_t *pipe_out;                  /* host memory: the collected answer */
+    uint32_t pipe_out_frames, pipe_flags;
+    uint32_t pipe_in_frames, pipe_out_limit; /* of the request in flight */
+    size_t pipe_out_capacity;           /* samples */
 
     /* The copy in of a borrowed frame, in bands over the engine's thread pool. */
     struct copy_in_plan {
@@ -708,6 +725,19 @@ static int32_t negotiate(iso_instance *inst, const rawfx_format *input, rawfx_ne
     }
     answered.output = stage_input;
     answered.latency = latency;
+    if (t->pipeline) {
+        /* One block late: a fixed block (10 ms unless the filter asked for one), so that
+         * every call returns as many frames as it brings, and one block more latency. */
+        const rawfx_audio_format *i = &input->audio, *o = &answered.output.audio;
+        if (o->sample_rate != i->sample_rate || o->channels != i->channels) {
+            snprintf(inst->error, sizeof inst->error,
+                     "@isolate(pipeline) needs a stage that keeps rate and channels; this one makes %u Hz, %u ch of %u Hz, %u ch",
+                     o->sample_rate, o->channels, i->sample_rate, i->channels);
+            return RAWFX_ERR_UNSUPPORTED;
+        }
+        if (answered.block_frames == 0) answered.block_frames = (i->sample_rate + 99) / 100;
+        answered.latency += answered.block_frames;
+    }
     size_t header = round_page(sizeof(rfx_iso_control));
     size_t in_size, out_size = 0;
     if (input->kind == RAWFX_MEDIA_VIDEO) {
@@ -867,6 +897,7 @@ static void *supervise(void *argument) {
     while (atomic_load(&inst->state) != STATE_QUIT) {
         /* A fresh channel: the last helper is reaped, nobody is in a call. */
         inst->seq = 0;
+        atomic_fetch_add(&inst->channel, 1); /* a request of the last helper is never answered */
         inst->control->magic = RFX_ISO_MAGIC;
         store_release(&inst->control->request_seq, 0);
         store_release(&inst->control->reply_seq, 0);
@@ -959,8 +990,11 @@ static void proxy_destroy(const rawfx_filter *filter) {
     pthread_mutex_destroy(&inst->lock);
     free(inst->params);
     free(inst->delay);
+    free(inst->pipe_out);
     free(inst);
 }
+
+static void pipe_collect(iso_instance *inst);
 
 /* [process or control] Records the value (for restarts) and forwards it when the
  * helper is up. Never blocks on the lock: while a restart holds it, the value is
@@ -989,6 +1023,8 @@ static rawfx_status proxy_set_param(const rawfx_filter *filter, uint32_t index, 
     rawfx_status status = RAWFX_OK;
     if (atomic_load(&inst->state) == STATE_UP) {
         atomic_store(&inst->in_call, 1);
+        /* A pipelined block in flight is answered first: one request at a time. */
+        if (inst->pipe_seq) pipe_collect(inst);
         if (atomic_load(&inst->state) == STATE_UP) {
             int64_t timeout = inst->configured ? inst->deadline_ns : inst->type->control_timeout_ns;
             status = send_param(inst, index, &slot, timeout);
@@ -1017,6 +1053,14 @@ static rawfx_status proxy_configure(const rawfx_filter *filter, const rawfx_form
     rawfx_status status;
     rawfx_negotiation answer = *result;
     int up = atomic_load(&inst->state) == STATE_UP;
+    /* No frames flow now; a pipelined block still in flight is answered and forgotten. */
+    if (up && inst->pipe_seq) pipe_collect(inst);
+    inst->pipe_seq = 0;
+    inst->pipe_ready = 0;
+    inst->pipe_primed = 0;
+    inst->pipe_active = 0;
+    inst->pipe_status = RAWFX_OK;
+    up = atomic_load(&inst->state) == STATE_UP;
     if (up) {
         status = negotiate(inst, input, &answer);
     } else {
@@ -1062,6 +1106,22 @@ static rawfx_status proxy_configure(const rawfx_filter *filter, const rawfx_form
             inst->delay_frames = inst->delay ? answer.latency : 0;
         }
         reset_delay(inst);
+        if (inst->type->pipeline && !inst->provisional) {
+            /* Where a collected answer waits for the next call: the most one block makes. */
+            size_t samples = (inst->type->real_processing == RAWFX_PROCESS_IN_PLACE ? inst->audio_in_frames
+                                                                                     : inst->audio_out_frames) * inst->channels;
+            if (samples > inst->pipe_out_capacity) {
+                free(inst->pipe_out);
+                inst->pipe_out = malloc(samples * sizeof(int16_t));
+                inst->pipe_out_capacity = inst->pipe_out ? samples : 0;
+            }
+            if (!inst->pipe_out) {
+                snprintf(inst->error, sizeof inst->error, "cannot allocate %zu samples for the pipelined answer", samples);
+                pthread_mutex_unlock(&inst->lock);
+                return RAWFX_ERR_OUT_OF_MEMORY;
+            }
+            inst->pipe_active = 1;
+        }
     }
     pthread_mutex_unlock(&inst->lock);
     return RAWFX_OK;
@@ -1070,13 +1130,22 @@ static rawfx_status proxy_configure(const rawfx_filter *filter, const rawfx_form
 static void proxy_reset(const rawfx_filter *filter) {
     iso_instance *inst = instance_of(filter);
     reset_delay(inst);
-    if (pthread_mutex_trylock(&inst->lock) != 0) return; /* restarting: a fresh helper has no history */
+    inst->pipe_primed = 0;
+    if (pthread_mutex_trylock(&inst->lock) != 0) { /* restarting: a fresh helper has no history */
+        inst->pipe_seq = 0;
+        inst->pipe_ready = 0;
+        return;
+    }
     if (atomic_load(&inst->state) == STATE_UP) {
         atomic_store(&inst->in_call, 1);
+        if (inst->pipe_seq) pipe_collect(inst); /* answered, then forgotten with the history */
         if (atomic_load(&inst->state) == STATE_UP)
             call(inst, RFX_ISO_RESET, inst->configured ? inst->deadline_ns : inst->type->control_timeout_ns, "reset");
         atomic_store(&inst->in_call, 0);
     }
+    inst->pipe_seq = 0;
+    inst->pipe_ready = 0;
+    inst->pipe_status = RAWFX_OK;
     pthread_mutex_unlock(&inst->lock);
 }
 
@@ -1295,6 +1364,102 @@ static void audio_passthrough(iso_instance *inst, const rawfx_audio_frame *in, r
     out->channels = o->channels;
 }
 
+/* [process, in a call; or configure, with no frames flowing] Waits for the answer to the
+ * pipelined block in flight (at most the deadline, counted from now: the helper has had the
+ * whole interval since the call that posted it) and keeps it in pipe_out for the next process
+ * call. A helper that restarted since never answers it: that block is lost, and the next
+ * call passes it through from the delay line. */
+static void pipe_collect(iso_instance *inst) {
+    const uint32_t seq = inst->pipe_seq;
+    inst->pipe_seq = 0;
+    if (seq == 0 || inst->pipe_channel != atomic_load(&inst->channel) || atomic_load(&inst->state) != STATE_UP) return;
+    rfx_iso_control *c = inst->control;
+    const int result = wait_reply(inst, seq, inst->deadline_ns);
+    if (result != REPLY_OK) {
+        fail_wait(inst, result, "a block", inst->deadline_ns);
+        return;
+    }
+    if (c->status != RAWFX_OK) {
+        copy_error(inst);
+        inst->pipe_status = c->status;
+        return;
+    }
+    const int in_place = inst->type->real_processing == RAWFX_PROCESS_IN_PLACE;
+    const rawfx_audio_frame answered = in_place ? c->audio_in : c->audio_out; /* copied once, then checked */
+    const uintptr_t where = in_place ? inst->in_offset : inst->out_offset;
+    const char *violation = NULL;
+    if ((uintptr_t)answered.samples != where) violation = "moved the output samples";
+    else if (in_place ? answered.frame_count != inst->pipe_in_frames : answered.frame_count > inst->pipe_out_limit)
+        violation = "reported more output frames than the buffer holds";
+    else if (answered.sample_rate != inst->negotiation.output.audio.sample_rate
+             || answered.channels != inst->negotiation.output.audio.channels)
+        violation = "reported another rate or channel count than negotiated";
+    if (violation) {
+        char reason[160];
+        snprintf(reason, sizeof reason, "broke the protocol: it %s", violation);
+        take_down(inst, reason);
+        return;
+    }
+    memcpy(inst->pipe_out, inst->map + where, (size_t)answered.frame_count * answered.channels * sizeof(int16_t));
+    inst->pipe_out_frames = answered.frame_count;
+    inst->pipe_flags = answered.flags;
+    inst->pipe_ready = 1;
+}
+
+/* [process] `@isolate(pipeline)`: block N goes to the helper and block N-1's answer comes
+ * back, so this thread waits only when the helper has not finished block N-1 in the whole
+ * interval between two calls (and then at most the deadline). The negotiation made the
+ * block fixed and added it to the latency. A block the helper did not answer (a fault, a
+ * restart, a stage down) comes out of the delay line instead: the input, as late as every
+ * answer. No block is lost or doubled: each call brings one and returns one. */
+static rawfx_status pipe_process_audio(iso_instance *inst, const rawfx_audio_frame *in, rawfx_audio_frame *out) {
+    const uint32_t n = in->frame_count;
+    const int in_place = inst->type->real_processing == RAWFX_PROCESS_IN_PLACE;
+    const int up = n <= inst->audio_in_frames && enter_call(inst);
+    if (up) pipe_collect(inst);
+    else inst->pipe_seq = 0; /* the helper that had it is gone (or going) */
+    const rawfx_status status = inst->pipe_status;
+    inst->pipe_status = RAWFX_OK;
+    const int answered = inst->pipe_ready;
+    inst->pipe_ready = 0;
+    /* Block N to the helper first: `out` may be `in` (an in-place stage). */
+    if (up && atomic_load(&inst->state) == STATE_UP) {
+        rfx_iso_control *c = inst->control;
+        memcpy(inst->map + inst->in_offset, in->samples, (size_t)n * in->channels * sizeof(int16_t));
+        rawfx_audio_frame layout_in = *in, layout_out = *out;
+        layout_in.samples = (int16_t *)(uintptr_t)inst->in_offset;
+        if (in_place) layout_out = layout_in;
+        else {
+            layout_out.samples = (int16_t *)(uintptr_t)inst->out_offset;
+            if (layout_out.frame_count > inst->audio_out_frames) layout_out.frame_count = (uint32_t)inst->audio_out_frames;
+        }
+        c->audio_in = layout_in;
+        c->audio_out = layout_out;
+        inst->pipe_in_frames = n;
+        inst->pipe_out_limit = layout_out.frame_count;
+        inst->pipe_channel = atomic_load(&inst->channel);
+        inst->pipe_seq = post(inst, RFX_ISO_PROCESS_AUDIO);
+    }
+    /* Block N-1 out. */
+    if (answered && inst->pipe_out_frames <= out->frame_count) {
+        delay_push(inst, in->samples, NULL, n);
+        memcpy(out->samples, inst->pipe_out, (size_t)inst->pipe_out_frames * inst->channels * sizeof(int16_t));
+        out->frame_count = inst->pipe_out_frames;
+        out->flags |= inst->pipe_flags;
+    } else {
+        /* The first call after configure or reset returns the delay line's silence. */
+        if (inst->pipe_primed) atomic_fetch_add_explicit(&inst->passthrough, 1, memory_order_relaxed);
+        delay_push(inst, in->samples, out->samples, n);
+        out->frame_count = n;
+    }
+    out->sample_rate = in->sample_rate;
+    out->channels = in->channels;
+    inst->pipe_primed = 1;
+    inst->frames_out += out->frame_count;
+    if (up) leave_call(inst);
+    return status;
+}
+
 static rawfx_status proxy_process_audio(const rawfx_filter *filter, const rawfx_audio_frame *in, rawfx_audio_frame *out) {
     iso_instance *inst = instance_of(filter);
     inst->frames_in += in->frame_count;
@@ -1302,6 +1467,7 @@ static rawfx_status proxy_process_audio(const rawfx_filter *filter, const rawfx_
         int64_t block = (int64_t)in->frame_count * 1000000000 / in->sample_rate;
         inst->deadline_ns = block < 2000000 ? 2000000 : block > 500000000 ? 500000000 : block;
     }
+    if (inst->pipe_active) return pipe_process_audio(inst, in, out);
     int in_place = inst->type->real_processing == RAWFX_PROCESS_IN_PLACE;
     if (inst->provisional || in->frame_count > inst->audio_in_frames || !enter_call(inst)) {
         audio_passthrough(inst, in, out);
@@ -1515,6 +1681,7 @@ rawfx_filter_descriptor *rfx_isolation_descriptor_create(const rawfx_filter_desc
     }
     t->allow_untrusted = config->allow_untrusted;
     t->seccomp_strict = config->seccomp_strict;
+    t->pipeline = config->pipeline && real->media_kind == RAWFX_MEDIA_AUDIO;
     t->deadline_ns = config->deadline_ns;
     t->control_timeout_ns = config->control_timeout_ns > 0 ? config->control_timeout_ns : 10000000000;
     t->backoff_min_ns = config->backoff_min_ns > 0 ? config->backoff_min_ns : 10000000;

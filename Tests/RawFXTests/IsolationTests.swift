@@ -188,6 +188,91 @@ final class IsolationTests: XCTestCase {
     func testAudioHangPassesTheBlockThrough() throws { try checkAudioFault("hang", deadline: "2000ms") }
     func testAudioExitPassesTheBlockThrough() throws { try checkAudioFault("exit", deadline: "10000ms") }
 
+    // MARK: pipelined audio (docs/isolation.md, "Pipelined audio")
+
+    /// Runs `blocks` 480-frame blocks through `chain` and returns what came out of each call.
+    func pipelinedOutputs(_ chain: AudioChain, blocks: ClosedRange<Int>, inputs: inout [Int: [Int16]],
+                          before: ((Int) -> Void)? = nil) throws -> [Int: [Int16]] {
+        let format = AudioFormat(sampleRate: 48000, channels: 1)
+        var outputs: [Int: [Int16]] = [:]
+        for n in blocks {
+            before?(n)
+            var input = (0..<480).map { Int16(truncatingIfNeeded: ($0 * 37 + n * 1013) % 20000 - 10000) }
+            inputs[n] = input
+            var output: [Int16] = []
+            var calls = 0
+            try input.withUnsafeMutableBufferPointer { b in
+                try chain.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format)) {
+                    output += UnsafeBufferPointer(start: $0.samples, count: $0.frameCount)
+                    calls += 1
+                }
+            }
+            XCTAssertEqual(calls, 1, "call \(n): one block out")
+            outputs[n] = output
+        }
+        return outputs
+    }
+
+    /// The in-process filter's answer for each input block (a stateless filter).
+    func referenceOutputs(_ text: String, registry: PluginRegistry, _ inputs: [Int: [Int16]]) throws -> [Int: [Int16]] {
+        let reference = try AudioChain(text, registry: registry)
+        let format = AudioFormat(sampleRate: 48000, channels: 1)
+        var answers: [Int: [Int16]] = [:]
+        for (n, input) in inputs {
+            var block = input
+            try block.withUnsafeMutableBufferPointer { b in
+                try reference.process(AudioBlock(samples: b.baseAddress!, frameCount: 480, format: format)) {
+                    answers[n, default: []] += UnsafeBufferPointer(start: $0.samples, count: $0.frameCount)
+                }
+            }
+        }
+        return answers
+    }
+
+    /// `@isolate(pipeline)`: every call returns the previous block as the in-process filter
+    /// makes it (the first call the delay line's silence), and the stage's latency says so.
+    func testPipelinedAudioIsTheInProcessOutputOneBlockLate() throws {
+        let registry = try faultyRegistry()
+        let chain = try AudioChain("faulty_audio@isolate(pipeline,deadline=10000ms)=delta=5", registry: registry)
+        var inputs: [Int: [Int16]] = [:]
+        let outputs = try pipelinedOutputs(chain, blocks: 1...8, inputs: &inputs)
+        let expected = try referenceOutputs("faulty_audio=delta=5", registry: registry, inputs)
+        XCTAssertEqual(outputs[1], [Int16](repeating: 0, count: 480), "the first call: silence")
+        for n in 2...8 { XCTAssertEqual(outputs[n], expected[n - 1], "call \(n): block \(n - 1) as the in-process filter makes it") }
+        XCTAssertEqual(chain.latency, 480, "one 10 ms block of latency (the filter asked for any block size)")
+        XCTAssertEqual(chain.metrics[0].isolation?.passthrough, 0)
+        XCTAssertEqual(chain.metrics[0].isolation?.faults, 0)
+        // A parameter between blocks reaches the helper after the block in flight.
+        try chain.setParameter("faulty_audio.delta", "9")
+        let later = try pipelinedOutputs(chain, blocks: 9...10, inputs: &inputs)
+        XCTAssertEqual(later[9], expected[8], "block 8, posted before the change")
+        XCTAssertEqual(later[10], try referenceOutputs("faulty_audio=delta=9", registry: registry, [9: inputs[9]!])[9])
+    }
+
+    /// A fault while the helper works on block 5: the next call passes block 5 through (the
+    /// input, one block late like every answer), every call returns one block in order, and
+    /// the stage comes back.
+    func checkPipelinedAudioFault(_ fault: String, deadline: String) throws {
+        let registry = try faultyRegistry()
+        let chain = try AudioChain("faulty_audio@isolate(pipeline,deadline=\(deadline))=delta=5:fault=\(fault)", registry: registry)
+        var inputs: [Int: [Int16]] = [:]
+        var outputs = try pipelinedOutputs(chain, blocks: 1...6, inputs: &inputs)
+        waitUntilUp(chain.filters[0])
+        outputs.merge(try pipelinedOutputs(chain, blocks: 7...8, inputs: &inputs)) { $1 }
+        let expected = try referenceOutputs("faulty_audio=delta=5", registry: registry, inputs)
+        XCTAssertEqual(outputs[1], [Int16](repeating: 0, count: 480))
+        for n in 2...5 { XCTAssertEqual(outputs[n], expected[n - 1], "call \(n): block \(n - 1) processed") }
+        XCTAssertEqual(outputs[6], inputs[5], "call 6: block 5, whose helper \(fault)ed, passed through")
+        XCTAssertEqual(outputs[7], inputs[6], "call 7: block 6, never posted (the helper was down), passed through")
+        XCTAssertEqual(outputs[8], expected[7], "call 8: block 7, processed by the restarted helper")
+        XCTAssertEqual(chain.metrics[0].isolation?.faults, 1)
+        XCTAssertEqual(chain.metrics[0].isolation?.restarts, 1)
+        XCTAssertEqual(chain.metrics[0].isolation?.passthrough, 2)
+    }
+
+    func testPipelinedAudioSegfaultPassesTheBlockThrough() throws { try checkPipelinedAudioFault("segv", deadline: "10000ms") }
+    func testPipelinedAudioHangPassesTheBlockThrough() throws { try checkPipelinedAudioFault("hang", deadline: "2000ms") }
+
     func testDelayingAudioStagePassesTheInputDelayedByItsLatency() throws {
         // The filter delays by 100 frames: its passthrough must too, or the stream's timing
         // would jump by 100 frames when the filter drops out.
@@ -398,6 +483,13 @@ final class IsolationTests: XCTestCase {
         XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(seccomp=loose)")) { XCTAssertTrue("\($0)".contains("expected seccomp=strict or seccomp=off"), "\($0)") }
         XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(sandbox)")) { XCTAssertTrue("\($0)".contains("'sandbox' is not an isolation option"), "\($0)") }
         XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(seccomp=strict,seccomp=off)")) { XCTAssertTrue("\($0)".contains("given twice"), "\($0)") }
+        let pipelined = try FilterSpec.parseChain("denoise@isolate(pipeline,deadline=20ms)=level=-30")
+        XCTAssertEqual(pipelined.map(\.isolation), [StageIsolation(deadlineMicroseconds: 20_000, pipeline: true)])
+        XCTAssertEqual(FilterSpec.chainText(pipelined), "denoise@isolate(deadline=20ms,pipeline)=level=-30")
+        XCTAssertThrowsChainError(try FilterSpec.parseChain("a@isolate(pipeline=1)")) { XCTAssertTrue("\($0)".contains("pipeline takes no value"), "\($0)") }
+        XCTAssertThrowsChainError(try VideoChain("null@isolate(pipeline)", registry: builtPlugins)) {
+            XCTAssertTrue("\($0)".contains("'null' is a video filter: @isolate(pipeline) runs an audio stage one block late"), "\($0)")
+        }
     }
 
     func testMissingHelperIsAClearError() throws {

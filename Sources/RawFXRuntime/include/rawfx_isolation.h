@@ -43,6 +43,10 @@ typedef struct rfx_isolation_config {
      * processing; the other stages are shells (rfx_isolation_shell_create). */
     uint32_t member_count;
     const rfx_isolation_member *members;
+    /* Audio (`@isolate(pipeline)`): each call posts its block and returns the previous
+     * block's answer, so the calling thread never waits for the helper; the stage's latency
+     * grows by one block (10 ms unless the filter asks for another). */
+    int32_t pipeline;
 } rfx_isolation_config;
 
 /* A descriptor that creates proxies of `real` (read at the host's size, as the
