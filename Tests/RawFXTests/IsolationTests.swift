@@ -556,6 +556,24 @@ final class IsolationIntegrationTests: XCTestCase, RawfxCommandTesting {
         XCTAssertNotEqual(b, try Data(contentsOf: URL(fileURLWithPath: input)), "the filters changed the frames")
     }
 
+    /// A pipelined stage's block of latency is the run's to undo: `rawfx run` writes what the
+    /// in-process run writes, sample for sample, with nothing lost at either end.
+    func testRunWithAPipelinedAudioStageWritesWhatTheInProcessRunWrites() throws {
+        try requireRawfx()
+        let plugins = try faultyPluginDirectory()
+        let dir = temporaryDirectory()
+        let (input, _) = try makeWAV(dir, rate: 48000, seconds: 0.37)
+        let pipelined = dir.appendingPathComponent("pipelined.wav").path, inProcess = dir.appendingPathComponent("plain.wav").path
+        for (chain, output) in [("faulty_audio@isolate(pipeline,deadline=10000ms)=delta=5", pipelined), ("faulty_audio=delta=5", inProcess)] {
+            let outcome = try execute(rawfxBinary, ["run", "--plugin-path", plugins.path, "--af", chain, input, output])
+            XCTAssertEqual(outcome.status, 0, outcome.stderr)
+        }
+        let a = try Data(contentsOf: URL(fileURLWithPath: pipelined)), b = try Data(contentsOf: URL(fileURLWithPath: inProcess))
+        XCTAssertEqual(a.count, b.count)
+        XCTAssertTrue(a == b, "the pipelined run's output differs from the in-process run's")
+        XCTAssertNotEqual(b, try Data(contentsOf: URL(fileURLWithPath: input)), "the filter changed the samples")
+    }
+
     func testRunIsolateWritesEveryFrameAndWarnsAboutTheFaults() throws {
         try requireRawfx()
         let plugins = try faultyPluginDirectory()
