@@ -425,7 +425,8 @@ typedef struct iso_instance {
     rawfx_status pipe_status;           /* the filter's error for the block in flight */
     int16_t *pipe_out;                  /* host memory: the collected answer */
     uint32_t pipe_out_frames, pipe_flags;
-    uint32_t pipe_in_frames, pipe_out_limit; /* of the request in flight */
+    uint32_t pipe_in_frames;            /* the request in flight: its block */
+    rawfx_audio_frame pipe_layout_out;  /* and where its answer is to lie */
     size_t pipe_out_capacity;           /* samples */
 
     /* The copy in of a borrowed frame, in bands over the engine's thread pool. */
@@ -1364,6 +1365,39 @@ static void audio_passthrough(iso_instance *inst, const rawfx_audio_frame *in, r
     out->channels = o->channels;
 }
 
+/* [process, in a call] Copies block `in` into the shared memory and posts it. `*layout_out`
+ * gets where the helper is to write its answer (the input itself for an in-place stage). */
+static uint32_t post_audio_block(iso_instance *inst, const rawfx_audio_frame *in, const rawfx_audio_frame *out,
+                                 rawfx_audio_frame *layout_out) {
+    rfx_iso_control *c = inst->control;
+    memcpy(inst->map + inst->in_offset, in->samples, (size_t)in->frame_count * in->channels * sizeof(int16_t));
+    rawfx_audio_frame layout_in = *in;
+    layout_in.samples = (int16_t *)(uintptr_t)inst->in_offset;
+    *layout_out = *out;
+    if (inst->type->real_processing == RAWFX_PROCESS_IN_PLACE) *layout_out = layout_in;
+    else {
+        layout_out->samples = (int16_t *)(uintptr_t)inst->out_offset;
+        if (layout_out->frame_count > inst->audio_out_frames) layout_out->frame_count = (uint32_t)inst->audio_out_frames;
+    }
+    c->audio_in = layout_in;
+    c->audio_out = *layout_out;
+    return post(inst, RFX_ISO_PROCESS_AUDIO);
+}
+
+/* Why the helper's answer (copied once from the control block) to a block of `in_frames`
+ * posted with `layout_out` breaks the protocol, or NULL. */
+static const char *audio_answer_violation(const iso_instance *inst, const rawfx_audio_frame *answered,
+                                          const rawfx_audio_frame *layout_out, uint32_t in_frames) {
+    if (answered->samples != layout_out->samples) return "moved the output samples";
+    if (inst->type->real_processing == RAWFX_PROCESS_IN_PLACE ? answered->frame_count != in_frames
+                                                              : answered->frame_count > layout_out->frame_count)
+        return "reported more output frames than the buffer holds";
+    if (answered->sample_rate != inst->negotiation.output.audio.sample_rate
+        || answered->channels != inst->negotiation.output.audio.channels)
+        return "reported another rate or channel count than negotiated";
+    return NULL;
+}
+
 /* [process, in a call; or configure, with no frames flowing] Waits for the answer to the
  * pipelined block in flight (at most the deadline, counted from now: the helper has had the
  * whole interval since the call that posted it) and keeps it in pipe_out for the next process
@@ -1386,21 +1420,14 @@ static void pipe_collect(iso_instance *inst) {
     }
     const int in_place = inst->type->real_processing == RAWFX_PROCESS_IN_PLACE;
     const rawfx_audio_frame answered = in_place ? c->audio_in : c->audio_out; /* copied once, then checked */
-    const uintptr_t where = in_place ? inst->in_offset : inst->out_offset;
-    const char *violation = NULL;
-    if ((uintptr_t)answered.samples != where) violation = "moved the output samples";
-    else if (in_place ? answered.frame_count != inst->pipe_in_frames : answered.frame_count > inst->pipe_out_limit)
-        violation = "reported more output frames than the buffer holds";
-    else if (answered.sample_rate != inst->negotiation.output.audio.sample_rate
-             || answered.channels != inst->negotiation.output.audio.channels)
-        violation = "reported another rate or channel count than negotiated";
+    const char *violation = audio_answer_violation(inst, &answered, &inst->pipe_layout_out, inst->pipe_in_frames);
     if (violation) {
         char reason[160];
         snprintf(reason, sizeof reason, "broke the protocol: it %s", violation);
         take_down(inst, reason);
         return;
     }
-    memcpy(inst->pipe_out, inst->map + where, (size_t)answered.frame_count * answered.channels * sizeof(int16_t));
+    memcpy(inst->pipe_out, inst->map + (uintptr_t)answered.samples, (size_t)answered.frame_count * answered.channels * sizeof(int16_t));
     inst->pipe_out_frames = answered.frame_count;
     inst->pipe_flags = answered.flags;
     inst->pipe_ready = 1;
@@ -1414,7 +1441,6 @@ static void pipe_collect(iso_instance *inst) {
  * answer. No block is lost or doubled: each call brings one and returns one. */
 static rawfx_status pipe_process_audio(iso_instance *inst, const rawfx_audio_frame *in, rawfx_audio_frame *out) {
     const uint32_t n = in->frame_count;
-    const int in_place = inst->type->real_processing == RAWFX_PROCESS_IN_PLACE;
     const int up = n <= inst->audio_in_frames && enter_call(inst);
     if (up) pipe_collect(inst);
     else inst->pipe_seq = 0; /* the helper that had it is gone (or going) */
@@ -1424,21 +1450,9 @@ static rawfx_status pipe_process_audio(iso_instance *inst, const rawfx_audio_fra
     inst->pipe_ready = 0;
     /* Block N to the helper first: `out` may be `in` (an in-place stage). */
     if (up && atomic_load(&inst->state) == STATE_UP) {
-        rfx_iso_control *c = inst->control;
-        memcpy(inst->map + inst->in_offset, in->samples, (size_t)n * in->channels * sizeof(int16_t));
-        rawfx_audio_frame layout_in = *in, layout_out = *out;
-        layout_in.samples = (int16_t *)(uintptr_t)inst->in_offset;
-        if (in_place) layout_out = layout_in;
-        else {
-            layout_out.samples = (int16_t *)(uintptr_t)inst->out_offset;
-            if (layout_out.frame_count > inst->audio_out_frames) layout_out.frame_count = (uint32_t)inst->audio_out_frames;
-        }
-        c->audio_in = layout_in;
-        c->audio_out = layout_out;
         inst->pipe_in_frames = n;
-        inst->pipe_out_limit = layout_out.frame_count;
         inst->pipe_channel = atomic_load(&inst->channel);
-        inst->pipe_seq = post(inst, RFX_ISO_PROCESS_AUDIO);
+        inst->pipe_seq = post_audio_block(inst, in, out, &inst->pipe_layout_out);
     }
     /* Block N-1 out. */
     if (answered && inst->pipe_out_frames <= out->frame_count) {
@@ -1476,30 +1490,15 @@ static rawfx_status proxy_process_audio(const rawfx_filter *filter, const rawfx_
     }
     rfx_iso_control *c = inst->control;
     __atomic_store_n(&c->host_cpu, sched_getcpu(), __ATOMIC_RELAXED);
-    size_t bytes = (size_t)in->frame_count * in->channels * sizeof(int16_t);
-    memcpy(inst->map + inst->in_offset, in->samples, bytes);
-    rawfx_audio_frame layout_in = *in, layout_out = *out;
-    layout_in.samples = (int16_t *)(uintptr_t)inst->in_offset;
-    if (in_place) layout_out = layout_in;
-    else {
-        layout_out.samples = (int16_t *)(uintptr_t)inst->out_offset;
-        if (layout_out.frame_count > inst->audio_out_frames) layout_out.frame_count = (uint32_t)inst->audio_out_frames;
-    }
-    c->audio_in = layout_in;
-    c->audio_out = layout_out;
-    uint32_t seq = post(inst, RFX_ISO_PROCESS_AUDIO);
+    rawfx_audio_frame layout_out;
+    uint32_t seq = post_audio_block(inst, in, out, &layout_out);
     int result = wait_reply(inst, seq, inst->deadline_ns);
     rawfx_status status = RAWFX_OK;
     const char *violation = NULL;
     rawfx_audio_frame answered;
     if (result == REPLY_OK && (status = c->status) == RAWFX_OK) {
         answered = in_place ? c->audio_in : c->audio_out; /* copied once, then checked */
-        if (answered.samples != layout_out.samples) violation = "moved the output samples";
-        else if (in_place ? answered.frame_count != in->frame_count : answered.frame_count > layout_out.frame_count)
-            violation = "reported more output frames than the buffer holds";
-        else if (answered.sample_rate != inst->negotiation.output.audio.sample_rate
-                 || answered.channels != inst->negotiation.output.audio.channels)
-            violation = "reported another rate or channel count than negotiated";
+        violation = audio_answer_violation(inst, &answered, &layout_out, in->frame_count);
     }
     if (result != REPLY_OK || violation) {
         if (violation) {
