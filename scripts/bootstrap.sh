@@ -12,7 +12,7 @@ packages=(libyuv-dev libspeexdsp-dev libpng-dev pkg-config ffmpeg python3 python
 
 missing=()
 for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == *"install ok installed"* ]] || missing+=("$p")
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
