@@ -63,6 +63,8 @@ static atomic_uint_fast64_t service_rounds;  /* completed passes of the service 
 static pthread_mutex_t sync_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
 static rfx_log_sink log_sink;
+static _Atomic(rfx_log_forward) log_forward;
+static void *_Atomic log_forward_context;
 
 static void copy_cut(char *destination, size_t capacity, const char *text) {
     size_t n = 0;
@@ -90,6 +92,11 @@ void rfx_runtime_log_from(rfx_log_origin origin, rawfx_log_severity severity, co
                           const char *message) {
     /* The ring's slots get their sequence numbers when the service starts: a line logged
      * before that would be wiped and the ring stuck. pthread_once is one acquire load once done. */
+    rfx_log_forward forward = atomic_load_explicit(&log_forward, memory_order_acquire);
+    if (forward != NULL) {
+        forward(atomic_load_explicit(&log_forward_context, memory_order_relaxed), origin, severity, source, message);
+        return;
+    }
     ensure_started();
     size_t position = atomic_load_explicit(&ring_enqueue, memory_order_relaxed);
     log_slot *slot;
@@ -115,6 +122,11 @@ void rfx_runtime_log_from(rfx_log_origin origin, rawfx_log_severity severity, co
     atomic_fetch_add_explicit(&lines_logged, 1, memory_order_relaxed);
     atomic_store_explicit(&slot->sequence, position + 1, memory_order_release);
     wake_service();
+}
+
+void rfx_runtime_set_log_forward(rfx_log_forward forward, void *context) {
+    atomic_store_explicit(&log_forward_context, context, memory_order_relaxed);
+    atomic_store_explicit(&log_forward, forward, memory_order_release);
 }
 
 uint64_t rfx_runtime_dropped_log_lines(void) {

@@ -188,6 +188,47 @@ void rfx_iso_helper_reply(rfx_iso_control *control, int32_t status) {
     futex_wake(&control->reply_seq);
 }
 
+/* Copies `text` into `out` (capacity bytes), cut at a character boundary, NUL-terminated. */
+static void copy_cut_utf8(char *out, size_t capacity, const char *text) {
+    size_t n = text ? strnlen(text, capacity - 1) : 0;
+    if (text && text[n] != '\0')
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) n--;
+    if (n > 0) memcpy(out, text, n);
+    out[n] = '\0';
+}
+
+/* [helper, any thread, real-time] A line into the control block's log ring; a full ring
+ * drops it (counted). */
+static void helper_forward_line(void *context, rfx_log_origin origin, rawfx_log_severity severity,
+                                const char *source, const char *message) {
+    rfx_iso_control *control = context;
+    uint32_t position = __atomic_load_n(&control->log_enqueue, __ATOMIC_RELAXED);
+    rfx_iso_log_slot *slot;
+    for (;;) {
+        slot = &control->log[position & (RFX_ISO_LOG_SLOTS - 1)];
+        int32_t difference = (int32_t)(load_acquire(&slot->sequence) - position);
+        if (difference == 0) {
+            if (__atomic_compare_exchange_n(&control->log_enqueue, &position, position + 1, 1,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                break;
+        } else if (difference < 0) {
+            __atomic_fetch_add(&control->log_dropped, 1, __ATOMIC_RELAXED);
+            return;
+        } else {
+            position = __atomic_load_n(&control->log_enqueue, __ATOMIC_RELAXED);
+        }
+    }
+    slot->severity = (int32_t)severity;
+    slot->origin = (int32_t)origin;
+    copy_cut_utf8(slot->source, sizeof slot->source, source);
+    copy_cut_utf8(slot->message, sizeof slot->message, message);
+    store_release(&slot->sequence, position + 1);
+}
+
+void rfx_iso_helper_forward_log(rfx_iso_control *control) {
+    rfx_runtime_set_log_forward(helper_forward_line, control);
+}
+
 int rfx_iso_helper_restrict(void) {
     int result = 0;
     /* No setuid gain through exec, for the plugin or anything it starts. */
@@ -447,6 +488,13 @@ typedef struct iso_instance {
     _Atomic uint32_t bypass_mask;
     _Atomic uint64_t member_faults[RFX_ISO_GROUP_MAX];
     int failed_member;                  /* the stage of the last error returned, or -1 */
+
+    /* The helper's log ring (rfx_iso_control.log): the read position and the drops reported,
+     * the host's own (the helper could write anything in the shared block); one drainer at a
+     * time (`log_draining`). */
+    _Atomic int log_draining;
+    uint32_t log_dequeue;
+    uint32_t log_dropped_seen;
 } iso_instance;
 
 static iso_instance *instance_of(const rawfx_filter *filter) { return (iso_instance *)filter->filter_data; }
@@ -461,6 +509,71 @@ static void log_member_line(iso_instance *inst, int member, rawfx_log_severity s
 
 static void log_line(iso_instance *inst, rawfx_log_severity severity, const char *message) {
     log_member_line(inst, -1, severity, message);
+}
+
+/* The helper's lines and the engine's must come out in the order they happened (a plugin's
+ * last words before a crash, then the fault), so a fault's report waits for a drain under way
+ * rather than skip it; a drain is a few slot copies. */
+static void log_lock(iso_instance *inst) {
+    while (atomic_exchange_explicit(&inst->log_draining, 1, memory_order_acquire)) sched_yield();
+}
+static void log_unlock(iso_instance *inst) { atomic_store_explicit(&inst->log_draining, 0, memory_order_release); }
+
+/* [lock held] Forwards what the helper logged into the engine's log (real-time: the
+ * runtime's ring), at most one ring's worth, as the plugin's own lines: named by the filter,
+ * never as the engine. Nothing of the slot is trusted: the strings are cut and terminated
+ * here, the severity and origin clamped. */
+static void drain_log_locked(iso_instance *inst) {
+    rfx_iso_control *c = inst->control;
+    for (uint32_t n = 0; n < RFX_ISO_LOG_SLOTS; n++) {
+        const uint32_t position = inst->log_dequeue;
+        rfx_iso_log_slot *slot = &c->log[position & (RFX_ISO_LOG_SLOTS - 1)];
+        if (load_acquire(&slot->sequence) != position + 1) break;
+        char source[RFX_ISO_LOG_SOURCE_MAX], message[RAWFX_LOG_MESSAGE_MAX];
+        memcpy(source, slot->source, sizeof source);
+        memcpy(message, slot->message, sizeof message);
+        source[sizeof source - 1] = '\0';
+        message[sizeof message - 1] = '\0';
+        int32_t severity = __atomic_load_n(&slot->severity, __ATOMIC_RELAXED);
+        int32_t origin = __atomic_load_n(&slot->origin, __ATOMIC_RELAXED);
+        store_release(&slot->sequence, position + RFX_ISO_LOG_SLOTS);
+        inst->log_dequeue = position + 1;
+        if (severity < RAWFX_LOG_DEBUG) severity = RAWFX_LOG_DEBUG;
+        if (severity > RAWFX_LOG_ERROR) severity = RAWFX_LOG_ERROR;
+        rfx_log_origin from = origin == RFX_LOG_PLUGIN_LIBRARY ? RFX_LOG_PLUGIN_LIBRARY : RFX_LOG_PLUGIN_INSTANCE;
+        rfx_runtime_log_from(from, (rawfx_log_severity)severity, source[0] ? source : inst->type->filter_id, message);
+    }
+    uint32_t dropped = __atomic_load_n(&c->log_dropped, __ATOMIC_RELAXED);
+    if (dropped != inst->log_dropped_seen) {
+        char line[RAWFX_LOG_MESSAGE_MAX];
+        snprintf(line, sizeof line, "the isolated helper dropped %u log lines: its log ring (%u lines) was full",
+                 dropped - inst->log_dropped_seen, RFX_ISO_LOG_SLOTS);
+        inst->log_dropped_seen = dropped;
+        rfx_runtime_log(RAWFX_LOG_WARNING, inst->type->filter_id, line);
+    }
+}
+
+/* [process, control or supervisor] Forwards the helper's lines, if it logged any (one load of
+ * the shared word when it did not); skipped while another thread drains. */
+static void drain_log(iso_instance *inst) {
+    if (__atomic_load_n(&inst->control->log_enqueue, __ATOMIC_RELAXED) == inst->log_dequeue
+        && __atomic_load_n(&inst->control->log_dropped, __ATOMIC_RELAXED) == inst->log_dropped_seen) return;
+    if (atomic_exchange_explicit(&inst->log_draining, 1, memory_order_acquire)) return;
+    drain_log_locked(inst);
+    log_unlock(inst);
+}
+
+/* [supervisor, no helper running] An empty ring for the next helper. */
+static void reset_log(iso_instance *inst) {
+    log_lock(inst);
+    drain_log_locked(inst); /* the last helper's last lines */
+    rfx_iso_control *c = inst->control;
+    for (uint32_t i = 0; i < RFX_ISO_LOG_SLOTS; i++) store_release(&c->log[i].sequence, i);
+    __atomic_store_n(&c->log_enqueue, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->log_dropped, 0, __ATOMIC_RELAXED);
+    inst->log_dequeue = 0;
+    inst->log_dropped_seen = 0;
+    log_unlock(inst);
 }
 
 /* A wait status (as waitpid gives) from what waitid saw. */
@@ -483,6 +596,9 @@ static void describe_exit(int status, int seccomp, char *out, size_t capacity) {
  * group's stage it happened in, -1 when not known (between frames); a stage alone is 0. */
 static void claim_fault(iso_instance *inst, int member, const char *reason) {
     if (atomic_exchange(&inst->fault_claimed, 1)) return;
+    log_lock(inst);
+    drain_log_locked(inst);
+    log_unlock(inst);
     atomic_fetch_add(&inst->faults, 1);
     uint32_t count = inst->type->member_count;
     if (count == 1) member = 0;
@@ -601,6 +717,7 @@ static int call(iso_instance *inst, uint32_t command, int64_t timeout_ns, const 
     uint32_t seq = post(inst, command);
     int result = wait_reply(inst, seq, timeout_ns);
     if (result != REPLY_OK) fail_wait(inst, result, what, timeout_ns);
+    else drain_log(inst);
     return result;
 }
 
@@ -906,6 +1023,7 @@ static void *supervise(void *argument) {
         store_release(&inst->control->helper_polling, 0);
         __atomic_store_n(&inst->control->helper_cpu, -1, __ATOMIC_RELAXED);
         __atomic_store_n(&inst->control->host_cpu, -1, __ATOMIC_RELAXED);
+        reset_log(inst);
         inst->error[0] = 0;
         int pid = spawn_helper(inst);
         int up = 0;
@@ -1323,6 +1441,7 @@ static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_
      * that woke early on that CPU give up its poll (288 of 306 paced audio blocks were then
      * seen 12-15 us late, after a FUTEX_WAKE; with -1, 294 of 306 were seen by the poll). */
     __atomic_store_n(&c->host_cpu, -1, __ATOMIC_RELAXED);
+    drain_log(inst);
     leave_call(inst);
     return status;
 }
@@ -1470,7 +1589,10 @@ static rawfx_status pipe_process_audio(iso_instance *inst, const rawfx_audio_fra
     out->channels = in->channels;
     inst->pipe_primed = 1;
     inst->frames_out += out->frame_count;
-    if (up) leave_call(inst);
+    if (up) {
+        drain_log(inst);
+        leave_call(inst);
+    }
     return status;
 }
 
@@ -1525,6 +1647,7 @@ static rawfx_status proxy_process_audio(const rawfx_filter *filter, const rawfx_
     }
     inst->frames_out += out->frame_count;
     __atomic_store_n(&c->host_cpu, -1, __ATOMIC_RELAXED); /* as after a frame */
+    drain_log(inst);
     leave_call(inst);
     return status;
 }

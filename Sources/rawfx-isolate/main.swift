@@ -14,7 +14,8 @@ import Logging
 import RawFX
 import RawFXRuntime
 
-// The plugin's log lines go to the host's stderr as the host prints them.
+// Only this helper's own start-up failures reach stderr (`report`, inherited from the host);
+// what the engine and the plugins log travels to the host (rfx_iso_helper_forward_log below).
 LoggingSystem.bootstrap(StandardErrorLogHandler.init)
 
 /// Writes one line to stderr (the host's, inherited).
@@ -74,6 +75,10 @@ var mappedSize = 0
 guard mapShared() else { fail("fd 3 is not the shared memory of an isolated stage") }
 var control = mapping.assumingMemoryBound(to: rfx_iso_control.self)
 guard control.pointee.magic == RFX_ISO_MAGIC else { fail("fd 3 does not start with an isolation control block") }
+// Every line logged from here on (the loader's, the plugins') goes to the host through the
+// control block's log ring: the host logs it as the plugin's, with the filter's name, to its
+// own handler (`rawfx_set_log_callback`, `-v`), not to this process's stderr.
+rfx_iso_helper_forward_log(control)
 
 var registry: PluginRegistry?
 /// One instance per stage, in order (empty until HELLO).
@@ -234,8 +239,9 @@ extension Array where Element == FilterInstance {
         let size = Int(control.pointee.mapped_size_lo) | Int(control.pointee.mapped_size_hi) << 32
         let old = mapping, oldSize = mappedSize
         guard mapShared(), mappedSize >= size else { break }
-        munmap(old, oldSize)
         control = mapping.assumingMemoryBound(to: rfx_iso_control.self)
+        rfx_iso_helper_forward_log(control)
+        munmap(old, oldSize)
         return rawfx_status(RAWFX_OK)
     case UInt32(RFX_ISO_PROCESS_VIDEO):
         guard !instances.isEmpty else { break }

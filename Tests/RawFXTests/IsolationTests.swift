@@ -107,6 +107,45 @@ final class IsolationTests: XCTestCase {
                                    logged: "exited with status 3 during a frame")
     }
 
+    /// The plugin's lines from `chain` (its host object's, not the engine's), frames 1...`frames`.
+    func pluginLines(_ text: String, frames: Int, registry: PluginRegistry) throws -> [RawFXLog.Record] {
+        let log = LogCapture()
+        defer { log.stop() }
+        let chain = try VideoChain(text, registry: registry)
+        for seed in 1...frames { _ = try runFrameOnly(chain, seed: seed) }
+        RawFXLog.sync()
+        return log.records.filter { $0.source == "faulty_video" }
+    }
+
+    func runFrameOnly(_ chain: VideoChain, seed: Int) throws -> VideoFrame {
+        let input = patternBuffer(width: 64, height: 48, seed: seed)
+        return try chain.process(input.frame)
+    }
+
+    /// A line an isolated plugin logs reaches the engine's log (the handler `rawfx_set_log_callback`
+    /// and `-v` see) exactly as the same plugin's line in process: same severity, source and
+    /// origin, not the helper's stderr.
+    func testAnIsolatedPluginsLogLineReachesTheEngineLogAsInProcess() throws {
+        let registry = try faultyRegistry()
+        // fault=socket opens and closes a socket on call 5: harmless without seccomp=strict.
+        let inProcess = try pluginLines("faulty_video=fault=socket:say=1", frames: 6, registry: registry)
+        XCTAssertEqual(inProcess, [RawFXLog.Record(severity: .warning, source: "faulty_video", message: "socket on call 5", origin: .instance)])
+        let isolated = try pluginLines("faulty_video@isolate(deadline=10000ms)=fault=socket:say=1", frames: 6, registry: registry)
+        XCTAssertEqual(isolated, inProcess)
+    }
+
+    /// A plugin's last line before it crashes is not lost with its process, and comes before the
+    /// engine's line about the fault.
+    func testAnIsolatedPluginsLastLineBeforeACrashPrecedesTheFault() throws {
+        let registry = try faultyRegistry()
+        let lines = try pluginLines("faulty_video@isolate(deadline=10000ms)=fault=segv:say=1", frames: 5, registry: registry)
+        XCTAssertEqual(lines.map(\.message).first, "segv on call 5", "\(lines)")
+        XCTAssertEqual(lines.first?.origin, .instance)
+        XCTAssertEqual(lines.count, 2, "\(lines)")
+        XCTAssertEqual(lines.last?.origin, .engine)
+        XCTAssertTrue(lines.last?.message.contains("killed by signal 11 (Segmentation fault) during a frame") == true, "\(lines)")
+    }
+
     func testWrongOutputSizeIsAProtocolViolation() throws {
         try checkFaultOnFifthFrame("faulty_oop@isolate(deadline=10000ms)", reference: "faulty_oop=at=1000000",
                                    logged: "broke the protocol: it reported a 66x48 frame")

@@ -140,6 +140,23 @@ enum {
 /* reply_seq after the supervisor reaped the helper. */
 #define RFX_ISO_DEAD 0xFFFFFFFFu
 
+/* The helper's log lines (docs/isolation.md, "Log lines"): a bounded ring of slots in the
+ * control block (Dmitry Vyukov's queue, as the engine's own log ring). The helper's threads
+ * claim slots with a CAS on log_enqueue and publish each with its sequence; the host drains
+ * them after each call and before it reports a fault, into its own log with the filter's
+ * name, and keeps its read position to itself. A full ring drops the line (log_dropped). */
+#define RFX_ISO_LOG_SLOTS 32u       /* a power of two */
+#define RFX_ISO_LOG_SOURCE_MAX 64
+
+typedef struct rfx_iso_log_slot {
+    uint32_t sequence;        /* position + 1 once written; position + SLOTS once read */
+    int32_t severity;         /* rawfx_log_severity */
+    int32_t origin;           /* rfx_log_origin in the helper */
+    uint32_t reserved;
+    char source[RFX_ISO_LOG_SOURCE_MAX];
+    char message[RAWFX_LOG_MESSAGE_MAX];
+} rfx_iso_log_slot;
+
 /* The control block at offset 0 of the shared memory. Offsets, not pointers:
  * the two processes map it at different addresses. The host never trusts what
  * the helper wrote: it copies each field once and checks it. */
@@ -183,6 +200,10 @@ typedef struct rfx_iso_control {
     rawfx_negotiation member_negotiation[RFX_ISO_GROUP_MAX]; /* CONFIGURE reply, per stage */
     rawfx_video_frame member_out[RFX_ISO_GROUP_MAX];         /* PROCESS_VIDEO: each out-of-place
                                                               * stage's output layout (offsets) */
+    /* Log lines, helper to host (above). The host resets them before each helper starts. */
+    uint32_t log_enqueue;     /* helper: the next position to claim */
+    uint32_t log_dropped;     /* helper: lines dropped because the ring was full */
+    rfx_iso_log_slot log[RFX_ISO_LOG_SLOTS];
 } rfx_iso_control;
 
 /* [helper] Accessors for Swift (which sees the arrays above as tuples). */
@@ -197,6 +218,10 @@ static inline rawfx_video_frame *rfx_iso_member_out(rfx_iso_control *control, ui
 uint32_t rfx_iso_helper_wait(rfx_iso_control *control);
 /* [helper] Publishes the reply to the command being served. */
 void rfx_iso_helper_reply(rfx_iso_control *control, int32_t status);
+/* [helper] From now on every line logged in the helper (the plugins' host objects, the
+ * loader) goes into `control`'s log ring instead of the helper's stderr. Call again after the
+ * control block is mapped anew. */
+void rfx_iso_helper_forward_log(rfx_iso_control *control);
 /* [helper] Least privilege before the plugin loads: no new privileges, die with
  * the host's supervisor thread. Returns 0, or -1 when the kernel refuses. */
 int rfx_iso_helper_restrict(void);

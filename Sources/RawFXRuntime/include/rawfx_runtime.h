@@ -87,6 +87,13 @@ typedef void (*rfx_log_sink)(rawfx_log_severity severity, rfx_log_origin origin,
                              const char *source, const char *message);
 void rfx_runtime_set_log_sink(rfx_log_sink sink);
 
+/* [any, real-time] Where an isolated stage's helper sends its lines instead of its own ring
+ * and sink (rfx_iso_helper_forward_log): called on the logging thread, synchronously, so a
+ * line logged just before a crash is not lost with the process. NULL: the ring (default). */
+typedef void (*rfx_log_forward)(void *context, rfx_log_origin origin, rawfx_log_severity severity,
+                                const char *source, const char *message);
+void rfx_runtime_set_log_forward(rfx_log_forward forward, void *context);
+
 /* [control] Returns when every line logged before the call has reached the
  * sink, and every callback requested before it has run. */
 void rfx_runtime_sync(void);

@@ -12,6 +12,8 @@
  *                 exit).
  *   fault=socket opens a TCP socket in process (and closes it: harmless unless a seccomp
  *   filter forbids it); fault=exec runs /bin/true in place of the process.
+ *   faulty_video and faulty_audio with say=1 log a warning through the host object just before
+ *   the fault: "<fault> on call N" (a plugin's last words, for the isolation log tests).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -26,7 +28,8 @@ static const char *const fault_names[] = { "none", "segv", "hang", "exit", "conf
 
 typedef struct faulty {
     rawfx_filter filter;
-    int delta, at, fault, count, latency, position;
+    const rawfx_host *host;
+    int delta, at, fault, count, latency, position, say;
     int16_t *ring;
     char marker[1024];
     char error[128];
@@ -41,6 +44,8 @@ static const rawfx_param_descriptor params[] = {
       RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, 7 },
     { sizeof(rawfx_param_descriptor), "marker", "Marker", "fault=configure: crash while this file does not exist.", "",
       RAWFX_PARAM_STRING, 0, 0.0, 0.0, 0.0, "", NULL, 0 },
+    { sizeof(rawfx_param_descriptor), "say", "Say", "1: log a warning just before the fault.", "",
+      RAWFX_PARAM_INT, 0, 0.0, 0.0, 1.0, NULL, NULL, 0 },
 };
 
 /* faulty_audio's: delta, at, fault, then latency. */
@@ -53,6 +58,8 @@ static const rawfx_param_descriptor audio_params[] = {
       RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, 7 },
     { sizeof(rawfx_param_descriptor), "latency", "Latency", "Frames the output is delayed by (mono).", "frames",
       RAWFX_PARAM_INT, RAWFX_PARAM_FLAG_RECONFIGURE, 0.0, 0.0, 4800.0, NULL, NULL, 0 },
+    { sizeof(rawfx_param_descriptor), "say", "Say", "1: log a warning just before the fault.", "",
+      RAWFX_PARAM_INT, 0, 0.0, 0.0, 1.0, NULL, NULL, 0 },
 };
 
 static faulty *of(const rawfx_filter *f) { return (faulty *)f->filter_data; }
@@ -65,6 +72,7 @@ static rawfx_status set_param(const rawfx_filter *f, uint32_t i, const rawfx_par
     if (i == 0) s->delta = (int)v->int_value;
     else if (i == 1) s->at = (int)v->int_value;
     else if (i == 2) s->fault = (int)v->int_value;
+    else if (i == 4) s->say = (int)v->int_value;
     else if (f->descriptor->media_kind == RAWFX_MEDIA_AUDIO) s->latency = (int)v->int_value;
     else snprintf(s->marker, sizeof s->marker, "%s", v->string_value ? v->string_value : "");
     return RAWFX_OK;
@@ -103,6 +111,11 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *in, raw
 /* The fault of this call, if it is the `at`-th. */
 static void maybe_fail(faulty *s) {
     if (++s->count != s->at) return;
+    if (s->say && s->fault != FAULT_NONE && s->host != NULL) {
+        char line[64];
+        snprintf(line, sizeof line, "%s on call %d", fault_names[s->fault], s->count);
+        s->host->log(s->host, RAWFX_LOG_WARNING, line);
+    }
     if (s->fault == FAULT_SEGV) crash();
     if (s->fault == FAULT_HANG) for (volatile int spin = 1; spin;) {}
     if (s->fault == FAULT_EXIT) exit(3);
@@ -155,9 +168,10 @@ static rawfx_status process_audio(const rawfx_filter *f, const rawfx_audio_frame
 static void reset(const rawfx_filter *f) { of(f)->count = 0; }
 static const char *get_error(const rawfx_filter *f) { return of(f)->error; }
 
-static const rawfx_filter *create(const rawfx_filter_descriptor *d, char *error, size_t capacity) {
+static const rawfx_filter *create(const rawfx_filter_descriptor *d, const rawfx_host *host, char *error, size_t capacity) {
     (void)error; (void)capacity;
     faulty *s = calloc(1, sizeof *s);
+    s->host = host;
     s->filter.struct_size = sizeof s->filter;
     s->filter.descriptor = d;
     s->filter.filter_data = s;
@@ -176,11 +190,11 @@ static const rawfx_filter *create(const rawfx_filter_descriptor *d, char *error,
 
 static const rawfx_filter_descriptor filters[] = {
     { sizeof(rawfx_filter_descriptor), "faulty_video", "Faulty video", "1.0", "Fails on purpose.",
-      RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_IN_PLACE, params, 4, create, NULL },
+      RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_IN_PLACE, params, 5, NULL, create },
     { sizeof(rawfx_filter_descriptor), "faulty_oop", "Faulty out of place", "1.0", "Reports a wrong size on purpose.",
-      RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_OUT_OF_PLACE, params, 2, create, NULL },
+      RAWFX_MEDIA_VIDEO, RAWFX_PROCESS_OUT_OF_PLACE, params, 2, NULL, create },
     { sizeof(rawfx_filter_descriptor), "faulty_audio", "Faulty audio", "1.0", "Fails on purpose.",
-      RAWFX_MEDIA_AUDIO, RAWFX_PROCESS_IN_PLACE, audio_params, 4, create, NULL },
+      RAWFX_MEDIA_AUDIO, RAWFX_PROCESS_IN_PLACE, audio_params, 5, NULL, create },
 };
 
 static rawfx_status init(const rawfx_host_info *host, char *error, size_t capacity) {
