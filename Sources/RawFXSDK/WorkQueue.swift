@@ -428,8 +428,7 @@ package final class WorkerPool: @unchecked Sendable {
             // Poll before sleeping (pollNanoseconds); `schedule` signals only idle workers.
             lock.unlock()
             let pollEnd = monotonicNanoseconds() &+ Self.pollNanoseconds
-            let yields = getenv("RFX_POOL_NOYIELD") == nil
-            while readyCount.load(ordering: .acquiring) == 0 && monotonicNanoseconds() < pollEnd { if yields { sched_yield() } }
+            while readyCount.load(ordering: .acquiring) == 0 && monotonicNanoseconds() < pollEnd {}
             lock.lock()
             if !ready.isEmpty || stopped { continue }
             idle += 1
