@@ -54,7 +54,7 @@ struct RunCommand: ParsableCommand {
     var audioChain: String?
 
     @Flag(name: .customLong("isolate"),
-          help: "Run every filter in a helper process of its own (as name@isolate, docs/isolation.md): a filter that crashes or hangs passes its frames through unchanged and is restarted; rawfx warns at the end. --isolate=chain runs a video chain's filters together in ONE helper (as name@isolate(group=chain) on each): the frame crosses into it once, and a fault in any of them passes the frame through the whole chain.")
+          help: "Run every filter in a helper process of its own (as name@isolate, docs/isolation.md): a filter that crashes or hangs passes its frames through unchanged and is restarted; rawfx warns at the end. --isolate=chain runs a video chain's filters together in ONE helper (as name@isolate(group=chain) on each): the frame crosses into it once, and a fault in any of them passes the frame through the whole chain. --isolate=pipeline isolates every filter and pipelines the audio ones (as name@isolate(pipeline)): each block goes to the helper while the previous block's answer comes back, for one block more latency, which rawfx's output alignment takes out.")
     var isolate = false
 
     /// `--isolate=chain`, which `RawfxCommand.runReportingErrors` spells so for ArgumentParser
@@ -62,9 +62,22 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .customLong("isolate-chain"), help: .hidden)
     var isolateChain = false
 
-    /// The argument `--isolate=chain` as this command's flag (`isolateChain`).
-    static func spellingIsolateChain(_ arguments: [String]) -> [String] {
-        arguments.map { $0 == "--isolate=chain" ? "--isolate-chain" : $0 }
+    /// `--isolate=pipeline`, spelled so for ArgumentParser as `--isolate=chain` is.
+    @Flag(name: .customLong("isolate-pipeline"), help: .hidden)
+    var isolatePipeline = false
+
+    /// The arguments `--isolate=chain` and `--isolate=pipeline` as this command's flags
+    /// (`isolateChain`, `isolatePipeline`); any other `--isolate=VALUE` is refused by name.
+    static func spellingIsolateChain(_ arguments: [String]) throws -> [String] {
+        try arguments.map { argument in
+            switch argument {
+            case "--isolate=chain": return "--isolate-chain"
+            case "--isolate=pipeline": return "--isolate-pipeline"
+            case let other where other.hasPrefix("--isolate="):
+                throw CLIError("'\(other)': --isolate takes no value, or chain (one helper for a video chain) or pipeline (audio filters pipelined)", exitCode: 64)
+            default: return argument
+            }
+        }
     }
 
     @Option(name: .customLong("plugin-path"),
@@ -200,8 +213,9 @@ struct RunCommand: ParsableCommand {
     }
 
     /// The chain's stages, each isolated with `--isolate` (a stage's own `@isolate` options stay),
-    /// or all in isolation group `chain` with `--isolate=chain` (video only).
-    private func chainSpecs(_ text: String?) throws(ChainError) -> [FilterSpec] {
+    /// or all in isolation group `chain` with `--isolate=chain` (video only); `--isolate=pipeline`
+    /// isolates them and pipelines an audio chain's.
+    private func chainSpecs(_ text: String?, audio: Bool = false) throws(ChainError) -> [FilterSpec] {
         var specs = try FilterSpec.parseChain(text ?? "")
         if isolateChain {
             for index in specs.indices where specs[index].isolation?.group == nil {
@@ -209,8 +223,12 @@ struct RunCommand: ParsableCommand {
                 isolation.group = "chain"
                 specs[index].isolation = isolation
             }
-        } else if isolate {
+        } else if isolate || isolatePipeline {
             for index in specs.indices where specs[index].isolation == nil { specs[index].isolation = StageIsolation() }
+        }
+        if isolatePipeline && audio {
+            // Video stages are isolated as with --isolate: pipelining is an audio mode.
+            for index in specs.indices { specs[index].isolation?.pipeline = true }
         }
         return specs
     }
@@ -338,7 +356,7 @@ struct RunCommand: ParsableCommand {
         if isolateChain {
             throw CLIError("--isolate=chain runs a video chain in one helper; audio filters are isolated one per helper: use --isolate")
         }
-        do { chain = try AudioChain(specs: chainSpecs(audioChain), registry: registry) } catch { throw explain(error, registry: registry) }
+        do { chain = try AudioChain(specs: chainSpecs(audioChain, audio: true), registry: registry) } catch { throw explain(error, registry: registry) }
         defer { warnAboutFaults(chain.metrics) }
         let collected = makeCollector()
         collected?.reporter.addChain(named: "audio") { chain.metrics }

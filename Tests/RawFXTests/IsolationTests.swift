@@ -613,6 +613,40 @@ final class IsolationIntegrationTests: XCTestCase, RawfxCommandTesting {
         XCTAssertNotEqual(b, try Data(contentsOf: URL(fileURLWithPath: input)), "the filter changed the samples")
     }
 
+    /// `--isolate=pipeline` pipelines every audio stage (fixed 10 ms blocks, and one more to
+    /// drain: the stage's latency grew by a block, which the output alignment takes out) and isolates video
+    /// stages as `--isolate` does; another value is refused by name.
+    func testRunIsolatePipelinePipelinesTheAudioStages() throws {
+        try requireRawfx()
+        let plugins = try faultyPluginDirectory()
+        let dir = temporaryDirectory()
+        let (input, _) = try makeWAV(dir, rate: 48000, seconds: 0.37)
+        func run(_ options: [String], _ name: String) throws -> (output: Data, blocks: Int) {
+            let output = dir.appendingPathComponent(name).path
+            let outcome = try execute(rawfxBinary, ["run", "--metrics"] + options + ["--plugin-path", plugins.path, "--af", "faulty_audio=delta=5", input, output])
+            XCTAssertEqual(outcome.status, 0, outcome.stderr)
+            let line = outcome.stderr.split(separator: "\n").first { $0.hasPrefix("rawfx_filter_frames_total{") }
+            return (try Data(contentsOf: URL(fileURLWithPath: output)), Int(line?.split(separator: " ").last ?? "") ?? -1)
+        }
+        let plain = try run([], "plain.wav"), isolated = try run(["--isolate"], "isolated.wav")
+        let pipelined = try run(["--isolate=pipeline"], "pipelined.wav")
+        XCTAssertTrue(pipelined.output == plain.output, "the pipelined run's output differs from the in-process run's")
+        XCTAssertTrue(isolated.output == plain.output)
+        XCTAssertEqual(isolated.blocks, plain.blocks)
+        // faulty_audio takes any block size; pipelined, the negotiation fixes 10 ms blocks: 37
+        // of 480 frames in 0.37 s, and one more to drain the block in flight.
+        XCTAssertEqual(pipelined.blocks, 37 + 1, "10 ms blocks through the pipelined stage, one more to drain")
+
+        let video = try makeY4M(dir, frames: 3)
+        let videoOut = dir.appendingPathComponent("out.y4m").path
+        let videoRun = try execute(rawfxBinary, ["run", "--isolate=pipeline", "--plugin-path", plugins.path, "--vf", "faulty_video=at=1000", video, videoOut])
+        XCTAssertEqual(videoRun.status, 0, "a video chain is isolated as with --isolate: \(videoRun.stderr)")
+
+        let refused = try execute(rawfxBinary, ["run", "--isolate=everything", "--af", "faulty_audio", input, videoOut])
+        XCTAssertEqual(refused.status, 64)
+        XCTAssertTrue(refused.stderr.contains("'--isolate=everything': --isolate takes no value, or chain"), refused.stderr)
+    }
+
     func testRunIsolateWritesEveryFrameAndWarnsAboutTheFaults() throws {
         try requireRawfx()
         let plugins = try faultyPluginDirectory()
