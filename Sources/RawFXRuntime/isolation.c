@@ -165,6 +165,14 @@ uint32_t rfx_iso_helper_wait(rfx_iso_control *control) {
             if (command == RFX_ISO_PROCESS_VIDEO || command == RFX_ISO_PROCESS_AUDIO) cadence_observe(control->posted_ns);
             return command;
         }
+        /* A pipelined stage's answer is wanted a whole block after its request, so the
+         * helper sleeps until woken. Polling would spare the host's FUTEX_WAKE (A/B on the
+         * 2-vCPU VM, paced 48 kHz denoise: 25 against 39 us p50 on the calling thread) for
+         * about 0.9 ms of helper CPU per 10 ms block: 9 % of a core per stream. */
+        if (__atomic_load_n(&control->helper_may_sleep, __ATOMIC_RELAXED)) {
+            futex_wait(&control->request_seq, request, -1);
+            continue;
+        }
         int64_t from, until, now = now_ns();
         if (cadence_window(&from, &until) && now < until) {
             int64_t wake_at = from - cadence.oversleep - 2 * cadence.oversleep_dev;
@@ -1023,6 +1031,7 @@ static void *supervise(void *argument) {
         store_release(&inst->control->helper_polling, 0);
         __atomic_store_n(&inst->control->helper_cpu, -1, __ATOMIC_RELAXED);
         __atomic_store_n(&inst->control->host_cpu, -1, __ATOMIC_RELAXED);
+        inst->control->helper_may_sleep = inst->type->pipeline ? 1 : 0;
         reset_log(inst);
         inst->error[0] = 0;
         int pid = spawn_helper(inst);

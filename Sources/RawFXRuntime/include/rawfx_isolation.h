@@ -174,7 +174,8 @@ typedef struct rfx_iso_control {
     int32_t helper_cpu;       /* helper: the CPU it polled or replied on last (sched_getcpu) */
     int64_t posted_ns;        /* host: CLOCK_MONOTONIC when it bumped request_seq */
     int32_t host_cpu;         /* host: the CPU its processing thread runs a frame on; -1 between frames */
-    uint32_t reserved;
+    uint32_t helper_may_sleep; /* host: 1 when no caller waits for the answer (`@isolate(pipeline)`):
+                                * the helper sleeps until woken, with no cadence polling */
     /* SET_PARAM */
     uint32_t param_index;
     rawfx_param_type param_type;
