@@ -90,7 +90,7 @@ struct RunCommand: ParsableCommand {
     var snapshots: [String] = []
 
     @Option(name: .customLong("threads"),
-            help: ArgumentHelp("Threads that plugins may split a frame over (rawfx.thread-pool/1), and that an isolated stage splits its copy of the frame in over, the calling one included; default $RAWFX_THREADS, else 1.",
+            help: ArgumentHelp("Threads that plugins may split a frame over (rawfx.thread-pool/1), and that an isolated stage splits its copy of the frame in over, the calling one included; default $RAWFX_THREADS, else the online cores up to 8 (as FFmpeg's threads=auto). The output is the same on any count.",
                                valueName: "n"))
     var threads: Int?
 
@@ -137,10 +137,14 @@ struct RunCommand: ParsableCommand {
         }
     }
 
-    /// --threads, else RAWFX_THREADS, else 1.
+    /// Threads when neither `--threads` nor `RAWFX_THREADS` says: the online cores, at most 8
+    /// (past that a frame's slices get too thin to pay their wake-ups).
+    static var defaultThreadCount: Int { min(WorkerPool.defaultWorkerCount, 8) }
+
+    /// --threads, else RAWFX_THREADS, else `defaultThreadCount`.
     func threadCount() throws -> Int {
         if let threads { return threads }
-        guard let text = ProcessInfo.processInfo.environment["RAWFX_THREADS"], !text.isEmpty else { return 1 }
+        guard let text = ProcessInfo.processInfo.environment["RAWFX_THREADS"], !text.isEmpty else { return Self.defaultThreadCount }
         guard let n = Int(text), (1...64).contains(n) else {
             throw CLIError("RAWFX_THREADS='\(text)' is not a thread count from 1 to 64")
         }
@@ -187,6 +191,7 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         RawFXThreadPool.threadCount = try threadCount()
         RawFXLog.logLevel = verbose >= 2 ? .debug : verbose == 1 ? .info : .warning
+        RawFXLog.log(.info, source: "run", "threads: \(RawFXThreadPool.threadCount) (--threads, else RAWFX_THREADS, else the online cores up to 8)")
         // Lines plugins logged reach stderr before rawfx exits, whatever the outcome.
         defer { RawFXLog.sync() }
         let registry = try loadRegistry(pluginPath)

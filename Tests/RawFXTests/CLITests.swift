@@ -528,11 +528,22 @@ final class CLITests: XCTestCase, RawfxCommandTesting {
         let quiet = try rawfx("run", "--plugin-path", plugin, "--vf", "stamp=value=3", input, out)
         XCTAssertEqual(quiet.status, 0, quiet.stderr)
         XCTAssertEqual(quiet.stderr, "", "warnings and errors only by default")
+        // The thread count it chose comes first: the online cores up to 8 by default.
+        let cores = min(max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1), 8)
+        let threadsLine = "rawfx: run: threads: \(cores) (--threads, else RAWFX_THREADS, else the online cores up to 8)"
         for flags in [["-v"], ["-vv"], ["-v", "-v"]] {
-            let verbose = try execute(rawfxBinary, ["run"] + flags + ["--plugin-path", plugin, "--vf", "stamp=value=3", input, out])
+            let verbose = try runProgram(rawfxBinary, ["run"] + flags + ["--plugin-path", plugin, "--vf", "stamp=value=3", input, out],
+                                         environment: [PluginRegistry.environmentVariable: nil, "RAWFX_THREADS": nil])
             XCTAssertEqual(verbose.status, 0, verbose.stderr)
-            XCTAssertEqual(verbose.stderrLines, ["rawfx: stamp.so: init"], "\(flags)")
+            XCTAssertEqual(verbose.stderrLines, [Substring(threadsLine), "rawfx: stamp.so: init"], "\(flags)")
         }
+        // RAWFX_THREADS, then --threads, override the default.
+        let fromEnvironment = try runProgram(rawfxBinary, ["run", "-v", "--plugin-path", plugin, "--vf", "stamp=value=3", input, out],
+                                             environment: [PluginRegistry.environmentVariable: nil, "RAWFX_THREADS": "3"])
+        XCTAssertEqual(fromEnvironment.stderrLines.first, "rawfx: run: threads: 3 (--threads, else RAWFX_THREADS, else the online cores up to 8)")
+        let fromFlag = try runProgram(rawfxBinary, ["run", "-v", "--threads", "1", "--plugin-path", plugin, "--vf", "stamp=value=3", input, out],
+                                      environment: [PluginRegistry.environmentVariable: nil, "RAWFX_THREADS": "3"])
+        XCTAssertEqual(fromFlag.stderrLines.first, "rawfx: run: threads: 1 (--threads, else RAWFX_THREADS, else the online cores up to 8)")
     }
 
     func testMetricsPrintEveryFiltersFramesAndTimesThroughSwiftMetrics() throws {
