@@ -6,6 +6,7 @@
 #   PREFIX/lib/librawfx.so                                          the engine behind that API
 #   PREFIX/lib/rawfx/plugins/*.so                                   the shipped plugins (found by default)
 #   PREFIX/bin/rawfx                                                the command
+#   PREFIX/libexec/rawfx/rawfx-isolate                              the isolated stages' helper
 #   PREFIX/lib/pkgconfig/rawfx.pc                                   pkg-config --cflags --libs rawfx
 #   PREFIX/share/rawfx/install-manifest                             every file written, for uninstall.sh
 # The Swift runtime is not copied: librawfx, the plugins and rawfx find it in the toolchain
@@ -38,7 +39,7 @@ umask 022
 if [ "$build" = 1 ]; then swift build -c "$configuration"; fi
 bin=$(swift build -c "$configuration" --show-bin-path)
 plugins=(libRawFXWatermark.so libRawFXYUV.so libRawFXSpeex.so libRawFXBasics.so)
-for file in rawfx libRawFXEmbed.so "${plugins[@]}"; do
+for file in rawfx rawfx-isolate libRawFXEmbed.so "${plugins[@]}"; do
     [ -f "$bin/$file" ] || { echo "install.sh: $bin/$file is missing; run without --no-build" >&2; exit 1; }
 done
 version=$("$bin/rawfx" --version)
@@ -71,6 +72,9 @@ put 644 Sources/CRawFXEmbed/include/rawfx/zoom_adapter.hpp include/rawfx/zoom_ad
 put 755 "$bin/libRawFXEmbed.so" lib/librawfx.so
 for plugin in "${plugins[@]}"; do put 755 "$bin/$plugin" "lib/rawfx/plugins/$plugin"; done
 put 755 "$bin/rawfx" bin/rawfx
+# The isolated stages' helper (docs/isolation.md): found from bin/rawfx and lib/librawfx.so as
+# ../libexec/rawfx/rawfx-isolate.
+put 755 "$bin/rawfx-isolate" libexec/rawfx/rawfx-isolate
 
 pc=$(mktemp)
 cat > "$pc" <<PC

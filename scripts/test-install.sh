@@ -49,8 +49,16 @@ cmp ref-hooks.y4m out-hooks.y4m
 cmp ref-hooks.y4m out-adapter.y4m
 ./hooks --af denoise in.wav out-hooks.wav 2> /dev/null
 cmp ref.wav out-hooks.wav
+# Isolated stages (docs/isolation.md): the installed rawfx and librawfx find the installed helper
+# (PREFIX/libexec/rawfx) with no build folder and nothing on PATH; the output is the in-process one.
+iso_chain='invert@isolate=chroma=true,scale@isolate=width=160:height=120'
+PATH=/usr/bin:/bin "$prefix/bin/rawfx" run --plugin-path invert.so --vf "$iso_chain" in.y4m iso-ref.y4m
+PATH=/usr/bin:/bin ./embed --plugin-path invert.so --vf "$iso_chain" in.y4m iso-out.y4m
+"$prefix/bin/rawfx" run --plugin-path invert.so --vf 'invert=chroma=true,scale=width=160:height=120' in.y4m plain.y4m
+cmp plain.y4m iso-ref.y4m
+cmp plain.y4m iso-out.y4m
 "$prefix/bin/rawfx" validate invert.so > /dev/null
-echo "test-install: the plugin, the embedder and the hooks (C and C++) built with pkg-config alone; outputs identical to rawfx run"
+echo "test-install: the plugin, the embedder and the hooks (C and C++) built with pkg-config alone; outputs identical to rawfx run, isolated stages included"
 
 cd "$OLDPWD"
 scripts/uninstall.sh --prefix "$prefix"

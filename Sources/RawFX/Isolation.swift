@@ -13,20 +13,26 @@ public enum Isolation {
     /// The helper's file name.
     public static let helperName = "rawfx-isolate"
 
-    /// Where the helper is: `RAWFX_ISOLATE_HELPER`, else `rawfx-isolate` in the running
-    /// executable's directory (where SwiftPM builds it, beside the plugins), else on `PATH`.
+    /// Where an installation keeps the helper, relative to the directory of the engine's file
+    /// (`PREFIX/bin/rawfx` or `PREFIX/lib/librawfx.so`): `PREFIX/libexec/rawfx/rawfx-isolate`
+    /// (scripts/install.sh).
+    public static let installedHelper = "../libexec/rawfx/" + helperName
+
+    /// Where the helper is: `RAWFX_ISOLATE_HELPER`; else beside the running executable or the
+    /// engine's own file (librawfx.so for a C, C++ or Python host), where SwiftPM builds it,
+    /// or in `../libexec/rawfx/` from either (an installation); else on `PATH`.
     public static func helperPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
         if let explicit = environment[helperVariable], !explicit.isEmpty { return explicit }
-        var directories: [String] = []
-        if let executable = Bundle.main.executableURL?.resolvingSymlinksInPath() {
-            directories.append(executable.deletingLastPathComponent().path)
+        var candidates: [String] = []
+        var bases: [URL] = []
+        if let executable = Bundle.main.executableURL { bases.append(executable) }
+        if let image = rfx_isolation_engine_image_path() { bases.append(URL(fileURLWithPath: String(cString: image))) }
+        for base in bases {
+            let directory = base.resolvingSymlinksInPath().deletingLastPathComponent().path
+            candidates += [directory + "/" + helperName, directory + "/" + installedHelper]
         }
-        directories += (environment["PATH"] ?? "").split(separator: ":").map(String.init)
-        for directory in directories where !directory.isEmpty {
-            let candidate = directory + "/" + helperName
-            if access(candidate, X_OK) == 0 { return candidate }
-        }
-        return nil
+        candidates += (environment["PATH"] ?? "").split(separator: ":").map { $0 + "/" + helperName }
+        return candidates.first { access($0, X_OK) == 0 }
     }
 
     /// Proxy types by real type and options. A proxy descriptor lives as long as the process:
@@ -41,7 +47,7 @@ public enum Isolation {
             throw .contract("'\(type.id)' is a video filter: @isolate(pipeline) runs an audio stage one block late; isolate a video stage without pipeline")
         }
         guard let helper = helperPath() else {
-            throw .createFailed(filter: type.id, message: "cannot isolate it: the helper '\(helperName)' is neither named by \(helperVariable) nor beside the executable nor on PATH")
+            throw .createFailed(filter: type.id, message: "cannot isolate it: the helper '\(helperName)' is neither named by \(helperVariable) nor beside the executable or librawfx (nor in ../libexec/rawfx/ from them) nor on PATH")
         }
         let members = [type] + group
         let key = members.map { "\($0.library.path)\u{0}\($0.id)" }.joined(separator: "\u{0}")

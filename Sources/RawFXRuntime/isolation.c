@@ -14,6 +14,7 @@
 #include "rawfx_isolation.h"
 #include "rawfx_runtime.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -37,6 +38,12 @@
 #include <unistd.h>
 
 extern char **environ;
+
+const char *rfx_isolation_engine_image_path(void) {
+    Dl_info info;
+    if (dladdr((const void *)&rfx_isolation_engine_image_path, &info) == 0 || info.dli_fname == NULL) return NULL;
+    return info.dli_fname;
+}
 
 /* ------------------------------------------------------------ primitives -- */
 

@@ -227,6 +227,26 @@ def test_log_lines_reach_the_callback_from_its_level_up(registry):
         rawfx.set_log_callback(print, level="loud")
 
 
+def test_an_isolated_stage_finds_its_helper_and_logs_through_the_callback(registry):
+    """scale@isolate runs in the helper process beside librawfx (no PATH, no variable needed):
+    its output is the in-process scale's, and the geometry line it logs at configure reaches
+    the callback with its source, as in process."""
+    y, u, v = picture(640, 360, seed=9)
+    lines = []
+    rawfx.set_log_callback(lambda level, source, message: lines.append((level, source, message)), level="info")
+    try:
+        isolated = rawfx.VideoChain(registry, "scale@isolate=width=320:height=180")
+        out = isolated.process(y, u, v)
+        rawfx.sync_log()
+        assert ("info", "scale") in [(level, source) for level, source, _ in lines], lines
+        assert any("640x360 -> 320x180" in message for _, _, message in lines), lines
+    finally:
+        rawfx.set_log_callback(None)
+    expected = rawfx.VideoChain(registry, "scale=width=320:height=180").process(y, u, v)
+    for plane, reference in zip(out, expected):
+        assert np.array_equal(plane, reference)
+
+
 def test_thread_count_sets_the_engine_pool(registry):
     """set_thread_count(2) gives the engine's pool two threads; a quarter turn split over them
     is numpy's; 0 is refused with a message and changes nothing."""

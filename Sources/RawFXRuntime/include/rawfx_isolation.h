@@ -91,6 +91,11 @@ int32_t rfx_isolation_failed_stage(const rawfx_filter *filter);
  * its group's helper, from the next frame: a bypass inside the group. */
 void rfx_isolation_set_bypass(const rawfx_filter *filter, int32_t bypassed);
 
+/* [any] The file the engine runs from: the executable it is linked into, or librawfx.so when
+ * a C, C++ or Python host loaded it (dladdr of this function); NULL if unknown. Where the
+ * helper is looked for (Isolation.helperPath). */
+const char *rfx_isolation_engine_image_path(void);
+
 /* The proxy's extension: its counters (filter->get_extension). */
 #define RFX_ISOLATION_EXTENSION "rawfx.isolation/1"
 
