@@ -508,8 +508,8 @@ typedef struct iso_instance {
      * the host's own (the helper could write anything in the shared block); one drainer at a
      * time (`log_draining`). */
     _Atomic int log_draining;
-    uint32_t log_dequeue;
-    uint32_t log_dropped_seen;
+    _Atomic uint32_t log_dequeue;       /* atomic: drain_log's look before taking the flag */
+    _Atomic uint32_t log_dropped_seen;
 } iso_instance;
 
 static iso_instance *instance_of(const rawfx_filter *filter) { return (iso_instance *)filter->filter_data; }
@@ -541,7 +541,7 @@ static void log_unlock(iso_instance *inst) { atomic_store_explicit(&inst->log_dr
 static void drain_log_locked(iso_instance *inst) {
     rfx_iso_control *c = inst->control;
     for (uint32_t n = 0; n < RFX_ISO_LOG_SLOTS; n++) {
-        const uint32_t position = inst->log_dequeue;
+        const uint32_t position = atomic_load_explicit(&inst->log_dequeue, memory_order_relaxed);
         rfx_iso_log_slot *slot = &c->log[position & (RFX_ISO_LOG_SLOTS - 1)];
         if (load_acquire(&slot->sequence) != position + 1) break;
         char source[RFX_ISO_LOG_SOURCE_MAX], message[RAWFX_LOG_MESSAGE_MAX];
@@ -552,18 +552,19 @@ static void drain_log_locked(iso_instance *inst) {
         int32_t severity = __atomic_load_n(&slot->severity, __ATOMIC_RELAXED);
         int32_t origin = __atomic_load_n(&slot->origin, __ATOMIC_RELAXED);
         store_release(&slot->sequence, position + RFX_ISO_LOG_SLOTS);
-        inst->log_dequeue = position + 1;
+        atomic_store_explicit(&inst->log_dequeue, position + 1, memory_order_relaxed);
         if (severity < RAWFX_LOG_DEBUG) severity = RAWFX_LOG_DEBUG;
         if (severity > RAWFX_LOG_ERROR) severity = RAWFX_LOG_ERROR;
         rfx_log_origin from = origin == RFX_LOG_PLUGIN_LIBRARY ? RFX_LOG_PLUGIN_LIBRARY : RFX_LOG_PLUGIN_INSTANCE;
         rfx_runtime_log_from(from, (rawfx_log_severity)severity, source[0] ? source : inst->type->filter_id, message);
     }
     uint32_t dropped = __atomic_load_n(&c->log_dropped, __ATOMIC_RELAXED);
-    if (dropped != inst->log_dropped_seen) {
+    uint32_t seen = atomic_load_explicit(&inst->log_dropped_seen, memory_order_relaxed);
+    if (dropped != seen) {
         char line[RAWFX_LOG_MESSAGE_MAX];
         snprintf(line, sizeof line, "the isolated helper dropped %u log lines: its log ring (%u lines) was full",
-                 dropped - inst->log_dropped_seen, RFX_ISO_LOG_SLOTS);
-        inst->log_dropped_seen = dropped;
+                 dropped - seen, RFX_ISO_LOG_SLOTS);
+        atomic_store_explicit(&inst->log_dropped_seen, dropped, memory_order_relaxed);
         rfx_runtime_log(RAWFX_LOG_WARNING, inst->type->filter_id, line);
     }
 }
@@ -571,8 +572,9 @@ static void drain_log_locked(iso_instance *inst) {
 /* [process, control or supervisor] Forwards the helper's lines, if it logged any (one load of
  * the shared word when it did not); skipped while another thread drains. */
 static void drain_log(iso_instance *inst) {
-    if (__atomic_load_n(&inst->control->log_enqueue, __ATOMIC_RELAXED) == inst->log_dequeue
-        && __atomic_load_n(&inst->control->log_dropped, __ATOMIC_RELAXED) == inst->log_dropped_seen) return;
+    if (__atomic_load_n(&inst->control->log_enqueue, __ATOMIC_RELAXED) == atomic_load_explicit(&inst->log_dequeue, memory_order_relaxed)
+        && __atomic_load_n(&inst->control->log_dropped, __ATOMIC_RELAXED)
+               == atomic_load_explicit(&inst->log_dropped_seen, memory_order_relaxed)) return;
     if (atomic_exchange_explicit(&inst->log_draining, 1, memory_order_acquire)) return;
     drain_log_locked(inst);
     log_unlock(inst);
@@ -586,8 +588,8 @@ static void reset_log(iso_instance *inst) {
     for (uint32_t i = 0; i < RFX_ISO_LOG_SLOTS; i++) store_release(&c->log[i].sequence, i);
     __atomic_store_n(&c->log_enqueue, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&c->log_dropped, 0, __ATOMIC_RELAXED);
-    inst->log_dequeue = 0;
-    inst->log_dropped_seen = 0;
+    atomic_store_explicit(&inst->log_dequeue, 0, memory_order_relaxed);
+    atomic_store_explicit(&inst->log_dropped_seen, 0, memory_order_relaxed);
     log_unlock(inst);
 }
 
