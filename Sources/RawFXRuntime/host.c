@@ -66,7 +66,7 @@ static rfx_log_sink log_sink;
 static _Atomic(rfx_log_forward) log_forward;
 static void *_Atomic log_forward_context;
 
-static void copy_cut(char *destination, size_t capacity, const char *text) {
+void rfx_runtime_copy_cut(char *destination, size_t capacity, const char *text) {
     size_t n = 0;
     if (text != NULL)
         while (n + 1 < capacity && text[n] != '\0') n++;
@@ -117,8 +117,8 @@ void rfx_runtime_log_from(rfx_log_origin origin, rawfx_log_severity severity, co
     }
     slot->severity = severity;
     slot->origin = origin;
-    copy_cut(slot->source, sizeof slot->source, source);
-    copy_cut(slot->message, sizeof slot->message, message);
+    rfx_runtime_copy_cut(slot->source, sizeof slot->source, source);
+    rfx_runtime_copy_cut(slot->message, sizeof slot->message, message);
     atomic_fetch_add_explicit(&lines_logged, 1, memory_order_relaxed);
     atomic_store_explicit(&slot->sequence, position + 1, memory_order_release);
     wake_service();
@@ -309,7 +309,7 @@ rfx_host_context *rfx_host_context_create(const char *source, rfx_host_kind kind
     c->host.request_callback = host_request_callback;
     c->kind = kind;
     pthread_mutex_init(&c->control, NULL);
-    copy_cut(c->source, sizeof c->source, source);
+    rfx_runtime_copy_cut(c->source, sizeof c->source, source);
     pthread_mutex_lock(&registry_mutex);
     c->next = registry_head;
     if (registry_head) registry_head->previous = c;

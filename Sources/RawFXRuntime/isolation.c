@@ -203,15 +203,6 @@ void rfx_iso_helper_reply(rfx_iso_control *control, int32_t status) {
     futex_wake(&control->reply_seq);
 }
 
-/* Copies `text` into `out` (capacity bytes), cut at a character boundary, NUL-terminated. */
-static void copy_cut_utf8(char *out, size_t capacity, const char *text) {
-    size_t n = text ? strnlen(text, capacity - 1) : 0;
-    if (text && text[n] != '\0')
-        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) n--;
-    if (n > 0) memcpy(out, text, n);
-    out[n] = '\0';
-}
-
 /* [helper, any thread, real-time] A line into the control block's log ring; a full ring
  * drops it (counted). */
 static void helper_forward_line(void *context, rfx_log_origin origin, rawfx_log_severity severity,
@@ -235,8 +226,8 @@ static void helper_forward_line(void *context, rfx_log_origin origin, rawfx_log_
     }
     slot->severity = (int32_t)severity;
     slot->origin = (int32_t)origin;
-    copy_cut_utf8(slot->source, sizeof slot->source, source);
-    copy_cut_utf8(slot->message, sizeof slot->message, message);
+    rfx_runtime_copy_cut(slot->source, sizeof slot->source, source);
+    rfx_runtime_copy_cut(slot->message, sizeof slot->message, message);
     store_release(&slot->sequence, position + 1);
 }
 

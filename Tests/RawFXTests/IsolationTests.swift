@@ -596,46 +596,36 @@ final class IsolationIntegrationTests: XCTestCase, RawfxCommandTesting {
     }
 
     /// A pipelined stage's block of latency is the run's to undo: `rawfx run` writes what the
-    /// in-process run writes, sample for sample, with nothing lost at either end.
-    func testRunWithAPipelinedAudioStageWritesWhatTheInProcessRunWrites() throws {
+    /// in-process run writes, sample for sample, with nothing lost at either end, whether the
+    /// stage says `@isolate(pipeline)` or `--isolate=pipeline` pipelines every audio stage
+    /// (fixed 10 ms blocks, and one more to drain). `--isolate=pipeline` isolates video stages
+    /// as `--isolate` does; another value is refused by name.
+    func testRunWithPipelinedAudioStagesWritesWhatTheInProcessRunWrites() throws {
         try requireRawfx()
         let plugins = try faultyPluginDirectory()
         let dir = temporaryDirectory()
         let (input, _) = try makeWAV(dir, rate: 48000, seconds: 0.37)
-        let pipelined = dir.appendingPathComponent("pipelined.wav").path, inProcess = dir.appendingPathComponent("plain.wav").path
-        for (chain, output) in [("faulty_audio@isolate(pipeline,deadline=10000ms)=delta=5", pipelined), ("faulty_audio=delta=5", inProcess)] {
-            let outcome = try execute(rawfxBinary, ["run", "--plugin-path", plugins.path, "--af", chain, input, output])
-            XCTAssertEqual(outcome.status, 0, outcome.stderr)
-        }
-        let a = try Data(contentsOf: URL(fileURLWithPath: pipelined)), b = try Data(contentsOf: URL(fileURLWithPath: inProcess))
-        XCTAssertEqual(a.count, b.count)
-        XCTAssertTrue(a == b, "the pipelined run's output differs from the in-process run's")
-        XCTAssertNotEqual(b, try Data(contentsOf: URL(fileURLWithPath: input)), "the filter changed the samples")
-    }
-
-    /// `--isolate=pipeline` pipelines every audio stage (fixed 10 ms blocks, and one more to
-    /// drain: the stage's latency grew by a block, which the output alignment takes out) and isolates video
-    /// stages as `--isolate` does; another value is refused by name.
-    func testRunIsolatePipelinePipelinesTheAudioStages() throws {
-        try requireRawfx()
-        let plugins = try faultyPluginDirectory()
-        let dir = temporaryDirectory()
-        let (input, _) = try makeWAV(dir, rate: 48000, seconds: 0.37)
-        func run(_ options: [String], _ name: String) throws -> (output: Data, blocks: Int) {
+        func run(_ options: [String], _ chain: String, _ name: String) throws -> (output: Data, blocks: Int) {
             let output = dir.appendingPathComponent(name).path
-            let outcome = try execute(rawfxBinary, ["run", "--metrics"] + options + ["--plugin-path", plugins.path, "--af", "faulty_audio=delta=5", input, output])
+            let outcome = try execute(rawfxBinary, ["run", "--metrics"] + options + ["--plugin-path", plugins.path, "--af", chain, input, output])
             XCTAssertEqual(outcome.status, 0, outcome.stderr)
             let line = outcome.stderr.split(separator: "\n").first { $0.hasPrefix("rawfx_filter_frames_total{") }
             return (try Data(contentsOf: URL(fileURLWithPath: output)), Int(line?.split(separator: " ").last ?? "") ?? -1)
         }
-        let plain = try run([], "plain.wav"), isolated = try run(["--isolate"], "isolated.wav")
-        let pipelined = try run(["--isolate=pipeline"], "pipelined.wav")
-        XCTAssertTrue(pipelined.output == plain.output, "the pipelined run's output differs from the in-process run's")
-        XCTAssertTrue(isolated.output == plain.output)
+        let plain = try run([], "faulty_audio=delta=5", "plain.wav")
+        let isolated = try run(["--isolate"], "faulty_audio=delta=5", "isolated.wav")
+        let pipelined = try run(["--isolate=pipeline"], "faulty_audio=delta=5", "pipelined.wav")
+        let stagePipelined = try run([], "faulty_audio@isolate(pipeline,deadline=10000ms)=delta=5", "stage.wav")
+        XCTAssertNotEqual(plain.output, try Data(contentsOf: URL(fileURLWithPath: input)), "the filter changed the samples")
+        for (run, name) in [(isolated, "--isolate"), (pipelined, "--isolate=pipeline"), (stagePipelined, "@isolate(pipeline)")] {
+            XCTAssertEqual(run.output.count, plain.output.count, name)
+            XCTAssertTrue(run.output == plain.output, "the \(name) run's output differs from the in-process run's")
+        }
         XCTAssertEqual(isolated.blocks, plain.blocks)
         // faulty_audio takes any block size; pipelined, the negotiation fixes 10 ms blocks: 37
         // of 480 frames in 0.37 s, and one more to drain the block in flight.
         XCTAssertEqual(pipelined.blocks, 37 + 1, "10 ms blocks through the pipelined stage, one more to drain")
+        XCTAssertEqual(stagePipelined.blocks, 37 + 1)
 
         let video = try makeY4M(dir, frames: 3)
         let videoOut = dir.appendingPathComponent("out.y4m").path

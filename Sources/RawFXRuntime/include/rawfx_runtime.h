@@ -101,6 +101,10 @@ void rfx_runtime_sync(void);
 /* Lines dropped because the ring was full (RAWFX_LOG_MESSAGE_MAX-byte slots). */
 uint64_t rfx_runtime_dropped_log_lines(void);
 
+/* [any, real-time] Copies `text` (NULL: empty) into `destination`, at most capacity - 1 bytes,
+ * never ending inside a UTF-8 sequence, and terminates it: how a log line is cut to a slot. */
+void rfx_runtime_copy_cut(char *destination, size_t capacity, const char *text);
+
 /* [any, real-time] Log a line from the engine itself, as a plugin would. */
 void rfx_runtime_log(rawfx_log_severity severity, const char *source, const char *message);
 
