@@ -90,13 +90,14 @@ static void ensure_started(void);
 
 void rfx_runtime_log_from(rfx_log_origin origin, rawfx_log_severity severity, const char *source,
                           const char *message) {
-    /* The ring's slots get their sequence numbers when the service starts: a line logged
-     * before that would be wiped and the ring stuck. pthread_once is one acquire load once done. */
+    /* An isolated stage's helper: the line goes to the host now, not through this ring. */
     rfx_log_forward forward = atomic_load_explicit(&log_forward, memory_order_acquire);
     if (forward != NULL) {
         forward(atomic_load_explicit(&log_forward_context, memory_order_relaxed), origin, severity, source, message);
         return;
     }
+    /* The ring's slots get their sequence numbers when the service starts: a line logged
+     * before that would be wiped and the ring stuck. pthread_once is one acquire load once done. */
     ensure_started();
     size_t position = atomic_load_explicit(&ring_enqueue, memory_order_relaxed);
     log_slot *slot;

@@ -14,8 +14,7 @@ import Logging
 import RawFX
 import RawFXRuntime
 
-// Only this helper's own start-up failures reach stderr (`report`, inherited from the host);
-// what the engine and the plugins log travels to the host (rfx_iso_helper_forward_log below).
+// Only this helper's own start-up failures reach stderr (`report`, inherited from the host).
 LoggingSystem.bootstrap(StandardErrorLogHandler.init)
 
 /// Writes one line to stderr (the host's, inherited).

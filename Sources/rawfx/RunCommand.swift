@@ -68,7 +68,7 @@ struct RunCommand: ParsableCommand {
 
     /// The arguments `--isolate=chain` and `--isolate=pipeline` as this command's flags
     /// (`isolateChain`, `isolatePipeline`); any other `--isolate=VALUE` is refused by name.
-    static func spellingIsolateChain(_ arguments: [String]) throws -> [String] {
+    static func spellingIsolateValues(_ arguments: [String]) throws -> [String] {
         try arguments.map { argument in
             switch argument {
             case "--isolate=chain": return "--isolate-chain"

@@ -46,7 +46,7 @@ extension RawfxCommand {
     /// every error is one line on stderr.
     static func runReportingErrors(_ arguments: [String]) -> Int32 {
         do {
-            var command = try parseAsRoot(RunCommand.spellingIsolateChain(arguments))
+            var command = try parseAsRoot(RunCommand.spellingIsolateValues(arguments))
             try command.run()
             return 0
         } catch is ReaderClosedPipe {
