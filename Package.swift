@@ -120,7 +120,7 @@ let package = Package(
 
         .executableTarget(
             name: "bench",
-            dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CBenchPeers"],
+            dependencies: ["RawFX", "RawFXRuntime", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CBenchPeers"],
             path: "Benchmarks/bench"),
         // FFmpeg for `bench --peers`, opened with dlopen at run time (never linked).
         .target(name: "CBenchPeers", path: "Benchmarks/CBenchPeers", linkerSettings: [.linkedLibrary("dl")]),

@@ -108,6 +108,17 @@ struct BenchCase {
         var peer: Peer? = nil
         /// The engine's thread count on this path, for a threaded case's second engine path.
         var threads: Int? = nil
+        /// A ParallelCeiling path at this many threads (not the case's own work).
+        var ceilingThreads: Int? = nil
+    }
+
+    /// The machine's 2-thread ceiling in the same rounds as a threaded case (ParallelCeiling).
+    static func ceilingReferences() -> [Reference] {
+        [1, 2].map { n in
+            Reference(short: "ceiling \(n)", label: "SIMD arithmetic in L1 through the engine's pool at \(n) thread\(n == 1 ? "" : "s") "
+                          + "(\(ParallelCeiling.jobCount) jobs): what the machine gave this case's rounds",
+                      workload: ParallelCeiling(threads: n), ceilingThreads: n)
+        }
     }
 }
 
@@ -278,7 +289,7 @@ func videoCases() -> [BenchCase] {
                 let two = try EngineVideo(chain: VideoChain(chain, registry: context.registry), pool: one.pool, threads: 2)
                 return .init(chain: chain, engine: one, direct: nil, filterCount: threaded.filters.count,
                              references: [.init(short: "2 threads", label: "the same chain with RawFXThreadPool.threadCount = 2",
-                                                workload: two, threads: 2)])
+                                                workload: two, threads: 2)] + BenchCase.ceilingReferences())
             }))
     }
 

@@ -66,6 +66,8 @@ final class Recorder {
     var sliceNanoseconds: [UInt64] = []
     var sliceCPUNanoseconds: [UInt64] = []
     var sliceWork: [Double] = []
+    /// Per slice: the index of its first sample in `samples` (samples past `capacity` are not kept).
+    var sliceSampleStart: [Int] = []
 
     init(capacity: Int) {
         self.capacity = max(capacity, 16)
@@ -73,6 +75,21 @@ final class Recorder {
     }
 
     deinit { samples.deallocate() }
+
+    /// The p50 of each slice's own samples (nil for a slice whose samples were not kept), in
+    /// slice order: rounds pair them across paths. Call before `percentiles`, which sorts.
+    func sliceMedians() -> [Double?] {
+        var out: [Double?] = []
+        var scratch: [UInt64] = []
+        for k in sliceSampleStart.indices {
+            let start = sliceSampleStart[k], end = k + 1 < sliceSampleStart.count ? sliceSampleStart[k + 1] : sampleCount
+            guard end > start else { out.append(nil); continue }
+            scratch = Array(UnsafeBufferPointer(start: samples + start, count: end - start))
+            scratch.sort()
+            out.append(Double(scratch[(scratch.count - 1) / 2]))
+        }
+        return out
+    }
 
     /// Nearest-rank percentile (0...1) of the recorded per-unit times.
     func percentiles(_ ps: [Double]) -> [UInt64] {
@@ -98,6 +115,7 @@ final class UnitCounter {
 @inline(never)
 func runSlice(_ workload: Workload, units: Int, counter: UnitCounter, into recorder: Recorder) throws {
     workload.prepareSlice()
+    recorder.sliceSampleStart.append(recorder.sampleCount)
     let framesBefore = workload.audioFramesConsumed
     var index = counter.next
     let allocationsBefore = rawfx_thread_allocation_count()
@@ -171,6 +189,8 @@ struct PathFigures {
     var p50Nanoseconds: UInt64
     var p99Nanoseconds: UInt64
     var maxNanoseconds: UInt64
+    /// The p50 of each slice (Recorder.sliceMedians), for ratios paired round by round.
+    var sliceP50Nanoseconds: [Double?] = []
     var allocations: UInt64
     var allocationsPerUnit: Double
     var slices: Int
@@ -181,6 +201,19 @@ struct PathFigures {
     /// Audio only: 10 ms blocks per second (frames / block size), the throughput unit.
     var blocksPerSecond: Double?
     var nanosecondsPerBlock: Double?
+
+    /// Median over rounds of (this path's slice p50 / `other`'s slice p50 in the same round):
+    /// a ratio of p50s in which a change of the machine between rounds cancels out.
+    func roundPairedP50Ratio(over other: PathFigures) -> Double? {
+        var ratios: [Double] = []
+        for k in 0..<min(sliceP50Nanoseconds.count, other.sliceP50Nanoseconds.count) {
+            if let a = sliceP50Nanoseconds[k], let b = other.sliceP50Nanoseconds[k], b > 0 { ratios.append(a / b) }
+        }
+        guard !ratios.isEmpty else { return nil }
+        ratios.sort()
+        let mid = ratios.count / 2
+        return ratios.count % 2 == 1 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2
+    }
 
     init(_ r: Recorder, sampleRate: Int?) {
         units = r.units
@@ -250,6 +283,7 @@ func measure(_ paths: [Workload], options: Options, sampleRate: Int?) throws -> 
         r.sliceNanoseconds.reserveCapacity(maxRounds)
         r.sliceCPUNanoseconds.reserveCapacity(maxRounds)
         r.sliceWork.reserveCapacity(maxRounds)
+        r.sliceSampleStart.reserveCapacity(maxRounds)
         recorders.append(r)
         // A paced path runs a second per slice: its cadence, not the interleave, sets when
         // units arrive (a path that waits its turn would see gaps no SDK makes).
@@ -267,7 +301,10 @@ func measure(_ paths: [Workload], options: Options, sampleRate: Int?) throws -> 
         }
         round += 1
     }
+    // Per slice p50s first: PathFigures sorts the samples in place.
+    let sliceMedians = recorders.map { $0.sliceMedians() }
     var result = MeasureResult(figures: recorders.map { PathFigures($0, sampleRate: sampleRate) }, rounds: round)
+    for p in paths.indices { result.figures[p].sliceP50Nanoseconds = sliceMedians[p] }
     // Engine versus every other path, round by round.
     let e = recorders[0]
     for p in paths.indices.dropFirst() {

@@ -15,9 +15,11 @@ struct PathResult {
     var peer: Peer?
     /// The engine's thread count on this path (threaded cases only).
     var threads: Int?
+    /// The thread count of a ParallelCeiling path (threaded cases only).
+    var ceilingThreads: Int?
 
     init(role: Role, label: String, short: String = "", unit: String, figures: PathFigures, engineOverThis: Double? = nil,
-         peer: Peer? = nil, threads: Int? = nil) {
+         peer: Peer? = nil, threads: Int? = nil, ceilingThreads: Int? = nil) {
         self.role = role
         self.label = label
         self.short = short
@@ -26,6 +28,7 @@ struct PathResult {
         self.engineOverThis = engineOverThis
         self.peer = peer
         self.threads = threads
+        self.ceilingThreads = ceilingThreads
     }
 }
 
@@ -66,13 +69,42 @@ struct CaseResult {
 
     func versus(_ peer: Peer) -> Double? { versus.first { $0.peer == peer }?.ratio }
 
-    /// Threaded cases: p50 per frame of the engine at its thread count / p50 of the path with
-    /// the most threads (wall time).
-    var speedup: (threads: [Int], value: Double)? {
+    /// The engine path and the path with the most threads, in a threaded case.
+    private var threadedPair: (one: PathResult, most: PathResult)? {
         guard let e = paths.first(where: { $0.role == .engine }), let one = e.threads,
               let most = paths.filter({ $0.threads != nil }).max(by: { $0.threads! < $1.threads! }), most.threads! > one,
               most.figures.p50Nanoseconds > 0 else { return nil }
-        return ([one, most.threads!], Double(e.figures.p50Nanoseconds) / Double(most.figures.p50Nanoseconds))
+        return (e, most)
+    }
+
+    /// Threaded cases: p50 per frame (wall time) of the engine at its thread count / p50 of the
+    /// path with the most threads, paired round by round (the two slices of a round run back
+    /// to back), the median over rounds: a shared VM that gives its second vCPU for some
+    /// rounds and not others moves both sides of a round together.
+    var speedup: (threads: [Int], value: Double)? {
+        guard let (e, most) = threadedPair, let value = e.figures.roundPairedP50Ratio(over: most.figures) else { return nil }
+        return ([e.threads!, most.threads!], value)
+    }
+
+    /// The same two paths' p50s over the whole case, unpaired (the figure before rounds were paired).
+    var speedupOverall: Double? {
+        guard let (e, most) = threadedPair else { return nil }
+        return Double(e.figures.p50Nanoseconds) / Double(most.figures.p50Nanoseconds)
+    }
+
+    /// The machine's ceiling for `speedup` in the same rounds: p50 of the ParallelCeiling path
+    /// at 1 thread / p50 at the speedup's thread count, paired round by round as `speedup` is.
+    var ceiling: Double? {
+        guard let threads = speedup?.threads,
+              let low = paths.first(where: { $0.ceilingThreads == threads[0] }),
+              let high = paths.first(where: { $0.ceilingThreads == threads[1] }) else { return nil }
+        return low.figures.roundPairedP50Ratio(over: high.figures)
+    }
+
+    /// speedup / ceiling: the share of what the machine allowed that the case turned into speed.
+    var speedupOfCeiling: Double? {
+        guard let s = speedup?.value, let c = ceiling, c > 0 else { return nil }
+        return s / c
     }
 
     /// Heap allocations per call on the engine path (engine and plugins, libraries inside
@@ -170,7 +202,9 @@ enum Report {
         out += "ratio: engine/direct throughput, median of interleaved rounds on thread CPU time; "
         out += "off-CPU: share of wall time the thread was preempted;\n"
         out += "vs_ffmpeg, vs_copy: FFmpeg's / a plain frame copy's time over RawFX's (>1: RawFX faster), same rounds; "
-        out += "speedup: p50 at 1 thread / p50 at 2; alloc '!': the engine path allocates per call\n\n"
+        out += "speedup: p50 at 1 thread / p50 at 2, paired round by round (median); alloc '!': the engine path allocates per call;\n"
+        out += "ceiling 1, ceiling 2: SIMD arithmetic in L1 through the engine's pool at 1 and 2 threads in the same rounds; "
+        out += "'max': their speedup, what the machine gave those rounds\n\n"
         let header = ["case", "path", "rate", "ns/unit", "p50 µs", "p99 µs", "alloc", "RT x", "ratio", "vs_ffmpeg", "vs_copy",
                       "speedup", "off-CPU"]
         var rows: [[String]] = [header]
@@ -202,13 +236,17 @@ enum Report {
                     p.role == .engine ? (r.ratio.map { format($0, 3) } ?? "") : "",
                     p.role == .engine ? (r.versus(.ffmpeg).map { format($0, 2) } ?? "") : "",
                     p.role == .engine ? (r.versus(.copy).map { format($0, 2) } ?? "") : "",
-                    p.role == .engine ? (r.speedup.map { format($0.value, 2) } ?? "") : (p.threads.map { "\($0) thr" } ?? ""),
+                    speedupCell(r, p),
                     format(f.descheduled * 100, 0) + " %",
                 ])
-                if p.role == .reference {
+                if p.role == .reference, p.ceilingThreads == nil {
                     let relative = p.engineOverThis.map { "; engine/ref \(format($0, 3))" } ?? ""
                     notes.append("\(r.name) \(p.short): \(p.label)\(relative)")
                 }
+            }
+            if let speedup = r.speedup, let ceiling = r.ceiling, let share = r.speedupOfCeiling {
+                notes.append("\(r.name): speedup \(format(speedup.value, 2)) where the machine gave plain arithmetic "
+                    + "\(format(ceiling, 2)) in the same rounds (\(format(share * 100, 0)) % of it)")
             }
             if r.direct == nil, let perFilter = r.nanosecondsPerFilter {
                 notes.append("\(r.name): \(format(perFilter, 0)) ns per filter per frame (no direct path: the engine's own cost)")
@@ -236,6 +274,15 @@ enum Report {
         }
         if !notes.isEmpty { out += "\n" + notes.joined(separator: "\n") + "\n" }
         return out
+    }
+
+    /// The speedup column: the speedup on the engine row, the ceiling on the ceiling row at
+    /// the most threads, else the row's thread count.
+    static func speedupCell(_ r: CaseResult, _ p: PathResult) -> String {
+        if p.role == .engine { return r.speedup.map { format($0.value, 2) } ?? "" }
+        if let n = p.ceilingThreads, n == r.speedup?.threads.last, let ceiling = r.ceiling { return format(ceiling, 2) + " max" }
+        if let n = p.threads ?? p.ceilingThreads { return "\(n) thr" }
+        return ""
     }
 
     static func allocationText(_ perUnit: Double) -> String {
@@ -275,6 +322,9 @@ enum Report {
                 c["threads"] = speedup.threads
                 c["speedup"] = speedup.value
             }
+            if let overall = r.speedupOverall { c["speedup_p50_unpaired"] = overall }
+            if let ceiling = r.ceiling { c["ceiling"] = ceiling }
+            if let share = r.speedupOfCeiling { c["speedup_of_ceiling"] = share }
             if let perCall = r.engineAllocationsPerCall { c["engine_allocs_per_call"] = perCall }
             c["engine_allocates"] = r.engineAllocates
             c["rounds"] = r.rounds

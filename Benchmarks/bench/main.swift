@@ -133,11 +133,13 @@ for c in cases {
             next = 2
         }
         for (i, reference) in built.references.enumerated() {
-            // A second engine at more threads works partly off this thread: its CPU-time ratio means nothing.
+            // A path at more threads works partly off this thread: its CPU-time ratio means nothing.
             result.paths.append(PathResult(role: .reference, label: reference.label, short: reference.short,
                                            unit: c.kind == .audio ? "block" : "frame", figures: figures[next + i],
-                                           engineOverThis: reference.threads == nil ? measured.ratios[next + i - 1] : nil,
-                                           peer: reference.peer, threads: reference.threads))
+                                           engineOverThis: reference.threads == nil && reference.ceilingThreads == nil
+                                               ? measured.ratios[next + i - 1] : nil,
+                                           peer: reference.peer, threads: reference.threads,
+                                           ceilingThreads: reference.ceilingThreads))
         }
     } catch let error as ChainError {
         result.error = error.description

@@ -338,11 +338,35 @@ static int fixed3_row_avx2(const scale_plan *plan, const uint8_t *const *rows, c
 }
 #endif /* SCALE_X86 */
 
+/* Source rows the fixed-ratio and 2:1 kernels prefetch ahead of the last row
+ * they read. A frame from the camera or the network is often cold, and the
+ * hardware prefetchers stop at every 4 KiB page (two 1080p luma rows), so each
+ * row began with demand misses. Measured in one A/B run (bench --aa, the same
+ * build, cold frames, one thread, 2-vCPU AMD EPYC VM), throughput with 4 rows
+ * over none: 1080p -> 720p 1.18x, 1080p -> 360p 1.44x, 720p -> 360p 1.23x,
+ * 480p -> 240p 1.35x (2, 8 and 16 rows: within 10% of 4). The 4:3 path
+ * (libyuv's ScaleRowDown34 rows) was 4-10% slower with it and has none. */
+#define SCALE_PREFETCH_ROWS 4
+
+/* Prefetches source rows [*next, until] (clamped to the plane), each over the
+ * plan's source width, and advances *next past them. */
+static inline void prefetch_source_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, int *next,
+                                        int until) {
+    if (until >= plan->src_h) until = plan->src_h - 1;
+    for (; *next <= until; (*next)++) {
+        const uint8_t *row = src + (ptrdiff_t)*next * src_stride;
+        for (int x = 0; x < plan->src_w; x += 64) __builtin_prefetch(row + x);
+        __builtin_prefetch(row + plan->src_w - 1);
+    }
+}
+
 static void fixed_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
                        ptrdiff_t dst_stride, int row_begin, int row_end) {
     const scale_phases *v = &plan->v;
+    int prefetched = row_begin / v->period_out * v->period_in;
     for (int j = row_begin; j < row_end; j++) {
         const int q = j % v->period_out, first = j / v->period_out * v->period_in + v->first[q];
+        prefetch_source_rows(plan, src, src_stride, &prefetched, first + v->taps - 1 + SCALE_PREFETCH_ROWS);
         const uint8_t *rows[3];
         for (int r = 0; r < v->taps; r++) rows[r] = src + (ptrdiff_t)(first + r) * src_stride;
         const int *vw = v->weight[q];
@@ -408,8 +432,11 @@ static void half_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_
     if (plan->isa >= SCALE_ISA_AVX2)
         down2 = plan->dst_w % 32 == 0 ? ScaleRowDown2Box_AVX2 : ScaleRowDown2Box_Any_AVX2;
 #endif
-    for (int j = row_begin; j < row_end; j++)
+    int prefetched = 2 * row_begin;
+    for (int j = row_begin; j < row_end; j++) {
+        prefetch_source_rows(plan, src, src_stride, &prefetched, 2 * j + 1 + SCALE_PREFETCH_ROWS);
         down2(src + (ptrdiff_t)(2 * j) * src_stride, src_stride, dst + (ptrdiff_t)j * dst_stride, plan->dst_w);
+    }
 }
 
 /* The arithmetic of libyuv's ScaleRowDown34_{0,1}_Box_SSSE3 in portable C (libyuv's

@@ -119,8 +119,8 @@ final class ScaleKernelTests: XCTestCase {
                             (200, 72, 150, 54), (186, 66, 62, 22)]
     static let filters = ["none", "linear", "bilinear", "box"]
 
-    /// With the host's pool at two threads each plane is cut into two slices of rows; the
-    /// bytes are those of one thread, for every path.
+    /// With the host's pool at two threads each plane is cut into eight slices of rows (four
+    /// per thread, some empty on small planes); the bytes are those of one thread, for every path.
     func testTwoThreadsGiveTheBytesOfOne() throws {
         for (sw, sh, dw, dh) in Self.everyPath {
             let input = patternBuffer(width: sw, height: sh, extraStride: 7, seed: sw + dh)
