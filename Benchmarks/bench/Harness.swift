@@ -18,6 +18,10 @@ protocol Workload: AnyObject {
     /// Called before each slice and warm-up, outside the timed and counted region: a path
     /// sets up shared state it needs (the engine's thread count).
     func prepareSlice()
+    /// Called after each slice and warm-up: a path that keeps work in flight across units
+    /// (ReceiveStreamsAsync) waits for it here, so that no path's slice overlaps another's.
+    /// Timed as part of the slice's total (the rate), not as a unit (the percentiles).
+    func finishSlice()
     /// Nonzero: units arrive at this interval, as from an SDK's callbacks (a 10 ms audio
     /// block), not back to back. The harness sleeps to each unit's tick outside its timed
     /// region, so what a unit costs when the threads it wakes had gone idle is measured.
@@ -27,6 +31,7 @@ protocol Workload: AnyObject {
 extension Workload {
     var audioFramesConsumed: Int { 0 }
     func prepareSlice() {}
+    func finishSlice() {}
     var pacingNanoseconds: UInt64 { 0 }
 }
 
@@ -41,6 +46,7 @@ final class Paced: Workload {
     func run(_ i: Int) throws { try inner.run(i) }
     var audioFramesConsumed: Int { inner.audioFramesConsumed }
     func prepareSlice() { inner.prepareSlice() }
+    func finishSlice() { inner.finishSlice() }
 }
 
 /// Sleeps until `deadline` on the monotonic clock (absolute: no drift across units).
@@ -141,6 +147,8 @@ func runSlice(_ workload: Workload, units: Int, counter: UnitCounter, into recor
         previous = now
         k += 1
     }
+    workload.finishSlice()
+    previous = monotonicNanoseconds()
     let cpuEnd = threadCPUNanoseconds()
     let allocationsAfter = rawfx_thread_allocation_count()
     counter.next = index
@@ -175,6 +183,7 @@ func warmUp(_ workload: Workload, nanoseconds: UInt64, minimumUnits: Int, counte
         i += 1
         n += 1
     }
+    workload.finishSlice()
     let elapsed = pacing > 0 ? busy : monotonicNanoseconds() &- start
     counter.next = i
     return Double(elapsed) / Double(n)

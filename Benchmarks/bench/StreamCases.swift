@@ -7,62 +7,99 @@ import RawFX
 import RawFXSDK
 
 /// One unit = `framesPerUser` frames of every user (each a different frame of the pool),
-/// delivered user after user on the bench thread as the SDK's threads would, then waited for:
-/// the sink counts processed frames and signals once, at the unit's last (a wake-up of the
-/// bench thread per frame would take the CPU the workers measure). Several frames per unit keep the workers busy
-/// across a user's frames, as a live session does, instead of measuring one wake-up per frame.
-/// p50 per unit is the batch's wall time, so the throughput ratio between worker counts is the
-/// speedup. The capacity exceeds the frames per user in flight: nothing is dropped.
+/// delivered user after user on the bench thread as the SDK's threads would. Two units are in
+/// flight, as in a live session where frames keep arriving while earlier ones are processed:
+/// `run(i)` delivers unit i, then waits until unit i - 1 is done, so the workers never run dry
+/// between units (a barrier per unit cost the 2-worker path a wake-up and an idle tail each
+/// time, 10-15 % of its speed at 180p). The sink counts each user's frames and signals once
+/// per unit, at its last frame (a wake-up of the bench thread per frame would take the CPU
+/// the workers measure); `finishSlice` waits for the last unit, so no path's slice overlaps
+/// another's. p50 per unit is the steady-state time per unit, so the ratio between worker
+/// counts is the speedup. Each user's queue holds two units: nothing is dropped.
 final class ReceiveStreamsAsync: Workload, ThreadCounted {
     static let framesPerUser = 4
     let hook: ReceiveVideoHook
     let threads: Int
     let pool: FramePool
     private let pipes: [BenchPipe]
-    /// [user * framesPerUser + k]: a frame object per frame in flight, in the SDK's heap memory
-    /// mode (`addRef` succeeds: the hook queues the frame and the SDK's thread copies nothing);
-    /// turned 90°, as phones send it, for the chain's `rotate=angle=auto`.
+    /// [set * users * framesPerUser + user * framesPerUser + k]: a frame object per frame in
+    /// flight (two sets: units alternate), in the SDK's heap memory mode (`addRef` succeeds:
+    /// the hook queues the frame and the SDK's thread copies nothing); turned 90°, as phones
+    /// send it, for the chain's `rotate=angle=auto`.
     private let frames: [BenchVideoRawData]
     private let unitDone = DispatchSemaphore(value: 0)
-    /// Frames processed so far, over all units.
-    private let processed = FrameCounter()
+    private let progress: Progress
+    /// Units delivered and not yet waited for (0, 1 or 2).
+    private var inFlight = 0
 
-    final class FrameCounter: @unchecked Sendable {
-        let value = Atomic<Int>(0)
+    /// Counted on the workers: a user's frames arrive at the sink in order, so a user's
+    /// count says which unit its frame belongs to; the units' counts say when one is done.
+    final class Progress: @unchecked Sendable {
+        final class Counter: @unchecked Sendable { let value = Atomic<Int>(0) }
+        let perUser: [Counter]
+        let perUnit = [Counter(), Counter()]
+        let framesPerUnit: Int
+        init(users: Int, framesPerUnit: Int) {
+            perUser = (0..<users).map { _ in Counter() }
+            self.framesPerUnit = framesPerUnit
+        }
     }
 
     init(chain: String, registry: PluginRegistry, users: Int, workers: Int, pool: FramePool) throws {
         self.pool = pool
         threads = workers
-        let unitDone = self.unitDone, processed = self.processed
-        let perUnit = users * Self.framesPerUser
+        let unitDone = self.unitDone
+        let progress = Progress(users: users, framesPerUnit: users * Self.framesPerUser)
+        self.progress = progress
         hook = try ReceiveVideoHook(chain: chain, registry: registry,
-                                    mode: .async(capacity: 2 * Self.framesPerUser, workers: workers)) { _, _ in
-            // A unit's frames all finish before the next unit is delivered.
-            if processed.value.add(1, ordering: .acquiringAndReleasing).newValue % perUnit == 0 { unitDone.signal() }
+                                    mode: .async(capacity: 2 * Self.framesPerUser, workers: workers)) { stream, _ in
+            let user = Int(stream.user.userID) - 1
+            let unit = progress.perUser[user].value.add(1, ordering: .relaxed).oldValue / Self.framesPerUser
+            let slot = progress.perUnit[unit & 1]
+            if slot.value.add(1, ordering: .acquiringAndReleasing).newValue == progress.framesPerUnit {
+                // Reused by unit + 2, which is delivered only after this signal is taken.
+                slot.value.store(0, ordering: .releasing)
+                unitDone.signal()
+            }
         }
         pipes = (0..<users).map { _ in BenchPipe() }
-        frames = (0..<users * Self.framesPerUser).map { _ in BenchVideoRawData(retainable: true) }
+        frames = (0..<2 * users * Self.framesPerUser).map { _ in BenchVideoRawData(retainable: true) }
         let format = VideoFormat(width: pool.format.width, height: pool.format.height, rotation: 90)
         for (user, pipe) in pipes.enumerated() {
             try hook.subscribe(pipe, user: SDKUser(UInt64(user + 1)), resolution: .p360, format: format)
         }
     }
 
-    deinit { hook.close() }
+    deinit {
+        finishSlice()
+        hook.close()
+    }
 
     func run(_ i: Int) throws {
-        let users = pipes.count, count = frames.count
+        let users = pipes.count, perSet = users &* Self.framesPerUser
+        let set = (i & 1) &* perSet
         for k in 0..<Self.framesPerUser {
             for user in 0..<users {
                 let index = user &* Self.framesPerUser &+ k
-                let raw = frames[index]
-                raw.frame = pool.frame(i &* count &+ index)
+                let raw = frames[set &+ index]
+                raw.frame = pool.frame(i &* perSet &+ index)
                 raw.timeStamp = UInt64(i &* Self.framesPerUser &+ k) &* 33
                 pipes[user].delegate!.onRawDataFrameReceived(raw)
             }
         }
-        unitDone.wait()
+        inFlight += 1
+        // Units finish in order (each user's frames do): this takes the previous unit's signal.
+        if inFlight == 2 {
+            unitDone.wait()
+            inFlight -= 1
+        }
+    }
+
+    func finishSlice() {
+        while inFlight > 0 {
+            unitDone.wait()
+            inFlight -= 1
+        }
     }
 }
 
