@@ -17,6 +17,12 @@
  *
  * Jobs of one run must be independent (write disjoint rows) and must not call
  * run themselves (a nested run executes inline).
+ *
+ * Jobs are handed out one at a time to whichever thread is free, so a few
+ * jobs per thread (the bundled scale filter cuts 4) let a thread that runs
+ * slower, on a vCPU shared with another guest, take fewer of them instead of
+ * holding the frame up; one job per thread is right when each job's memory
+ * traffic suffers from being cut finer (the bundled transposes).
  */
 #ifndef RAWFX_EXT_THREAD_POOL_H
 #define RAWFX_EXT_THREAD_POOL_H
