@@ -108,16 +108,24 @@ struct BenchCase {
         var peer: Peer? = nil
         /// The engine's thread count on this path, for a threaded case's second engine path.
         var threads: Int? = nil
-        /// A ParallelCeiling path at this many threads (not the case's own work).
+        /// A ceiling path (ParallelCeiling, MemoryCeiling) at this many threads, not the case's work.
         var ceilingThreads: Int? = nil
+        var ceilingKind: CeilingKind? = nil
     }
 
-    /// The machine's 2-thread ceiling in the same rounds as a threaded case (ParallelCeiling).
+    enum CeilingKind { case arithmetic, memory }
+
+    /// The machine's 2-thread ceilings in the same rounds as a threaded case: arithmetic
+    /// (ParallelCeiling) and a cold copy (MemoryCeiling), each at 1 and 2 threads.
     static func ceilingReferences() -> [Reference] {
         [1, 2].map { n in
             Reference(short: "ceiling \(n)", label: "SIMD arithmetic in L1 through the engine's pool at \(n) thread\(n == 1 ? "" : "s") "
-                          + "(\(ParallelCeiling.jobCount) jobs): what the machine gave this case's rounds",
-                      workload: ParallelCeiling(threads: n), ceilingThreads: n)
+                          + "(\(ParallelCeiling.jobCount) jobs)",
+                      workload: ParallelCeiling(threads: n), ceilingThreads: n, ceilingKind: .arithmetic)
+        } + [1, 2].map { n in
+            Reference(short: "memory \(n)", label: "a cold 1080p frame copied through the engine's pool at \(n) thread\(n == 1 ? "" : "s") "
+                          + "(\(MemoryCeiling.jobCount) jobs)",
+                      workload: MemoryCeiling(threads: n), ceilingThreads: n, ceilingKind: .memory)
         }
     }
 }

@@ -1,5 +1,8 @@
 // The machine's own 2-thread ceiling, measured in the same rounds as a threaded case.
 import CLibYUV
+#if canImport(Glibc)
+import Glibc
+#endif
 import RawFX
 import RawFXRuntime
 
@@ -55,5 +58,63 @@ final class ParallelCeiling: Workload, ThreadCounted {
             // Stored, so the work cannot be dropped.
             job.advanced(by: 2 * ParallelCeiling.bytesPerPass).storeBytes(of: sum, as: UInt64.self)
         }, buffers, Self.jobCount)
+    }
+}
+
+/// The memory bus's share of the ceiling: a cold 1080p I420 frame (3.1 MB, from a pool twice
+/// the last-level cache) copied into a warm buffer, in 8 contiguous jobs through the engine's
+/// pool at 1 or N threads. The arithmetic ceiling says whether the second vCPU was a core;
+/// this one says how much more memory traffic two threads got than one, which bounds the cold
+/// cases (a transpose of a cold frame, the scale's read of it) however well they are split.
+final class MemoryCeiling: Workload, ThreadCounted {
+    let threads: Int
+    static let jobCount: UInt32 = ParallelCeiling.jobCount
+    static let frameBytes = 1920 * 1080 * 3 / 2
+
+    /// One pool and one destination for every case (paths run one at a time): frames cycle,
+    /// so a frame comes round again only after more than the last-level cache has passed.
+    private final class Shared: @unchecked Sendable {
+        static let shared = Shared()
+        let frames: Int
+        let pool: UnsafeMutableRawPointer
+        let destination: UnsafeMutableRawPointer
+        var next = 0
+        init() {
+            frames = max(8, (2 * CacheInfo.lastLevelBytes + MemoryCeiling.frameBytes - 1) / MemoryCeiling.frameBytes)
+            pool = .allocate(byteCount: frames * MemoryCeiling.frameBytes, alignment: 64)
+            pool.initializeMemory(as: UInt8.self, repeating: 7, count: frames * MemoryCeiling.frameBytes)
+            destination = .allocate(byteCount: MemoryCeiling.frameBytes, alignment: 64)
+            destination.initializeMemory(as: UInt8.self, repeating: 0, count: MemoryCeiling.frameBytes)
+        }
+    }
+
+    /// The run's source and destination, read by the jobs (the pool's wake-up orders them).
+    private final class Job {
+        var source: UnsafeRawPointer?
+        var destination: UnsafeMutableRawPointer?
+    }
+    private let job = Job()
+
+    init(threads: Int) {
+        self.threads = threads
+        _ = Shared.shared
+    }
+
+    func prepareSlice() {
+        if RawFXThreadPool.threadCount != threads { RawFXThreadPool.threadCount = threads }
+    }
+
+    func run(_ i: Int) throws {
+        let shared = Shared.shared
+        job.source = UnsafeRawPointer(shared.pool + shared.next * Self.frameBytes)
+        job.destination = shared.destination
+        shared.next = (shared.next + 1) % shared.frames
+        rfx_runtime_run_jobs({ context, index in
+            let job = Unmanaged<Job>.fromOpaque(context!).takeUnretainedValue()
+            let chunk = (MemoryCeiling.frameBytes / Int(MemoryCeiling.jobCount) + 63) & ~63
+            let start = Int(index) * chunk, end = min(start + chunk, MemoryCeiling.frameBytes)
+            guard end > start else { return }
+            memcpy(job.destination! + start, job.source! + start, end - start)
+        }, Unmanaged.passUnretained(job).toOpaque(), Self.jobCount)
     }
 }

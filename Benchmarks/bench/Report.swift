@@ -15,11 +15,12 @@ struct PathResult {
     var peer: Peer?
     /// The engine's thread count on this path (threaded cases only).
     var threads: Int?
-    /// The thread count of a ParallelCeiling path (threaded cases only).
+    /// The thread count and kind of a ceiling path (threaded cases only).
     var ceilingThreads: Int?
+    var ceilingKind: BenchCase.CeilingKind?
 
     init(role: Role, label: String, short: String = "", unit: String, figures: PathFigures, engineOverThis: Double? = nil,
-         peer: Peer? = nil, threads: Int? = nil, ceilingThreads: Int? = nil) {
+         peer: Peer? = nil, threads: Int? = nil, ceilingThreads: Int? = nil, ceilingKind: BenchCase.CeilingKind? = nil) {
         self.role = role
         self.label = label
         self.short = short
@@ -29,6 +30,7 @@ struct PathResult {
         self.peer = peer
         self.threads = threads
         self.ceilingThreads = ceilingThreads
+        self.ceilingKind = ceilingKind
     }
 }
 
@@ -94,25 +96,30 @@ struct CaseResult {
         return e.figures.roundPairedP50Ratio(over: most.figures)
     }
 
-    /// The ParallelCeiling paths at the speedup's two thread counts.
-    private var ceilingPair: (low: PathResult, high: PathResult)? {
+    /// The ceiling paths of `kind` at the speedup's two thread counts.
+    private func ceilingPair(_ kind: BenchCase.CeilingKind) -> (low: PathResult, high: PathResult)? {
         guard let threads = speedup?.threads,
-              let low = paths.first(where: { $0.ceilingThreads == threads[0] }),
-              let high = paths.first(where: { $0.ceilingThreads == threads[1] }),
+              let low = paths.first(where: { $0.ceilingKind == kind && $0.ceilingThreads == threads[0] }),
+              let high = paths.first(where: { $0.ceilingKind == kind && $0.ceilingThreads == threads[1] }),
               high.figures.p50Nanoseconds > 0 else { return nil }
         return (low, high)
     }
 
     /// The machine's ceiling for `speedup` in the same rounds: p50 of the ParallelCeiling path
     /// at 1 thread / p50 at the speedup's thread count, taken as `speedup` is.
-    var ceiling: Double? {
-        guard let (low, high) = ceilingPair else { return nil }
+    var ceiling: Double? { ceiling(.arithmetic) }
+
+    /// The same for MemoryCeiling: how much more a cold copy got from two threads than one.
+    var memoryCeiling: Double? { ceiling(.memory) }
+
+    func ceiling(_ kind: BenchCase.CeilingKind) -> Double? {
+        guard let (low, high) = ceilingPair(kind) else { return nil }
         return Double(low.figures.p50Nanoseconds) / Double(high.figures.p50Nanoseconds)
     }
 
-    /// The ceiling taken round by round, as `speedupPaired`.
+    /// The arithmetic ceiling taken round by round, as `speedupPaired`.
     var ceilingPaired: Double? {
-        guard let (low, high) = ceilingPair else { return nil }
+        guard let (low, high) = ceilingPair(.arithmetic) else { return nil }
         return low.figures.roundPairedP50Ratio(over: high.figures)
     }
 
@@ -219,7 +226,7 @@ enum Report {
         out += "vs_ffmpeg, vs_copy: FFmpeg's / a plain frame copy's time over RawFX's (>1: RawFX faster), same rounds; "
         out += "speedup: p50 at 1 thread / p50 at 2; alloc '!': the engine path allocates per call;\n"
         out += "ceiling 1, ceiling 2: SIMD arithmetic in L1 through the engine's pool at 1 and 2 threads in the same rounds; "
-        out += "'max': their speedup, what the machine gave those rounds\n\n"
+        out += "memory 1, memory 2: a cold 1080p frame copied the same way; 'max': their speedup, what the machine gave those rounds\n\n"
         let header = ["case", "path", "rate", "ns/unit", "p50 µs", "p99 µs", "alloc", "RT x", "ratio", "vs_ffmpeg", "vs_copy",
                       "speedup", "off-CPU"]
         var rows: [[String]] = [header]
@@ -260,8 +267,9 @@ enum Report {
                 }
             }
             if let speedup = r.speedup, let ceiling = r.ceiling, let share = r.speedupOfCeiling {
+                let memory = r.memoryCeiling.map { " and a cold copy \(format($0, 2))" } ?? ""
                 notes.append("\(r.name): speedup \(format(speedup.value, 2)) where the machine gave plain arithmetic "
-                    + "\(format(ceiling, 2)) in the same rounds (\(format(share * 100, 0)) % of it)")
+                    + "\(format(ceiling, 2))\(memory) in the same rounds (\(format(share * 100, 0)) % of the arithmetic)")
             }
             if r.direct == nil, let perFilter = r.nanosecondsPerFilter {
                 notes.append("\(r.name): \(format(perFilter, 0)) ns per filter per frame (no direct path: the engine's own cost)")
@@ -295,7 +303,9 @@ enum Report {
     /// the most threads, else the row's thread count.
     static func speedupCell(_ r: CaseResult, _ p: PathResult) -> String {
         if p.role == .engine { return r.speedup.map { format($0.value, 2) } ?? "" }
-        if let n = p.ceilingThreads, n == r.speedup?.threads.last, let ceiling = r.ceiling { return format(ceiling, 2) + " max" }
+        if let n = p.ceilingThreads, let kind = p.ceilingKind, n == r.speedup?.threads.last, let ceiling = r.ceiling(kind) {
+            return format(ceiling, 2) + " max"
+        }
         if let n = p.threads ?? p.ceilingThreads { return "\(n) thr" }
         return ""
     }
@@ -340,6 +350,7 @@ enum Report {
             if let paired = r.speedupPaired { c["speedup_paired"] = paired }
             if let ceiling = r.ceiling { c["ceiling"] = ceiling }
             if let paired = r.ceilingPaired { c["ceiling_paired"] = paired }
+            if let memory = r.memoryCeiling { c["ceiling_memory"] = memory }
             if let share = r.speedupOfCeiling { c["speedup_of_ceiling"] = share }
             if let perCall = r.engineAllocationsPerCall { c["engine_allocs_per_call"] = perCall }
             c["engine_allocates"] = r.engineAllocates

@@ -9,13 +9,14 @@ import RawFXSDK
 /// One unit = `framesPerUser` frames of every user (each a different frame of the pool),
 /// delivered user after user on the bench thread as the SDK's threads would. Two units are in
 /// flight, as in a live session where frames keep arriving while earlier ones are processed:
-/// `run(i)` delivers unit i, then waits until unit i - 1 is done, so the workers never run dry
-/// between units (a barrier per unit cost the 2-worker path a wake-up and an idle tail each
-/// time, 10-15 % of its speed at 180p). The sink counts each user's frames and signals once
-/// per unit, at its last frame (a wake-up of the bench thread per frame would take the CPU
-/// the workers measure); `finishSlice` waits for the last unit, so no path's slice overlaps
-/// another's. p50 per unit is the steady-state time per unit, so the ratio between worker
-/// counts is the speedup. Each user's queue holds two units: nothing is dropped.
+/// `prepareSlice` delivers one unit, then each `run` delivers the next and waits until the
+/// oldest is done, so the workers never run dry between units (a barrier per unit cost the
+/// 2-worker path a wake-up and an idle tail each time, 10-15 % of its speed at 180p). The sink
+/// counts each user's frames and signals once per unit, at its last frame (a wake-up of the
+/// bench thread per frame would take the CPU the workers measure); `finishSlice` waits for
+/// what is in flight, so no path's slice overlaps another's. p50 per unit is the steady-state
+/// time per unit, so the ratio between worker counts is the speedup. Each user's queue holds
+/// two units: nothing is dropped.
 final class ReceiveStreamsAsync: Workload, ThreadCounted {
     static let framesPerUser = 4
     let hook: ReceiveVideoHook
@@ -29,8 +30,9 @@ final class ReceiveStreamsAsync: Workload, ThreadCounted {
     private let frames: [BenchVideoRawData]
     private let unitDone = DispatchSemaphore(value: 0)
     private let progress: Progress
-    /// Units delivered and not yet waited for (0, 1 or 2).
+    /// Units delivered and not yet waited for (0, 1 or 2), and units delivered in all.
     private var inFlight = 0
+    private var delivered = 0
 
     /// Counted on the workers: a user's frames arrive at the sink in order, so a user's
     /// count says which unit its frame belongs to; the units' counts say when one is done.
@@ -75,24 +77,36 @@ final class ReceiveStreamsAsync: Workload, ThreadCounted {
         hook.close()
     }
 
-    func run(_ i: Int) throws {
+    /// Delivers the next unit (the pool's frames in order, the frame objects of set
+    /// `delivered` mod 2), user after user, as the SDK's threads would.
+    private func deliver() {
         let users = pipes.count, perSet = users &* Self.framesPerUser
-        let set = (i & 1) &* perSet
+        let set = (delivered & 1) &* perSet
         for k in 0..<Self.framesPerUser {
             for user in 0..<users {
                 let index = user &* Self.framesPerUser &+ k
                 let raw = frames[set &+ index]
-                raw.frame = pool.frame(i &* perSet &+ index)
-                raw.timeStamp = UInt64(i &* Self.framesPerUser &+ k) &* 33
+                raw.frame = pool.frame(delivered &* perSet &+ index)
+                raw.timeStamp = UInt64(delivered &* Self.framesPerUser &+ k) &* 33
                 pipes[user].delegate!.onRawDataFrameReceived(raw)
             }
         }
+        delivered &+= 1
         inFlight += 1
-        // Units finish in order (each user's frames do): this takes the previous unit's signal.
-        if inFlight == 2 {
-            unitDone.wait()
-            inFlight -= 1
-        }
+    }
+
+    /// Outside the timed region: one unit goes in first, so that every timed unit delivers
+    /// one and waits for the one before it (a timed first unit with nothing to wait for
+    /// would be a sample of delivery alone, and with few units per slice it set the p50).
+    func prepareSlice() {
+        deliver()
+    }
+
+    func run(_ i: Int) throws {
+        deliver()
+        // Units finish in order (each user's frames do): this takes the oldest unit's signal.
+        unitDone.wait()
+        inFlight -= 1
     }
 
     func finishSlice() {

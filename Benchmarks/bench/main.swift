@@ -139,7 +139,7 @@ for c in cases {
                                            engineOverThis: reference.threads == nil && reference.ceilingThreads == nil
                                                ? measured.ratios[next + i - 1] : nil,
                                            peer: reference.peer, threads: reference.threads,
-                                           ceilingThreads: reference.ceilingThreads))
+                                           ceilingThreads: reference.ceilingThreads, ceilingKind: reference.ceilingKind))
         }
     } catch let error as ChainError {
         result.error = error.description
