@@ -42,9 +42,7 @@ final class ParallelCeiling: Workload, ThreadCounted {
 
     deinit { buffers.deallocate() }
 
-    func prepareSlice() {
-        if RawFXThreadPool.threadCount != threads { RawFXThreadPool.threadCount = threads }
-    }
+    func prepareSlice() { useEngineThreads() }
 
     func run(_ i: Int) throws {
         rfx_runtime_run_jobs({ context, index in
@@ -100,9 +98,7 @@ final class MemoryCeiling: Workload, ThreadCounted {
         _ = Shared.shared
     }
 
-    func prepareSlice() {
-        if RawFXThreadPool.threadCount != threads { RawFXThreadPool.threadCount = threads }
-    }
+    func prepareSlice() { useEngineThreads() }
 
     func run(_ i: Int) throws {
         let shared = Shared.shared

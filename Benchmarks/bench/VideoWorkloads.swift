@@ -11,6 +11,15 @@ import Glibc
 /// case's speedup is p50 at 1 thread over p50 at the most threads.
 protocol ThreadCounted { var threads: Int { get } }
 
+extension ThreadCounted {
+    /// Sets the engine's process-wide pool to this path's thread count (before each slice:
+    /// the paths of a threaded case alternate). `rfx_runtime_set_thread_count` parks the
+    /// workers it does not need, so switching is cheap.
+    func useEngineThreads() {
+        if RawFXThreadPool.threadCount != threads { RawFXThreadPool.threadCount = threads }
+    }
+}
+
 /// The engine: `VideoChain.process` on frame i of the pool, with the engine's thread pool at
 /// `threads` (set before each slice: the pool is process-wide, and the paths of a threaded
 /// case alternate between 1 and 2).
@@ -27,10 +36,7 @@ final class EngineVideo: Workload, ThreadCounted {
         try chain.negotiate(pool.format)
     }
 
-    func prepareSlice() {
-        // rfx_runtime_set_thread_count: started workers stay parked, so switching is cheap.
-        if RawFXThreadPool.threadCount != threads { RawFXThreadPool.threadCount = threads }
-    }
+    func prepareSlice() { useEngineThreads() }
 
     func run(_ i: Int) throws {
         var frame = pool.frame(i)
