@@ -43,8 +43,7 @@ struct Options {
     /// enough to fill twice the L3 cache (at least 8), so a frame has left the cache before
     /// it comes round again.
     func poolFrames(frameBytes: Int) -> Int {
-        if let poolFrames { return poolFrames }
-        return max(8, (2 * CacheInfo.lastLevelBytes + frameBytes - 1) / frameBytes)
+        poolFrames ?? CacheInfo.coldPoolFrames(frameBytes: frameBytes)
     }
 
     static let usage = """
@@ -149,6 +148,12 @@ struct Options {
 }
 
 enum CacheInfo {
+    /// Frames of `frameBytes` that fill twice the last-level cache (at least 8): cycled in
+    /// order, a frame has left the cache before it comes round again.
+    static func coldPoolFrames(frameBytes: Int) -> Int {
+        max(8, (2 * lastLevelBytes + frameBytes - 1) / frameBytes)
+    }
+
     /// The size of the largest CPU cache (sysfs), or 32 MiB when it cannot be read.
     static let lastLevelBytes: Int = {
         var best = 0

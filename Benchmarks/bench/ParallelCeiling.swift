@@ -78,7 +78,7 @@ final class MemoryCeiling: Workload, ThreadCounted {
         let destination: UnsafeMutableRawPointer
         var next = 0
         init() {
-            frames = max(8, (2 * CacheInfo.lastLevelBytes + MemoryCeiling.frameBytes - 1) / MemoryCeiling.frameBytes)
+            frames = CacheInfo.coldPoolFrames(frameBytes: MemoryCeiling.frameBytes)
             pool = .allocate(byteCount: frames * MemoryCeiling.frameBytes, alignment: 64)
             pool.initializeMemory(as: UInt8.self, repeating: 7, count: frames * MemoryCeiling.frameBytes)
             destination = .allocate(byteCount: MemoryCeiling.frameBytes, alignment: 64)
