@@ -4,7 +4,7 @@
  * or of CI: a measuring tool. Needs libswscale-dev and libavutil-dev, and ffmpeg to make
  * the frames (testsrc2):
  *
- *   gcc -O2 -IPlugins/YUV scripts/scale-compare.c Plugins/YUV/scale_kernels.c \
+ *   gcc -O2 -IPlugins/YUV scripts/scale-compare.c Plugins/YUV/scale_kernels.c Plugins/YUV/kernel_level.c \
  *       -o /tmp/scale-compare -lyuv -lswscale -lavutil -lm && /tmp/scale-compare [cases]
  *
  * Per case and filter (bilinear = SWS_BILINEAR, box = SWS_AREA) it prints milliseconds per
@@ -39,9 +39,13 @@ static frame frame_new(int w, int h) {
     return f;
 }
 
+/* Column tables for the any-ratio path: luma and chroma of each of the three plan sets. */
+static scale_column_block column_tables[3][2][4096 / 16];
+
 static void plan_frame(scale_plan *plans, const frame *in, const frame *out, int filter, scale_isa isa) {
-    scale_plan_init(&plans[0], in->w, in->h, out->w, out->h, filter, isa);
-    scale_plan_init(&plans[1], in->w / 2, in->h / 2, out->w / 2, out->h / 2, filter, isa);
+    scale_column_block(*tables)[4096 / 16] = column_tables[isa];
+    scale_plan_init(&plans[0], in->w, in->h, out->w, out->h, filter, isa, tables[0], 4096 / 16);
+    scale_plan_init(&plans[1], in->w / 2, in->h / 2, out->w / 2, out->h / 2, filter, isa, tables[1], 4096 / 16);
 }
 
 static void ours(const scale_plan *plans, const frame *in, frame *out, uint8_t *rows) {
@@ -81,7 +85,9 @@ int main(int argc, char **argv) {
     static const int cases[][4] = { { 1920, 1080, 1280, 720 }, { 1920, 1080, 640, 360 }, { 1280, 720, 640, 360 },
                                     { 1280, 720, 960, 540 },   { 640, 480, 320, 240 },   { 1920, 1080, 1024, 576 },
                                     { 1280, 720, 1920, 1080 }, { 640, 360, 1280, 720 },  { 1920, 1080, 480, 270 },
-                                    { 1920, 1080, 854, 480 } };
+                                    { 1920, 1080, 854, 480 },  { 1280, 720, 854, 480 },   { 1920, 1080, 1600, 900 },
+                                    { 1280, 720, 1024, 576 },  { 640, 360, 426, 240 },    { 960, 540, 1280, 720 },
+                                    { 640, 360, 960, 540 } };
     const int count = argc > 1 ? atoi(argv[1]) : (int)(sizeof cases / sizeof cases[0]);
     const int reps = getenv("REPS") ? atoi(getenv("REPS")) : 9;
     uint8_t *rows = aligned_alloc(64, scale_row_buffer_size(4096, 4096));
@@ -115,7 +121,7 @@ int main(int argc, char **argv) {
                                                         NULL, NULL, NULL);
             scale_plan best_plans[2], c_plans[2], ssse3_plans[2];
             const char *refused;
-            plan_frame(best_plans, &in[0], &a, filter, scale_isa_select(&refused));
+            plan_frame(best_plans, &in[0], &a, filter, yuv_kernels_select(&refused));
             plan_frame(c_plans, &in[0], &a, filter, SCALE_ISA_C);
             plan_frame(ssse3_plans, &in[0], &a, filter, SCALE_ISA_SSSE3);
             double best[3] = { 1e9, 1e9, 1e9 };

@@ -102,7 +102,65 @@ static void fixed2_build_tables(scale_plan *plan) {
     }
 }
 
-void scale_plan_init(scale_plan *plan, int src_w, int src_h, int dst_w, int dst_h, int filter, scale_isa isa) {
+/* Source bytes a row's SIMD loads may reach past a block's offset. */
+#define COLUMN_NEAR_BYTES 16
+#define COLUMN_FAR_BYTES 32
+
+size_t scale_column_blocks(int max_dst_w) { return max_dst_w > 0 ? ((size_t)max_dst_w + 15) / 16 : 0; }
+
+/* Fills the any-ratio tables for the plan's x, dx (libyuv's ScaleSlope) into
+ * `blocks`; 0 when there are too few blocks or 8 outputs span more than 32
+ * source bytes (downscales past about 4:1, where libyuv's rows stay). */
+static int columns_plan(scale_plan *plan, scale_column_block *blocks, size_t capacity) {
+    const size_t count = scale_column_blocks(plan->dst_w);
+    if (blocks == NULL || count > capacity) return 0;
+    int far = 0, simd_halves = 0, simd_open = 1;
+    for (size_t b = 0; b < count; b++) {
+        scale_column_block *block = &blocks[b];
+        memset(block, 0, sizeof *block);
+        for (int k = 0; k < 2; k++) {
+            const int first_out = (int)(16 * b + 8 * (size_t)k);
+            const int64_t first_x = (int64_t)plan->x + (int64_t)first_out * plan->dx;
+            int offset = (int)(first_x >> 16);
+            if (offset < 0) offset = 0;
+            if (offset > plan->src_w - 1) offset = plan->src_w - 1;
+            block->offset[k] = offset;
+            for (int i = 0; i < 8; i++) {
+                const int o = first_out + i, lane = 16 * k + 2 * i;
+                int a = offset, fraction = 0;
+                if (o < plan->dst_w) {
+                    const int64_t x = (int64_t)plan->x + (int64_t)o * plan->dx;
+                    a = (int)(x >> 16);
+                    fraction = (int)((x >> 9) & 127);
+                    if (a < 0) a = 0, fraction = 0;
+                    if (a >= plan->src_w - 1) a = plan->src_w - 1, fraction = 0;
+                }
+                const int pair[2] = { a - offset, (fraction ? a + 1 : a) - offset };
+                for (int t = 0; t < 2; t++) {
+                    if (pair[t] >= COLUMN_FAR_BYTES) return 0;
+                    if (pair[t] >= COLUMN_NEAR_BYTES) far = 1;
+                    block->near[lane + t] = pair[t] < COLUMN_NEAR_BYTES ? (uint8_t)pair[t] : 0x80;
+                    block->far[lane + t] = pair[t] >= COLUMN_NEAR_BYTES ? (uint8_t)(pair[t] - COLUMN_NEAR_BYTES) : 0x80;
+                }
+                block->weights[lane] = (uint8_t)(128 - fraction);
+                block->weights[lane + 1] = (uint8_t)fraction;
+            }
+        }
+    }
+    /* Whole halves whose loads stay in the row run in SIMD; offsets only grow. */
+    const int load = far ? COLUMN_FAR_BYTES : COLUMN_NEAR_BYTES;
+    for (int h = 0; h < plan->dst_w / 8 && simd_open; h++) {
+        simd_open = blocks[h / 2].offset[h % 2] + load <= plan->src_w;
+        simd_halves += simd_open;
+    }
+    plan->columns = blocks;
+    plan->column_far = far;
+    plan->simd_halves = simd_halves;
+    return 1;
+}
+
+void scale_plan_init(scale_plan *plan, int src_w, int src_h, int dst_w, int dst_h, int filter, scale_isa isa,
+                     scale_column_block *columns, size_t column_capacity) {
     memset(plan, 0, sizeof *plan);
     plan->isa = isa;
     plan->src_w = src_w;
@@ -162,6 +220,7 @@ void scale_plan_init(scale_plan *plan, int src_w, int src_h, int dst_w, int dst_
     } else {
         plan->path = dst_h > src_h ? SCALE_PATH_UP : SCALE_PATH_DOWN;
         if (f == kFilterBox) plan->filter = kFilterBilinear;
+        if (columns_plan(plan, columns, column_capacity)) plan->path = SCALE_PATH_COLUMNS;
     }
 }
 
@@ -385,6 +444,127 @@ static void fixed_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src
     }
 }
 
+/* libyuv's y for output row j: the first y plus j steps, clamped (its loops clamp as they step). */
+static int row_position(const scale_plan *plan, int j, int64_t max_y) {
+    int64_t y = plan->y + (int64_t)j * plan->dy;
+    return (int)(y > max_y ? max_y : y);
+}
+
+/* ------------------------------------------ any ratio, two taps, fused -- */
+
+/* One pass per output row, horizontal first: each source row's pair is blended
+ * with pmaddubsw at 7-bit weights on samples biased by -128 (so the products
+ * fit 16 bits: h = (128-f)(a-128) + f(b-128), the blend times 128 minus
+ * 128*128), the two rows with pmulhrsw at the 8-bit vertical fraction fy
+ * (v = h0 + round((h1 - h0) * fy / 256)), and out = (v + 128*128 + 64) >> 7.
+ * libyuv's positions; one rounding per dimension, none between them in 8 bits
+ * (libyuv rounds the intermediate row to 8 bits). Measured against libyuv's
+ * InterpolateRow + ScaleFilterCols rows: docs/plugins/scale-rotate.md. */
+#define COLUMN_BIAS (128 * 128 + 64)
+
+static inline int column_sample(const uint8_t *row, const scale_column_block *block, int k, int i) {
+    const int lane = 16 * k + 2 * i, base = block->offset[k];
+    int h = 0;
+    for (int t = 0; t < 2; t++) {
+        const int index = block->near[lane + t] != 0x80 ? block->near[lane + t]
+                                                         : block->far[lane + t] + COLUMN_NEAR_BYTES;
+        h += block->weights[lane + t] * (row[base + index] - 128);
+    }
+    return h;
+}
+
+/* pmulhrsw: (a * b + 2^14) >> 15, arithmetic. */
+static inline int mulhrs(int a, int b) { return (a * b + 0x4000) >> 15; }
+
+/* Outputs [8 * from_half, dst_w) of a row in portable C: the SIMD kernels' integers. */
+static void columns_row_c(const scale_plan *plan, const uint8_t *r0, const uint8_t *r1, int fy, uint8_t *dst,
+                          int from_half) {
+    for (int o = 8 * from_half; o < plan->dst_w; o++) {
+        const scale_column_block *block = &plan->columns[o / 16];
+        const int k = (o / 8) & 1, i = o % 8;
+        int v = column_sample(r0, block, k, i);
+        if (fy) v += mulhrs(column_sample(r1, block, k, i) - v, fy << 7);
+        dst[o] = (uint8_t)((v + COLUMN_BIAS) >> 7);
+    }
+}
+
+#if SCALE_X86
+__attribute__((target("ssse3")))
+static inline __m128i columns_half_ssse3(const uint8_t *row, const scale_column_block *block, int k, int far) {
+    const uint8_t *s = row + block->offset[k];
+    __m128i pairs = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)s),
+                                     _mm_loadu_si128((const __m128i *)(block->near + 16 * k)));
+    if (far)
+        pairs = _mm_or_si128(pairs, _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(s + COLUMN_NEAR_BYTES)),
+                                                     _mm_loadu_si128((const __m128i *)(block->far + 16 * k))));
+    pairs = _mm_xor_si128(pairs, _mm_set1_epi8((char)0x80));
+    return _mm_maddubs_epi16(_mm_loadu_si128((const __m128i *)(block->weights + 16 * k)), pairs);
+}
+
+__attribute__((target("ssse3")))
+static int columns_row_ssse3(const scale_plan *plan, const uint8_t *r0, const uint8_t *r1, int fy, uint8_t *dst,
+                             int half) {
+    const __m128i vertical = _mm_set1_epi16((short)(fy << 7)), bias = _mm_set1_epi16(COLUMN_BIAS);
+    for (; half < plan->simd_halves; half++) {
+        const scale_column_block *block = &plan->columns[half / 2];
+        __m128i v = columns_half_ssse3(r0, block, half & 1, plan->column_far);
+        if (fy) v = _mm_add_epi16(v, _mm_mulhrs_epi16(_mm_sub_epi16(columns_half_ssse3(r1, block, half & 1,
+                                                                                       plan->column_far), v),
+                                                      vertical));
+        const __m128i out = _mm_srli_epi16(_mm_add_epi16(v, bias), 7);
+        _mm_storel_epi64((__m128i *)(dst + 8 * half), _mm_packus_epi16(out, out));
+    }
+    return half;
+}
+
+__attribute__((target("avx2")))
+static inline __m256i columns_block_avx2(const uint8_t *row, const scale_column_block *block, int far) {
+    const uint8_t *s0 = row + block->offset[0], *s1 = row + block->offset[1];
+    __m256i pairs = _mm256_shuffle_epi8(load_two(s0, s1), _mm256_loadu_si256((const __m256i *)block->near));
+    if (far)
+        pairs = _mm256_or_si256(pairs, _mm256_shuffle_epi8(load_two(s0 + COLUMN_NEAR_BYTES, s1 + COLUMN_NEAR_BYTES),
+                                                           _mm256_loadu_si256((const __m256i *)block->far)));
+    pairs = _mm256_xor_si256(pairs, _mm256_set1_epi8((char)0x80));
+    return _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)block->weights), pairs);
+}
+
+/* Whole blocks (two halves); the caller finishes an odd half in SSSE3. */
+__attribute__((target("avx2")))
+static int columns_row_avx2(const scale_plan *plan, const uint8_t *r0, const uint8_t *r1, int fy, uint8_t *dst,
+                            int half) {
+    const __m256i vertical = _mm256_set1_epi16((short)(fy << 7)), bias = _mm256_set1_epi16(COLUMN_BIAS);
+    const int far = plan->column_far;
+    for (; half + 2 <= plan->simd_halves; half += 2) {
+        const scale_column_block *block = &plan->columns[half / 2];
+        __m256i v = columns_block_avx2(r0, block, far);
+        if (fy) v = _mm256_add_epi16(v, _mm256_mulhrs_epi16(_mm256_sub_epi16(columns_block_avx2(r1, block, far), v),
+                                                            vertical));
+        const __m256i out = _mm256_srli_epi16(_mm256_add_epi16(v, bias), 7);
+        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(out, out), 0x08);
+        _mm_storeu_si128((__m128i *)(dst + 8 * half), _mm256_castsi256_si128(packed));
+    }
+    return half;
+}
+#endif /* SCALE_X86 */
+
+static void columns_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                         ptrdiff_t dst_stride, int row_begin, int row_end) {
+    const int64_t max_y = (int64_t)(plan->src_h - 1) << 16;
+    for (int j = row_begin; j < row_end; j++) {
+        const int y = row_position(plan, j, max_y);
+        /* linear filters columns only: the row is point-sampled */
+        const int fy = plan->filter == kFilterLinear ? 0 : (y >> 8) & 255;
+        const uint8_t *r0 = src + (ptrdiff_t)(y >> 16) * src_stride, *r1 = fy ? r0 + src_stride : r0;
+        uint8_t *out = dst + (ptrdiff_t)j * dst_stride;
+        int half = 0;
+#if SCALE_X86
+        if (plan->isa >= SCALE_ISA_AVX2) half = columns_row_avx2(plan, r0, r1, fy, out, half);
+        if (plan->isa >= SCALE_ISA_SSSE3) half = columns_row_ssse3(plan, r0, r1, fy, out, half);
+#endif
+        columns_row_c(plan, r0, r1, fy, out, half);
+    }
+}
+
 /* ------------------------------------------------ libyuv's row functions -- */
 
 typedef void (*interpolate_row_fn)(uint8_t *dst, const uint8_t *src, ptrdiff_t src_stride, int width, int fraction);
@@ -519,12 +699,6 @@ static void three_quarter_rows(const scale_plan *plan, const uint8_t *src, ptrdi
     }
 }
 
-/* libyuv's y for output row j: the first y plus j steps, clamped (its loops clamp as they step). */
-static int row_position(const scale_plan *plan, int j, int64_t max_y) {
-    int64_t y = plan->y + (int64_t)j * plan->dy;
-    return (int)(y > max_y ? max_y : y);
-}
-
 /* ScalePlaneBilinearDown: vertical blend of the whole source row, then columns. */
 static void down_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
                       ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *row) {
@@ -652,6 +826,7 @@ void scale_plane_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_
     case SCALE_PATH_FIXED3:
         fixed_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end);
         break;
+    case SCALE_PATH_COLUMNS: columns_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end); break;
     case SCALE_PATH_POINT: point_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end); break;
     case SCALE_PATH_DOWN: down_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer); break;
     case SCALE_PATH_UP: up_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer); break;

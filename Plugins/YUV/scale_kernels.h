@@ -5,7 +5,9 @@
  * set_param: no allocation, no I/O); scale_plane_rows then scales any band of
  * output rows that starts at a multiple of the plan's row_alignment, so a
  * frame can be cut into slices that run on different threads, each with its
- * own row buffer of scale_row_buffer_size bytes (allocated at configure).
+ * own row buffer of scale_row_buffer_size bytes (allocated at configure). The
+ * any-ratio two-tap path reads per-column tables that the plan writes into
+ * storage the caller allocated at configure (scale_column_blocks).
  * Nothing here is exported from the plugin: the symbols are hidden.
  */
 #ifndef RAWFX_YUV_SCALE_KERNELS_H
@@ -33,6 +35,7 @@ typedef enum {
     SCALE_PATH_THREE_QUARTERS, /* exact 4:3, bilinear or box: libyuv ScaleRowDown34_0/1_Box rows */
     SCALE_PATH_FIXED2,    /* exact ratio, 2 taps a dimension (3:2; 2:1, 4:3 mixed): fixed weights */
     SCALE_PATH_FIXED3,    /* exact 3:1, 3 taps a dimension */
+    SCALE_PATH_COLUMNS,   /* any other ratio, bilinear or linear: per-column tables, one fused pass */
     SCALE_PATH_POINT,     /* libyuv ScaleCols_C rows (filter=none) */
     SCALE_PATH_DOWN,      /* libyuv InterpolateRow + ScaleFilterCols, vertical first */
     SCALE_PATH_UP,        /* libyuv ScaleFilterCols + InterpolateRow, horizontal first, two cached rows */
@@ -48,6 +51,20 @@ typedef struct scale_phases {
     int first[4];
     int weight[4][3];
 } scale_phases;
+
+/* 16 outputs of the any-ratio two-tap path, 8 per 128-bit lane (half). Output
+ * 8k + i of half k blends source bytes offset[k] + a and offset[k] + b, where
+ * a and b are pshufb indices into the 16 bytes loaded at offset[k] (`near`) or,
+ * for spans over 16 bytes (downscales past 2:1), into the 16 bytes after them
+ * (`far`; 0x80 in the other table). Weights are pmaddubsw's unsigned bytes
+ * (128 - f, f) with f the 7-bit fraction of libyuv's 16.16 position. */
+typedef struct scale_column_block {
+    uint8_t near[32];
+    uint8_t far[32];
+    uint8_t weights[32];
+    int32_t offset[2];
+    int32_t reserved[6];
+} scale_column_block;
 
 typedef struct scale_plan {
     scale_path path;
@@ -65,11 +82,22 @@ typedef struct scale_plan {
     uint8_t weights[4][16];          /* pmaddubsw weights for group g */
     /* libyuv's 16.16 positions (ScaleSlope) */
     int x, y, dx, dy;
+    /* any ratio, two taps: one block per 16 outputs; the first `simd_halves`
+     * halves are whole and their loads stay inside the source row */
+    const scale_column_block *columns;
+    int column_far;                  /* some output reaches past the near 16 bytes */
+    int simd_halves;
 } scale_plan;
 
-/* Plans one plane's scale; sizes >= 1. Any thread; no allocation. */
+/* Plans one plane's scale; sizes >= 1. Any thread; no allocation. `columns`
+ * holds `column_capacity` blocks for the any-ratio path (scale_column_blocks of
+ * the widest output the plan may get); with too few (or NULL) that path runs
+ * libyuv's rows instead. The plan points into `columns` while it is used. */
 SCALE_HIDDEN void scale_plan_init(scale_plan *plan, int src_w, int src_h, int dst_w, int dst_h,
-                                  int filter, scale_isa isa);
+                                  int filter, scale_isa isa, scale_column_block *columns, size_t column_capacity);
+
+/* Column blocks a plan of output width up to max_dst_w may write. */
+SCALE_HIDDEN size_t scale_column_blocks(int max_dst_w);
 
 /* Bytes of row buffer one slice needs for any plan of planes up to these widths. */
 SCALE_HIDDEN size_t scale_row_buffer_size(int max_src_w, int max_dst_w);

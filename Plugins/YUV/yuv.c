@@ -164,6 +164,8 @@ typedef struct yuv_instance {
     scale_isa isa;                      /* chosen at configure (RAWFX_KERNELS caps it) */
     scale_plan luma_plan, chroma_plan;  /* remade whenever geometry or filter changes */
     uint8_t *scale_rows;                /* one row buffer per slice, allocated at configure */
+    scale_column_block *scale_columns;  /* the plans' column tables: luma, then chroma (configure) */
+    size_t scale_luma_columns, scale_chroma_columns;
     size_t scale_row_bytes;
     uint32_t scale_row_buffers;
     /* The frame being scaled: written by the process thread before pool->run,
@@ -311,15 +313,21 @@ static void finish_frame(const yuv_instance *self, const rawfx_video_frame *in,
  * configure and by set_param of filter or mode (no allocation). */
 static void scale_update_plans(yuv_instance *self) {
     const scale_geometry *g = &self->geometry;
-    scale_plan_init(&self->luma_plan, g->src_w, g->src_h, g->dst_w, g->dst_h, self->scale_filter, self->isa);
+    scale_plan_init(&self->luma_plan, g->src_w, g->src_h, g->dst_w, g->dst_h, self->scale_filter, self->isa,
+                    self->scale_columns, self->scale_luma_columns);
     scale_plan_init(&self->chroma_plan, (g->src_w + 1) / 2, (g->src_h + 1) / 2, (g->dst_w + 1) / 2,
-                    (g->dst_h + 1) / 2, self->scale_filter, self->isa);
+                    (g->dst_h + 1) / 2, self->scale_filter, self->isa,
+                    self->scale_columns ? self->scale_columns + self->scale_luma_columns : NULL,
+                    self->scale_chroma_columns);
 }
 
 static void scale_free_rows(yuv_instance *self) {
     free(self->scale_rows);
     self->scale_rows = NULL;
     self->scale_row_buffers = 0;
+    free(self->scale_columns);
+    self->scale_columns = NULL;
+    self->scale_luma_columns = self->scale_chroma_columns = 0;
 }
 
 /* The host's thread pool (rawfx.thread-pool/1) as far as this file needs it,
@@ -375,6 +383,20 @@ static rawfx_status scale_allocate_rows(yuv_instance *self, uint32_t in_width) {
         self->scale_row_bytes = bytes;
         self->scale_row_buffers = threads;
     }
+    /* Column tables for the widest output any mode gives at this size (fit and
+     * fill never make the picture wider than the frame). */
+    const size_t luma = scale_column_blocks((int)self->out_width);
+    const size_t chroma = scale_column_blocks(((int)self->out_width + 1) / 2);
+    if (self->scale_columns == NULL || self->scale_luma_columns < luma || self->scale_chroma_columns < chroma) {
+        free(self->scale_columns);
+        self->scale_luma_columns = self->scale_chroma_columns = 0;
+        self->scale_columns = aligned_alloc(64, (luma + chroma) * sizeof(scale_column_block));
+        if (self->scale_columns == NULL)
+            return rawfx_fail(&self->base, RAWFX_ERR_OUT_OF_MEMORY, "cannot allocate %zu scale column tables of %zu bytes",
+                              luma + chroma, sizeof(scale_column_block));
+        self->scale_luma_columns = luma;
+        self->scale_chroma_columns = chroma;
+    }
     return RAWFX_OK;
 }
 
@@ -419,9 +441,9 @@ static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format
               in->width, in->height, self->out_width, self->out_height, scale_mode_names[self->scale_mode],
               g->src_w, g->src_h, g->src_x, g->src_y, g->dst_w, g->dst_h, g->dst_x, g->dst_y);
     self->isa = yuv_select_kernels(self);
-    scale_update_plans(self);
     status = scale_allocate_rows(self, in->width);
     if (status != RAWFX_OK) return status;
+    scale_update_plans(self);
     result->output.video.width = self->out_width;
     result->output.video.height = self->out_height;
     return RAWFX_OK;
