@@ -7,15 +7,21 @@ import XCTest
 
 /// The kernels behind `scale` (Plugins/YUV/scale_kernels.c), run through chains: quality
 /// against FFmpeg's bicubic and libyuv's I420Scale on the repository's test pattern, the
-/// fixed-ratio kernels against their weight formula, every other ratio byte for byte against
-/// libyuv, slices on two threads against one, no allocation per frame, and each SIMD level
-/// against the portable C (forced with RAWFX_KERNELS).
+/// fixed-ratio kernels against their weight formula, any other ratio in bilinear or linear
+/// against the exact blend at libyuv's positions (and within one step of libyuv), the ratios
+/// and filters that run libyuv's rows byte for byte against libyuv, slices on two threads
+/// against one, no allocation per frame, and each SIMD level against the portable C (forced
+/// with RAWFX_KERNELS).
 final class ScaleKernelTests: XCTestCase {
     var registry: PluginRegistry!
 
     /// The sizes conferencing scales between (issue #11).
     static let conferencingRatios = [(1920, 1080, 1280, 720), (1920, 1080, 640, 360), (1280, 720, 640, 360),
                                      (1280, 720, 960, 540), (640, 480, 320, 240)]
+    /// Sizes outside the fixed ratios that apps ask for: 854x480 "480p", 16:9 steps, gallery
+    /// tiles, and upscales of received video to a larger tile.
+    static let otherRatios = [(1280, 720, 854, 480), (1920, 1080, 854, 480), (1920, 1080, 1600, 900),
+                              (1280, 720, 1024, 576), (640, 360, 426, 240), (960, 540, 1280, 720), (640, 360, 960, 540)]
 
     override func setUpWithError() throws {
         registry = PluginRegistry.empty()
@@ -38,8 +44,8 @@ final class ScaleKernelTests: XCTestCase {
 
     // MARK: Quality
 
-    func testConferencingRatiosKeepFortyDecibelsAgainstFFmpegBicubic() throws {
-        for (sw, sh, dw, dh) in Self.conferencingRatios {
+    func testConferencingAndOtherRatiosKeepFortyDecibelsAgainstFFmpegBicubic() throws {
+        for (sw, sh, dw, dh) in Self.conferencingRatios + Self.otherRatios {
             let input = TestPattern(width: sw, height: sh).frame(11)
             let reference = try ffmpegBicubic(Picture(input), to: dw, dh)
             for (index, filter) in [(2, "bilinear"), (3, "box")] {
@@ -73,18 +79,48 @@ final class ScaleKernelTests: XCTestCase {
         }
     }
 
-    /// The ratios that run libyuv's row functions (2:1, 4:3, any other ratio, upscales, odd
-    /// sizes, point and linear filtering) give libyuv's I420Scale bytes exactly.
-    func testOtherRatiosAndUpscalesEqualLibyuv() throws {
-        let cases = [(320, 180, 160, 90), (320, 192, 240, 144), (480, 270, 256, 144), (480, 270, 214, 120),
-                     (480, 272, 120, 68), (320, 180, 480, 270), (160, 90, 320, 180), (320, 180, 320, 136), (63, 37, 32, 20),
-                     (101, 67, 40, 24), (90, 50, 60, 50), (90, 54, 60, 36), (96, 96, 32, 32), (120, 90, 40, 30)]
+    /// Any ratio outside the fixed ones, in bilinear or linear (and box where libyuv reduces it
+    /// to bilinear), runs the plugin's one-pass kernel: every sample is the two-tap blend at
+    /// libyuv's positions as `anyRatioReference` defines it (rounded once, within 1/256), and
+    /// within one step of libyuv's I420Scale, whose rows round the vertical blend to 8 bits
+    /// before the horizontal one.
+    /// Downscales up to 2:1 (8 outputs within 16 source bytes) and past it (within 32), upscales,
+    /// odd sizes, equal heights (linear), and widths that end in the C tail.
+    func testAnyOtherRatioIsTheBlendRoundedOnce() throws {
+        let cases = [(480, 270, 256, 144), (480, 270, 214, 120), (480, 272, 120, 68), (320, 180, 480, 270),
+                     (63, 37, 32, 20), (101, 67, 40, 24), (90, 50, 60, 50), (90, 54, 60, 40), (200, 120, 246, 150),
+                     (1280, 720, 854, 480)]
+        var checked = 0
         for (sw, sh, dw, dh) in cases {
             let input = patternBuffer(width: sw, height: sh, extraStride: 5, seed: dh)
-            for (index, filter) in ["none", "linear", "bilinear", "box"].enumerated() {
-                // 3:2 and 3:1 with bilinear or box are the fixed kernels, checked above.
-                let fixed = index >= 2 && ((dw * 3 == sw * 2 && dh * 3 == sh * 2) || (dw * 3 == sw && dh * 3 == sh))
-                if fixed { continue }
+            for (index, filter) in Self.filters.enumerated() {
+                guard let expected = anyRatioReference(Picture(input), to: dw, dh, filter: index) else { continue }
+                let context = "\(sw)x\(sh) -> \(dw)x\(dh) \(filter)"
+                let out = try scaled("scale=width=\(dw):height=\(dh):filter=\(filter)", input)
+                XCTAssertEqual(out, expected, context)
+                XCTAssertLessThanOrEqual(out.maxDifference(from: libyuvScale(input, to: dw, dh, filter: index)), 1, context)
+                checked += 1
+            }
+        }
+        XCTAssertGreaterThanOrEqual(checked, 25, "the cases no longer reach the any-ratio kernel")
+    }
+
+    /// The ratios and filters that run libyuv's own rows give libyuv's I420Scale bytes exactly:
+    /// point sampling at every ratio, box past 2:1 in both dimensions, linear at 2:1 and 4:3, 2x
+    /// upscales, equal widths, and bilinear or linear past about 4:1 (8 outputs span more than
+    /// 32 source bytes).
+    func testLibyuvRowsEqualLibyuv() throws {
+        let cases: [(Int, Int, Int, Int, [String])] = [
+            (480, 270, 256, 144, ["none"]), (1280, 720, 854, 480, ["none"]), (320, 180, 480, 270, ["none"]),
+            (101, 67, 40, 24, ["none", "box"]), (480, 272, 120, 68, ["none", "box"]),
+            (320, 180, 160, 90, ["none", "linear"]), (320, 192, 240, 144, ["none", "linear"]),
+            (160, 90, 320, 180, Self.filters), (320, 180, 320, 136, Self.filters),
+            (480, 270, 96, 54, Self.filters), (96, 96, 32, 32, ["none", "linear"]),
+        ]
+        for (sw, sh, dw, dh, filters) in cases {
+            let input = patternBuffer(width: sw, height: sh, extraStride: 5, seed: dh)
+            for filter in filters {
+                let index = Self.filters.firstIndex(of: filter)!
                 XCTAssertEqual(try scaled("scale=width=\(dw):height=\(dh):filter=\(filter)", input),
                                libyuvScale(input, to: dw, dh, filter: index), "\(sw)x\(sh) -> \(dw)x\(dh) \(filter)")
             }
@@ -155,16 +191,18 @@ final class ScaleKernelTests: XCTestCase {
         }
     }
 
-    /// The plugin's own kernels (3:2, 3:1, mixed 3:2 by 2:1) and the libyuv rows whose
-    /// arithmetic it restates in C (2:1, 4:3) give the same bytes at every instruction-set
-    /// level. (The generic ratios call libyuv's rows, whose C and SIMD round differently.)
+    /// The plugin's own kernels (3:2, 3:1, mixed 3:2 by 2:1, any other ratio in bilinear or
+    /// linear) and the libyuv rows whose arithmetic it restates in C (2:1, 4:3) give the same
+    /// bytes at every instruction-set level. (Box past 2:1 and downscales past 4:1 call
+    /// libyuv's rows, whose C and SIMD round differently.)
     func testEverySIMDLevelEqualsThePortableC() throws {
         let kernels = [(480, 270, 320, 180), (198, 66, 132, 44), (480, 270, 160, 90), (186, 66, 62, 22),
                        (480, 272, 320, 136), (320, 180, 160, 90), (100, 52, 50, 26), (320, 192, 240, 144),
-                       (200, 72, 150, 54)]
+                       (200, 72, 150, 54), (480, 270, 256, 144), (480, 272, 120, 68), (320, 180, 480, 270),
+                       (90, 50, 60, 50), (1280, 720, 854, 480)]
         for (sw, sh, dw, dh) in kernels {
             let input = patternBuffer(width: sw, height: sh, extraStride: 3, seed: dw)
-            for filter in ["bilinear", "box"] {
+            for filter in ["linear", "bilinear", "box"] {
                 let text = "scale=width=\(dw):height=\(dh):filter=\(filter)"
                 setenv("RAWFX_KERNELS", "c", 1)
                 let portable = try scaled(text, input)
@@ -263,6 +301,49 @@ private func fixedRatioReference(_ input: Picture, to w: Int, _ h: Int, box: Boo
                     for i in 0..<columnWeights.count { sum += rowWeights[j] * columnWeights[i] * Int(samples[row + i]) }
                 }
                 planes[p][y * dw + x] = UInt8((sum + total / 2) / total)
+            }
+        }
+    }
+    return Picture(width: w, height: h, planes: planes)
+}
+
+/// The any-ratio kernel's definition (docs/plugins/scale-rotate.md), per plane: libyuv's
+/// ScaleFilterReduce and ScaleSlope give the filter and the 16.16 positions; output (x, y) blends
+/// source columns a = ⌊px⌋ and a + 1 with the 7-bit fraction f of px, on samples less 128:
+/// H(r) = (128 - f)·(s[r][a] - 128) + f·(s[r][a+1] - 128); rows t = ⌊py⌋ and t + 1 with the 8-bit
+/// fraction g of py (0 for linear: the row is point-sampled) at 1/128 of a step,
+/// v = H(t) + ⌊((H(t+1) - H(t))·128g + 2¹⁴) / 2¹⁵⌋ (pmulhrsw), and the output is
+/// ⌊(v + 128·128 + 64) / 128⌋. Every output is also checked to be within 0.5 + 1/256 of the
+/// real-number blend, so the definition is the blend rounded once, give or take the 1/128 step.
+/// nil when libyuv's choice is not a two-tap filter (none, box past 2:1). The callers' sizes
+/// avoid the ratios the plugin handles otherwise (3:2, 3:1, 2:1 and 4:3 in both dimensions, 2x
+/// up, equal widths, past 4:1).
+private func anyRatioReference(_ input: Picture, to w: Int, _ h: Int, filter: Int) -> Picture? {
+    let out = Picture(width: w, height: h)
+    var planes = out.planes
+    for p in 0..<3 {
+        let (sw, sh) = input.size(p), (dw, dh) = out.size(p)
+        let reduced = ScaleFilterReduce(Int32(sw), Int32(sh), Int32(dw), Int32(dh), FilterMode(UInt32(filter)))
+        guard reduced == kFilterLinear || reduced == kFilterBilinear else { return nil }
+        var x: Int32 = 0, y: Int32 = 0, dx: Int32 = 0, dy: Int32 = 0
+        ScaleSlope(Int32(sw), Int32(sh), Int32(dw), Int32(dh), reduced, &x, &y, &dx, &dy)
+        let samples = input.planes[p], maxY = (sh - 1) << 16
+        for j in 0..<dh {
+            let py = min(Int(y) + j * Int(dy), maxY), top = py >> 16
+            let g = reduced == kFilterLinear ? 0 : (py >> 8) & 255
+            for i in 0..<dw {
+                let px = Int(x) + i * Int(dx)
+                var a = px >> 16, f = (px >> 9) & 127
+                if a >= sw - 1 { (a, f) = (sw - 1, 0) }
+                func across(_ row: Int) -> Int {
+                    (128 - f) * (Int(samples[row * sw + a]) - 128) + f * (Int(samples[row * sw + min(a + 1, sw - 1)]) - 128)
+                }
+                let h0 = across(top), h1 = g > 0 ? across(top + 1) : h0
+                let v = h0 + (((h1 - h0) * (g << 7) + 0x4000) >> 15)
+                let output = (v + 128 * 128 + 64) >> 7
+                let blend = (Double(256 - g) * Double(h0) + Double(g) * Double(h1)) / (128 * 256) + 128
+                precondition(abs(Double(output) - blend) <= 0.5 + 1.0 / 256, "\(output) is not \(blend) rounded")
+                planes[p][j * dw + i] = UInt8(output)
             }
         }
     }
