@@ -86,6 +86,25 @@ func planeBytes(_ frame: VideoFrame, _ p: Int) -> [UInt8] {
 }
 
 /// The padding bytes of every row of plane `p` (between width and stride).
+/// The largest difference between the samples at one index of two byte arrays of one length.
+func largestDifference(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    precondition(a.count == b.count)
+    return zip(a, b).reduce(0) { max($0, abs(Int($1.0) - Int($1.1))) }
+}
+
+/// Asserts that the packed frame `bytes` is `reference` but for samples at most one step
+/// apart: a picture scaled by the plugin against libyuv's I420Scale, where the plugin's kernels
+/// round once and libyuv's rows twice (ScaleKernelTests checks the kernels byte for byte).
+/// One step still catches a size, bar, crop or offset that is off.
+func XCTAssertWithinOneStep(_ bytes: [UInt8]?, of reference: [UInt8], _ message: String = "",
+                            file: StaticString = #filePath, line: UInt = #line) {
+    guard let bytes, bytes.count == reference.count else {
+        return XCTFail("\(bytes?.count ?? 0) bytes where \(reference.count) were expected \(message)", file: file, line: line)
+    }
+    let largest = largestDifference(bytes, reference)
+    XCTAssertLessThanOrEqual(largest, 1, "samples differ by up to \(largest) \(message)", file: file, line: line)
+}
+
 func paddingBytes(_ frame: VideoFrame, _ p: Int) -> [UInt8] {
     let (w, h) = frame.planeSize(p)
     var out: [UInt8] = []
