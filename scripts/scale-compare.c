@@ -87,13 +87,14 @@ int main(int argc, char **argv) {
                                     { 1280, 720, 1920, 1080 }, { 640, 360, 1280, 720 },  { 1920, 1080, 480, 270 },
                                     { 1920, 1080, 854, 480 },  { 1280, 720, 854, 480 },   { 1920, 1080, 1600, 900 },
                                     { 1280, 720, 1024, 576 },  { 640, 360, 426, 240 },    { 960, 540, 1280, 720 },
-                                    { 640, 360, 960, 540 } };
-    const int count = argc > 1 ? atoi(argv[1]) : (int)(sizeof cases / sizeof cases[0]);
+                                    { 640, 360, 960, 540 },    { 1280, 720, 426, 240 },   { 1920, 1080, 426, 240 },
+                                    { 1280, 720, 256, 144 } };
+    const int count = (int)(sizeof cases / sizeof cases[0]), first = argc > 1 ? atoi(argv[1]) : 0;
     const int reps = getenv("REPS") ? atoi(getenv("REPS")) : 9;
     uint8_t *rows = aligned_alloc(64, scale_row_buffer_size(4096, 4096));
     printf("%-20s %-8s %8s %8s %8s %7s %8s %8s %8s %s\n", "case", "filter", "libyuv", "swscale", "ours", "sws/ours",
            "dB libyuv", "dB ours", "dB sws", "levels=C path");
-    for (int c = 0; c < count; c++) {
+    for (int c = first; c < count; c++) {
         const int sw = cases[c][0], sh = cases[c][1], dw = cases[c][2], dh = cases[c][3];
         const int n = (int)(96e6 / (sw * sh * 1.5)) + 1; /* 96 MB of frames: more than the caches */
         char path[64], command[256];

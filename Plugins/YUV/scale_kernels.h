@@ -36,6 +36,7 @@ typedef enum {
     SCALE_PATH_FIXED2,    /* exact ratio, 2 taps a dimension (3:2; 2:1, 4:3 mixed): fixed weights */
     SCALE_PATH_FIXED3,    /* exact 3:1, 3 taps a dimension */
     SCALE_PATH_COLUMNS,   /* any other ratio, bilinear or linear: per-column tables, one fused pass */
+    SCALE_PATH_AREA,      /* any other ratio past 2:1, box: the exact area mean, per-column tables */
     SCALE_PATH_POINT,     /* libyuv ScaleCols_C rows (filter=none) */
     SCALE_PATH_DOWN,      /* libyuv InterpolateRow + ScaleFilterCols, vertical first */
     SCALE_PATH_UP,        /* libyuv ScaleFilterCols + InterpolateRow, horizontal first, two cached rows */
@@ -52,16 +53,21 @@ typedef struct scale_phases {
     int weight[4][3];
 } scale_phases;
 
-/* 16 outputs of the any-ratio two-tap path, 8 per 128-bit lane (half). Output
- * 8k + i of half k blends source bytes offset[k] + a and offset[k] + b, where
- * a and b are pshufb indices into the 16 bytes loaded at offset[k] (`near`) or,
- * for spans over 16 bytes (downscales past 2:1), into the 16 bytes after them
- * (`far`; 0x80 in the other table). Weights are pmaddubsw's unsigned bytes
- * (128 - f, f) with f the 7-bit fraction of libyuv's 16.16 position. */
+/* Pairs of taps a column table holds per output: 6 taps, the area of up to 4:1. */
+#define SCALE_COLUMN_PAIRS 3
+
+/* 16 outputs of the any-ratio paths (bilinear: 2 taps; box: the area's up to 6), 8
+ * per 128-bit lane (half). Tap pair p of output 8k + i of half k reads source bytes
+ * offset[k] + a and offset[k] + b, where a and b are pshufb indices into the 16
+ * bytes loaded at offset[k] (`near[p]`) or, for spans over 16 bytes (downscales
+ * past 2:1), into the 16 bytes after them (`far[p]`; 0x80 in the other table and
+ * for unused taps). Weights are pmaddubsw's unsigned bytes and sum to 128 per
+ * output: (128 - f, f) with f the 7-bit fraction of libyuv's 16.16 position, or
+ * the area each source sample covers. */
 typedef struct scale_column_block {
-    uint8_t near[32];
-    uint8_t far[32];
-    uint8_t weights[32];
+    uint8_t near[SCALE_COLUMN_PAIRS][32];
+    uint8_t far[SCALE_COLUMN_PAIRS][32];
+    uint8_t weights[SCALE_COLUMN_PAIRS][32];
     int32_t offset[2];
     int32_t reserved[6];
 } scale_column_block;
@@ -86,6 +92,8 @@ typedef struct scale_plan {
      * halves are whole and their loads stay inside the source row */
     const scale_column_block *columns;
     int column_far;                  /* some output reaches past the near 16 bytes */
+    int column_pairs;                /* tap pairs the widest output uses (1 for bilinear) */
+    int column_prefetch;             /* prefetch source rows ahead (downscales past 5:4) */
     int simd_halves;
 } scale_plan;
 
