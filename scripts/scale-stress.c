@@ -1,0 +1,118 @@
+/*
+ * scripts/scale-stress.c — the `scale` plugin's plane kernels (Plugins/YUV/scale_kernels.c) at
+ * random sizes, filters, strides and slice counts, under AddressSanitizer and UBSan, with every
+ * buffer exactly as large as its rows (so any read or write past a row's end is reported). At
+ * every instruction-set level the plugin has its own kernels for (fixed ratios, any ratio in
+ * bilinear and linear, the area mean), the SIMD bytes must equal the portable C's; the paths that
+ * call libyuv's rows are run for memory errors only (libyuv's C and SIMD rows round differently).
+ * Part of CI (.ci/run), about 30 s:
+ *
+ *   clang -fuse-ld=lld -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -IPlugins/YUV \
+ *       scripts/scale-stress.c Plugins/YUV/scale_kernels.c Plugins/YUV/kernel_level.c \
+ *       -o /tmp/scale-stress -lyuv && /tmp/scale-stress [cases]
+ *
+ * Exit status 0 when every case passed; 1 with the first case whose levels differ (a sanitizer
+ * report stops it before that).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scale_kernels.h"
+
+#define MAX_DST_W 700
+
+/* A random size pair: any sizes, a downscale by up to 5:1, one between 2:1 and 4:1 in both
+ * dimensions (the area mean's range), a fixed ratio in both dimensions, or an upscale. */
+static void random_sizes(int *sw, int *sh, int *dw, int *dh) {
+    *sw = 1 + rand() % 400;
+    *sh = 1 + rand() % 200;
+    switch (rand() % 5) {
+    case 0:
+        *dw = 1 + rand() % MAX_DST_W;
+        *dh = 1 + rand() % 300;
+        break;
+    case 1: {
+        const int percent = 20 + rand() % 81; /* 1:1 to 5:1 */
+        *dw = 1 + *sw * percent / 100;
+        *dh = 1 + *sh * (20 + rand() % 81) / 100;
+        break;
+    }
+    case 4:
+        *sw += 8;
+        *sh += 8;
+        *dw = 1 + *sw * (25 + rand() % 25) / 100; /* 4:1 to 2:1 */
+        *dh = 1 + *sh * (25 + rand() % 25) / 100;
+        break;
+    case 2: { /* 3:2, 3:1, 2:1 or 4:3 */
+        static const int ratios[4][2] = { { 3, 2 }, { 3, 1 }, { 2, 1 }, { 4, 3 } };
+        const int *r = ratios[rand() % 4];
+        *sw = r[0] * (1 + rand() % (400 / r[0]));
+        *sh = r[0] * (1 + rand() % (200 / r[0]));
+        *dw = *sw / r[0] * r[1];
+        *dh = *sh / r[0] * r[1];
+        break;
+    }
+    default: /* upscales up to 3x */
+        *dw = *sw + rand() % (2 * *sw + 1);
+        *dh = *sh + rand() % (2 * *sh + 1);
+        if (*dw > MAX_DST_W) *dw = MAX_DST_W;
+        break;
+    }
+}
+
+/* The paths whose every level gives the C bytes (the plugin's own arithmetic). */
+static int levels_agree(scale_path path) {
+    return path != SCALE_PATH_DOWN && path != SCALE_PATH_UP && path != SCALE_PATH_BOX && path != SCALE_PATH_LIBYUV;
+}
+
+int main(int argc, char **argv) {
+    const int cases = argc > 1 ? atoi(argv[1]) : 20000;
+    const size_t capacity = scale_column_blocks(MAX_DST_W);
+    scale_column_block *tables = malloc(capacity * sizeof *tables);
+    long per_path[16] = { 0 };
+    srand(7);
+    for (int c = 0; c < cases; c++) {
+        int sw, sh, dw, dh;
+        random_sizes(&sw, &sh, &dw, &dh);
+        const int filter = rand() % 4, stride = sw + rand() % 3, dst_stride = dw + rand() % 3;
+        const size_t src_bytes = (size_t)stride * (size_t)(sh - 1) + (size_t)sw;
+        const size_t dst_bytes = (size_t)dst_stride * (size_t)(dh - 1) + (size_t)dw;
+        uint8_t *src = malloc(src_bytes), *rows = malloc(scale_row_buffer_size(sw, dw));
+        for (size_t i = 0; i < src_bytes; i++) src[i] = (uint8_t)rand();
+        uint8_t *out[3];
+        scale_path path = SCALE_PATH_COPY;
+        const int slices = 1 + rand() % 4;
+        for (int level = SCALE_ISA_C; level <= SCALE_ISA_AVX2; level++) {
+            scale_plan plan;
+            scale_plan_init(&plan, sw, sh, dw, dh, filter, (scale_isa)level, tables, capacity);
+            path = plan.path;
+            out[level] = malloc(dst_bytes);
+            for (int s = 0; s < slices; s++) {
+                int begin, end;
+                scale_slice_rows(&plan, (uint32_t)slices, (uint32_t)s, &begin, &end);
+                /* SCALE_PATH_LIBYUV runs whole planes only (one slice in the plugin) */
+                if (path != SCALE_PATH_LIBYUV || (begin == 0 && end == dh))
+                    scale_plane_rows(&plan, src, stride, out[level], dst_stride, begin, end, rows);
+            }
+            if (path == SCALE_PATH_LIBYUV && slices > 1)
+                scale_plane_rows(&plan, src, stride, out[level], dst_stride, 0, dh, rows);
+        }
+        per_path[path]++;
+        for (int level = SCALE_ISA_SSSE3; level <= SCALE_ISA_AVX2 && levels_agree(path); level++)
+            for (int y = 0; y < dh; y++)
+                if (memcmp(out[SCALE_ISA_C] + (size_t)y * dst_stride, out[level] + (size_t)y * dst_stride, (size_t)dw)) {
+                    printf("case %d: %dx%d -> %dx%d, filter %d, path %d: level %d differs from C in row %d\n", c, sw,
+                           sh, dw, dh, filter, (int)path, level, y);
+                    return 1;
+                }
+        for (int level = SCALE_ISA_C; level <= SCALE_ISA_AVX2; level++) free(out[level]);
+        free(src);
+        free(rows);
+    }
+    free(tables);
+    printf("scale-stress: %d cases, every level equal where the plugin's own kernels ran; cases per path:", cases);
+    for (int p = 0; p <= SCALE_PATH_LIBYUV; p++) printf(" %d:%ld", p, per_path[p]);
+    printf("\n");
+    return 0;
+}
