@@ -725,6 +725,21 @@ static void columns_across(const scale_plan *plan, const uint8_t *row, int16_t *
         h[o] = (int16_t)column_sample(row, &plan->columns[o / 16], plan->column_pairs, (o / 8) & 1, o % 8);
 }
 
+/* Upscales keep two column-filtered source rows (slots 0 and 1, `cached` their row
+ * numbers) for the output rows that share them. Returns the slot that holds source
+ * row want[k] for output row want; *fill says the caller must compute it there. A
+ * slot is only reused if this output does not need what it holds: want[1] while
+ * placing want[0], and the slot want[0] took (`taken`) while placing want[1]. */
+static int two_row_slot(int cached[2], const int want[2], int k, int taken, int *fill) {
+    int slot = cached[0] == want[k] ? 0 : cached[1] == want[k] ? 1 : -1;
+    *fill = slot < 0;
+    if (slot < 0) {
+        slot = k == 0 ? (cached[0] == want[1] ? 1 : 0) : 1 - taken;
+        cached[slot] = want[k];
+    }
+    return slot;
+}
+
 /* Bilinear upscales: each source row's column blends once, kept for the output rows
  * that share it (a 2:3 upscale uses each source row for three), then the rows'
  * blend with the arithmetic of columns_rows, so the bytes are the same. In one A/B
@@ -741,17 +756,12 @@ static void columns_up_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_
         const int y = row_position(plan, j, max_y), top = y >> 16;
         const int fy = plan->filter == kFilterLinear ? 0 : (y >> 8) & 255;
         const int want[2] = { top, fy ? top + 1 : top };
-        const int16_t *h[2];
+        int slot[2] = { 0, 0 }, fill;
         for (int k = 0; k < 2; k++) {
-            int slot = cached[0] == want[k] ? 0 : cached[1] == want[k] ? 1 : -1;
-            if (slot < 0) {
-                /* keep the other row this output needs */
-                slot = k == 0 ? (cached[0] == want[1] ? 1 : 0) : (h[0] == cache[0] ? 1 : 0);
-                columns_across(plan, src + (ptrdiff_t)want[k] * src_stride, cache[slot]);
-                cached[slot] = want[k];
-            }
-            h[k] = cache[slot];
+            slot[k] = two_row_slot(cached, want, k, slot[0], &fill);
+            if (fill) columns_across(plan, src + (ptrdiff_t)want[k] * src_stride, cache[slot[k]]);
         }
+        const int16_t *h[2] = { cache[slot[0]], cache[slot[1]] };
         columns_blend(plan, h[0], h[1], fy, dst + (ptrdiff_t)j * dst_stride);
     }
 }
@@ -956,17 +966,12 @@ static void up_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_st
         const int y = row_position(plan, j, max_y), top = y >> 16;
         const int bottom = top + 1 < plan->src_h ? top + 1 : top;
         const int want[2] = { top, bottom };
-        uint8_t *rows[2];
+        int slot[2] = { 0, 0 }, fill;
         for (int k = 0; k < 2; k++) {
-            int slot = cached[0] == want[k] ? 0 : cached[1] == want[k] ? 1 : -1;
-            if (slot < 0) {
-                /* keep the other row this output needs */
-                slot = k == 0 ? (cached[0] == want[1] ? 1 : 0) : (rows[0] == cache[0] ? 1 : 0);
-                cols(cache[slot], src + (ptrdiff_t)want[k] * src_stride, plan->dst_w, plan->x, plan->dx);
-                cached[slot] = want[k];
-            }
-            rows[k] = cache[slot];
+            slot[k] = two_row_slot(cached, want, k, slot[0], &fill);
+            if (fill) cols(cache[slot[k]], src + (ptrdiff_t)want[k] * src_stride, plan->dst_w, plan->x, plan->dx);
         }
+        uint8_t *rows[2] = { cache[slot[0]], cache[slot[1]] };
         uint8_t *d = dst + (ptrdiff_t)j * dst_stride;
         if (plan->filter == kFilterLinear) memcpy(d, rows[0], (size_t)plan->dst_w);
         else interpolate(d, rows[0], rows[1] - rows[0], plan->dst_w, (y >> 8) & 255);

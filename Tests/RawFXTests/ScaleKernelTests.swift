@@ -121,8 +121,8 @@ final class ScaleKernelTests: XCTestCase {
 
     /// The ratios and filters that run libyuv's own rows give libyuv's I420Scale bytes exactly:
     /// point sampling at every ratio, box at 4:1 and past 4:1, linear at 2:1 and 4:3, 2x
-    /// upscales, equal widths, and bilinear or linear past about 4:1 (8 outputs span more than
-    /// 32 source bytes).
+    /// upscales, equal widths, and bilinear or linear past about 4:1 across (8 outputs span more
+    /// than 32 source bytes), downscaling or upscaling the rows.
     func testLibyuvRowsEqualLibyuv() throws {
         let cases: [(Int, Int, Int, Int, [String])] = [
             (480, 270, 256, 144, ["none"]), (1280, 720, 854, 480, ["none"]), (320, 180, 480, 270, ["none"]),
@@ -130,6 +130,7 @@ final class ScaleKernelTests: XCTestCase {
             (320, 180, 160, 90, ["none", "linear"]), (320, 192, 240, 144, ["none", "linear"]),
             (160, 90, 320, 180, Self.filters), (320, 180, 320, 136, Self.filters),
             (480, 270, 96, 54, Self.filters), (96, 96, 32, 32, ["none", "linear"]),
+            (480, 90, 96, 180, Self.filters), // up 1:2 by down 5:1: libyuv's upscale rows
         ]
         for (sw, sh, dw, dh, filters) in cases {
             let input = patternBuffer(width: sw, height: sh, extraStride: 5, seed: dh)
