@@ -121,16 +121,21 @@ __attribute__((always_inline)) static inline void prefetch_row_for_write(uint8_t
     } while (0)
 
 /* How far ahead of the band's current 16 rows its source lines are prefetched. */
-#define TRANSPOSE_PREFETCH_ROWS 64
+#define TRANSPOSE_PREFETCH_ROWS 128
 /* Source columns per band: one cache line of every source row. */
 #define TRANSPOSE_BAND_COLUMNS 64
 
 /* Prefetches the band's lines of source rows [row, row + 16). Rows past the
  * plane's end wrap to the top of the next band (up to c1), so that a band's
  * first rows are already on their way when it starts: without the wrap they
- * were demand misses, 18% of the rows of a 720p band at the former distance of
- * 128. With the wrap and 64 rows, the cold 720p quarter turn went from 211 to
- * 160 us p50 in the bench (1080p: 439 to 378 us), on an AMD EPYC. */
+ * were demand misses, 18% of the rows of a 720p band at a distance of 128
+ * without the wrap. With the wrap and 64 rows, the cold 720p quarter turn went
+ * from 211 to 160 us p50 in the bench (1080p: 439 to 378 us), on an AMD EPYC.
+ * With the wrap, 128 rows beat 64: in three alternating bench runs of each
+ * (2026-11-27, same host type) the quarter turns' vs_ffmpeg went from 1.23 to
+ * 1.41 (90, 720p), 1.25 to 1.40 (270, 720p), 2.25 to 2.74 (90, 1080p); in a C
+ * harness 720p took 185 instead of 210 us and 1080p 390 instead of 480. 192
+ * rows were not told apart from 128 in two more runs each. */
 __attribute__((always_inline)) static inline void
 prefetch_band(const uint8_t *src, ptrdiff_t ss, int height, int row, int band, int band_end, int c1) {
     if (row + 16 > height) {
