@@ -176,12 +176,15 @@ func videoCases() -> [BenchCase] {
 
     // The ratios conferencing uses (issue 11), then sizes outside the fixed ratios that apps ask
     // for (the any-ratio kernels): 854x480 "480p", a 5:6 step, a gallery tile, upscales of
-    // received video to a larger tile. Each in bilinear and box.
+    // received video to a larger tile, and 1080p to gallery thumbnails past 4:1 (4.5:1, 6:1).
+    // Each in bilinear and box.
     let wide480 = Resolution(name: "854x480", width: 854, height: 480)
+    let tile240 = Resolution(name: "426x240", width: 426, height: 240)
     let scales: [(Resolution, Resolution)] = [
         (.p1080, .p720), (.p1080, .p360), (.p720, .p360), (.p720, .p540), (.p480, .p240),
         (.p720, wide480), (.p1080, wide480), (.p1080, Resolution(name: "1600x900", width: 1600, height: 900)),
-        (.p720, Resolution(name: "426x240", width: 426, height: 240)), (.p540, .p720), (.p360, .p540),
+        (.p720, tile240), (.p540, .p720), (.p360, .p540),
+        (.p1080, tile240), (.p1080, Resolution(name: "180p", width: 320, height: 180)),
     ]
     for (from, to) in scales {
         for (filterName, mode) in [("bilinear", kFilterBilinear), ("box", kFilterBox)] {
