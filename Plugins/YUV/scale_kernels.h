@@ -37,6 +37,7 @@ typedef enum {
     SCALE_PATH_FIXED3,    /* exact 3:1, 3 taps a dimension */
     SCALE_PATH_COLUMNS,   /* any other ratio, bilinear or linear: per-column tables, one fused pass */
     SCALE_PATH_AREA,      /* any other ratio past 2:1, box: the exact area mean, per-column tables */
+    SCALE_PATH_WIDE_AREA, /* box past that, up to 7:1: the area mean, rows first into 16 bits */
     SCALE_PATH_POINT,     /* libyuv ScaleCols_C rows (filter=none) */
     SCALE_PATH_DOWN,      /* libyuv InterpolateRow + ScaleFilterCols, vertical first */
     SCALE_PATH_UP,        /* libyuv ScaleFilterCols + InterpolateRow, horizontal first, two cached rows */
@@ -95,12 +96,21 @@ typedef struct scale_plan {
     int column_pairs;                /* tap pairs the widest output uses (1 for bilinear) */
     int column_prefetch;             /* prefetch source rows ahead (downscales past 5:4) */
     int simd_halves;
+    /* box past the area path's reach (SCALE_PATH_WIDE_AREA), in the same storage:
+     * output o's taps are the SCALE_WIDE_TAPS samples from wide_offsets[o] with the
+     * int16 weights wide_weights[SCALE_WIDE_TAPS * o ...], summing to 16384 */
+    const int16_t *wide_weights;
+    const int32_t *wide_offsets;
 } scale_plan;
+
+/* Taps a dimension of the wide area path: the area of up to 7:1. */
+#define SCALE_WIDE_TAPS 8
 
 /* Plans one plane's scale; sizes >= 1. Any thread; no allocation. `columns`
  * holds `column_capacity` blocks for the any-ratio path (scale_column_blocks of
- * the widest output the plan may get); with too few (or NULL) that path runs
- * libyuv's rows instead. The plan points into `columns` while it is used. */
+ * the widest output the plan may get; the wide area path keeps its own tables
+ * there, 20 bytes an output); with too few (or NULL) those paths run libyuv's
+ * rows instead. The plan points into `columns` while it is used. */
 SCALE_HIDDEN void scale_plan_init(scale_plan *plan, int src_w, int src_h, int dst_w, int dst_h,
                                   int filter, scale_isa isa, scale_column_block *columns, size_t column_capacity);
 

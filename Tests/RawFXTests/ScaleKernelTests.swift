@@ -119,8 +119,23 @@ final class ScaleKernelTests: XCTestCase {
         }
     }
 
+    /// Box past the area path's reach (past 4:1 in a dimension, or 8 outputs spanning more than
+    /// 32 source bytes), up to 7:1, is the area mean too, rows first: every sample is
+    /// `wideAreaReference`'s integers, within 1.5 steps of the real-number mean of its area.
+    /// Gallery thumbnails of 1080p (4.5:1 and 6:1), 5:1 down with 2.4:1 across and the reverse,
+    /// and odd sizes whose chroma reaches 7:1.
+    func testBoxPastFourToOneIsTheAreaMeanRowsFirst() throws {
+        let cases = [(1920, 1080, 426, 240), (1920, 1080, 320, 180), (480, 400, 200, 80), (1000, 300, 150, 100),
+                     (97, 61, 14, 10), (601, 333, 100, 50)]
+        for (sw, sh, dw, dh) in cases {
+            let input = patternBuffer(width: sw, height: sh, extraStride: 5, seed: dw)
+            let out = try scaled("scale=width=\(dw):height=\(dh):filter=box", input)
+            XCTAssertEqual(out, wideAreaReference(Picture(input), to: dw, dh), "\(sw)x\(sh) -> \(dw)x\(dh) box")
+        }
+    }
+
     /// The ratios and filters that run libyuv's own rows give libyuv's I420Scale bytes exactly:
-    /// point sampling at every ratio, box at 4:1 and past 4:1, linear at 2:1 and 4:3, 2x
+    /// point sampling at every ratio, box at 4:1 and past 7:1, linear at 2:1 and 4:3, 2x
     /// upscales, equal widths, and bilinear or linear past about 4:1 across (8 outputs span more
     /// than 32 source bytes), downscaling or upscaling the rows.
     func testLibyuvRowsEqualLibyuv() throws {
@@ -129,7 +144,8 @@ final class ScaleKernelTests: XCTestCase {
             (101, 67, 40, 24, ["none"]), (480, 272, 120, 68, ["none", "box"]),
             (320, 180, 160, 90, ["none", "linear"]), (320, 192, 240, 144, ["none", "linear"]),
             (160, 90, 320, 180, Self.filters), (320, 180, 320, 136, Self.filters),
-            (480, 270, 96, 54, Self.filters), (96, 96, 32, 32, ["none", "linear"]),
+            (480, 270, 96, 54, ["none", "linear", "bilinear"]), (480, 270, 60, 30, Self.filters),
+            (96, 96, 32, 32, ["none", "linear"]),
             (480, 90, 96, 180, Self.filters), // up 1:2 by down 5:1: libyuv's upscale rows
         ]
         for (sw, sh, dw, dh, filters) in cases {
@@ -162,12 +178,12 @@ final class ScaleKernelTests: XCTestCase {
     // MARK: Slices, allocations, SIMD
 
     /// One case of every path at small sizes (the paths depend on the ratio, not the size):
-    /// 3:2, 3:1, 2:1, 4:3, 3:2 by 2:1, generic down, 4:1 box, 2x and 1.5x up, vertical only,
-    /// and widths that end in the C tail.
+    /// 3:2, 3:1, 2:1, 4:3, 3:2 by 2:1, generic down, 4:1 box, 5:1 (box rows first), 2x and 1.5x
+    /// up, vertical only, and widths that end in the C tail.
     static let everyPath = [(480, 270, 320, 180), (480, 270, 160, 90), (320, 180, 160, 90), (320, 192, 240, 144),
                             (480, 272, 320, 136), (480, 270, 256, 144), (480, 272, 120, 68), (160, 90, 320, 180),
                             (320, 180, 480, 270), (320, 180, 320, 136), (198, 66, 132, 44), (100, 52, 50, 26),
-                            (200, 72, 150, 54), (186, 66, 62, 22)]
+                            (200, 72, 150, 54), (186, 66, 62, 22), (480, 270, 96, 54)]
     static let filters = ["none", "linear", "bilinear", "box"]
 
     /// With the host's pool at two threads each plane is cut into eight slices of rows (four
@@ -207,15 +223,16 @@ final class ScaleKernelTests: XCTestCase {
     }
 
     /// The plugin's own kernels (3:2, 3:1, mixed 3:2 by 2:1, any other ratio in bilinear or
-    /// linear, box past 2:1) and the libyuv rows whose arithmetic it restates in C (2:1, 4:3)
-    /// give the same bytes at every instruction-set level. (Downscales past 4:1 call libyuv's
-    /// rows, whose C and SIMD round differently.)
+    /// linear, box past 2:1 up to 7:1) and the libyuv rows whose arithmetic it restates in C
+    /// (2:1, 4:3) give the same bytes at every instruction-set level. (Other downscales past 4:1
+    /// call libyuv's rows, whose C and SIMD round differently.)
     func testEverySIMDLevelEqualsThePortableC() throws {
         let kernels = [(480, 270, 320, 180), (198, 66, 132, 44), (480, 270, 160, 90), (186, 66, 62, 22),
                        (480, 272, 320, 136), (320, 180, 160, 90), (100, 52, 50, 26), (320, 192, 240, 144),
                        (200, 72, 150, 54), (480, 270, 256, 144), (480, 272, 120, 68), (320, 180, 480, 270),
                        (90, 50, 60, 50), (1280, 720, 854, 480), (480, 270, 214, 120), (101, 67, 40, 24),
-                       (200, 120, 60, 36)]
+                       (200, 120, 60, 36), (640, 360, 100, 56), (480, 400, 200, 80), (1000, 300, 150, 100),
+                       (97, 61, 14, 10)]
         for (sw, sh, dw, dh) in kernels {
             let input = patternBuffer(width: sw, height: sh, extraStride: 3, seed: dw)
             for filter in ["linear", "bilinear", "box"] {
@@ -375,23 +392,14 @@ private func anyRatioReference(_ input: Picture, to w: Int, _ h: Int, filter: In
 /// output is ⌊(v + 128·128 + 64) / 128⌋. Every output is also checked to be within 2 steps of
 /// the real-number mean of its area (the 7-bit column weights: 1.6 at worst on this texture).
 private func areaReference(_ input: Picture, to w: Int, _ h: Int) -> Picture {
-    func taps(_ src: Int, _ dst: Int, _ o: Int, total: Int) -> [(index: Int, weight: Int, cover: Double)] {
-        let lo = o * src, hi = (o + 1) * src // in 1/dst of a sample
-        let covered = (lo / dst...(hi - 1) / dst).map { k in (k, min(hi, (k + 1) * dst) - max(lo, k * dst)) }
-        var weights = covered.map { $0.1 * total / src }
-        // The units left go to the largest remainders, the first on ties.
-        let order = covered.indices.sorted { (covered[$0].1 * total % src, -$0) > (covered[$1].1 * total % src, -$1) }
-        for n in order.prefix(total - weights.reduce(0, +)) { weights[n] += 1 }
-        return covered.indices.map { (covered[$0].0, weights[$0], Double(covered[$0].1) / Double(src)) }
-    }
     let out = Picture(width: w, height: h)
     var planes = out.planes
     for p in 0..<3 {
         let (sw, sh) = input.size(p), (dw, dh) = out.size(p)
         let samples = input.planes[p]
-        let columns = (0..<dw).map { taps(sw, dw, $0, total: 128) }
+        let columns = (0..<dw).map { areaTaps(sw, dw, $0, total: 128) }
         for j in 0..<dh {
-            let rows = taps(sh, dh, j, total: 256)
+            let rows = areaTaps(sh, dh, j, total: 256)
             for i in 0..<dw {
                 var v = 0, mean = 0.0
                 for row in rows {
@@ -401,6 +409,54 @@ private func areaReference(_ input: Picture, to w: Int, _ h: Int) -> Picture {
                 }
                 let output = (v + 128 * 128 + 64) >> 7
                 precondition(abs(Double(output) - mean) <= 2, "\(output) is not within 2 of the area mean \(mean)")
+                planes[p][j * dw + i] = UInt8(output)
+            }
+        }
+    }
+    return Picture(width: w, height: h, planes: planes)
+}
+
+/// Output o's area taps when `src` samples shrink to `dst` (the plugin's area_taps): every
+/// source sample that [o·src/dst, (o+1)·src/dst) covers, with the part it covers in units of
+/// 1/total of the output, rounded down, the units left to the largest remainders (the first
+/// on ties), and that part as a fraction of the output (`cover`).
+private func areaTaps(_ src: Int, _ dst: Int, _ o: Int, total: Int) -> [(index: Int, weight: Int, cover: Double)] {
+    let lo = o * src, hi = (o + 1) * src // in 1/dst of a sample
+    let covered = (lo / dst...(hi - 1) / dst).map { k in (k, min(hi, (k + 1) * dst) - max(lo, k * dst)) }
+    var weights = covered.map { $0.1 * total / src }
+    // The units left go to the largest remainders, the first on ties.
+    let order = covered.indices.sorted { (covered[$0].1 * total % src, -$0) > (covered[$1].1 * total % src, -$1) }
+    for n in order.prefix(total - weights.reduce(0, +)) { weights[n] += 1 }
+    return covered.indices.map { (covered[$0].0, weights[$0], Double(covered[$0].1) / Double(src)) }
+}
+
+/// The box kernel's definition past the area path's reach, up to 7:1 (docs/plugins/scale-rotate.md),
+/// per plane: the same areas and largest-remainder weights as `areaReference`, rows in 256ths
+/// and columns in 16384ths, and the output is ⌊(Σ_r Σ_c wy·wx·s + 2²¹) / 2²²⌋: the weighted
+/// mean rounded once (the kernel sums rows into 16 bits, then columns with pmaddwd on the sums
+/// less 32768, which gives the same integer). Every output is also checked to be within 1.5
+/// steps of the real-number mean of its area (the 8-bit row weights: 1.25 at worst on this
+/// texture, at 6:1).
+private func wideAreaReference(_ input: Picture, to w: Int, _ h: Int) -> Picture {
+    let out = Picture(width: w, height: h)
+    var planes = out.planes
+    for p in 0..<3 {
+        let (sw, sh) = input.size(p), (dw, dh) = out.size(p)
+        let samples = input.planes[p]
+        let columns = (0..<dw).map { areaTaps(sw, dw, $0, total: 16384) }
+        for j in 0..<dh {
+            let rows = areaTaps(sh, dh, j, total: 256)
+            for i in 0..<dw {
+                var sum = 0, mean = 0.0
+                for row in rows {
+                    for column in columns[i] {
+                        let s = samples[row.index * sw + column.index]
+                        sum += row.weight * column.weight * Int(s)
+                        mean += row.cover * column.cover * Double(s)
+                    }
+                }
+                let output = (sum + (1 << 21)) >> 22
+                precondition(abs(Double(output) - mean) <= 1.5, "\(output) is not within 1.5 of the area mean \(mean)")
                 planes[p][j * dw + i] = UInt8(output)
             }
         }
