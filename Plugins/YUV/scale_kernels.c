@@ -27,13 +27,11 @@
  *   each source row's columns once and keep two such rows. libyuv's general rows
  *   (InterpolateRow over the whole source row, then ScaleFilterCols, two samples a
  *   step) were 1.2-2.9x behind swscale there.
- * - Box past 2:1 in both dimensions, up to 4:1: the area mean on the same tables
- *   (up to six taps a dimension, weights the covered parts), where libyuv's
- *   ScalePlaneBox averages boxes of whole samples and truncates.
- * - Box past that, up to 7:1 (gallery thumbnails: 1080p to 426x240 or 320x180):
- *   the area mean rows first, the covered rows weighed into one 16-bit row, then
- *   each output's eight-sample window of it with pmaddwd. libyuv's boxes were
- *   0.77-0.88 of swscale's area there.
+ * - Box past 2:1 in both dimensions, up to 7:1: the area mean, rows first. The
+ *   rows an output row covers are weighed into one 16-bit row, each source row
+ *   read once as one stream, then each output takes an eight-sample window of it
+ *   with pmaddwd. libyuv's ScalePlaneBox averages boxes of whole samples and
+ *   truncates, and past 4:1 it was 0.77-0.88 of swscale's area.
  * - Everything else (point sampling, box past 7:1, bilinear past about 4:1,
  *   libyuv's whole-plane special cases): libyuv's own exported row functions,
  *   driven the way libyuv's ScalePlaneBilinearDown / ScalePlaneBilinearUp /
@@ -121,11 +119,19 @@ static void fixed2_build_tables(scale_plan *plan) {
 #define COLUMN_NEAR_BYTES 16
 #define COLUMN_FAR_BYTES 32
 
-size_t scale_column_blocks(int max_dst_w) { return max_dst_w > 0 ? ((size_t)max_dst_w + 15) / 16 : 0; }
+/* Blocks for either path's tables: the any-ratio path's (one block per 16 outputs) or the
+ * area path's (SCALE_AREA_TAPS int16 weights and an int32 offset per output). */
+static size_t area_table_bytes(int dst_w) {
+    return (size_t)dst_w * (SCALE_AREA_TAPS * sizeof(int16_t) + sizeof(int32_t));
+}
 
-#define COLUMN_TAPS (2 * SCALE_COLUMN_PAIRS)
-/* Rows the area path blends for one output row: a vertical ratio up to 4:1 touches 5. */
-#define AREA_ROWS 6
+size_t scale_column_blocks(int max_dst_w) {
+    if (max_dst_w <= 0) return 0;
+    const size_t columns = ((size_t)max_dst_w + 15) / 16;
+    const size_t area = (area_table_bytes(max_dst_w) + sizeof(scale_column_block) - 1) / sizeof(scale_column_block);
+    return columns > area ? columns : area;
+}
+
 
 /* Output o's two taps on the bilinear / linear path: columns a and a + 1 at libyuv's
  * position x + o * dx, weights (128 - f, f) with f its 7-bit fraction. */
@@ -150,9 +156,8 @@ static int bilinear_taps(const scale_plan *plan, int o, int *index, int *weight)
 static int area_taps(int src, int dst, int o, int total, int *index, int *weight, int max_taps) {
     const int64_t lo = (int64_t)o * src, hi = (int64_t)(o + 1) * src; /* in 1/dst of a sample */
     const int first = (int)(lo / dst), count = (int)((hi - 1) / dst) - first + 1;
-    _Static_assert(SCALE_WIDE_TAPS >= COLUMN_TAPS && SCALE_WIDE_TAPS >= AREA_ROWS, "area_taps' remainders");
-    if (count > max_taps || count > SCALE_WIDE_TAPS) return 0;
-    int64_t remainder[SCALE_WIDE_TAPS]; /* the most taps any caller asks for */
+    if (count > max_taps || count > SCALE_AREA_TAPS) return 0;
+    int64_t remainder[SCALE_AREA_TAPS];
     int left = total;
     for (int n = 0; n < count; n++) {
         const int64_t k = first + n, from = lo > k * dst ? lo : k * dst, to = hi < (k + 1) * dst ? hi : (k + 1) * dst;
@@ -171,13 +176,12 @@ static int area_taps(int src, int dst, int o, int total, int *index, int *weight
     return count;
 }
 
-/* Fills the column tables of the bilinear (`area` 0) or area path into `blocks`;
- * 0 when there are too few blocks, an output has more than COLUMN_TAPS taps, or
- * 8 outputs span more than 32 source bytes (then libyuv's rows stay). */
-static int columns_plan(scale_plan *plan, scale_column_block *blocks, size_t capacity, int area) {
-    const size_t count = scale_column_blocks(plan->dst_w);
+/* Fills the any-ratio path's column tables into `blocks`; 0 when there are too few
+ * blocks or 8 outputs span more than 32 source bytes (then libyuv's rows stay). */
+static int columns_plan(scale_plan *plan, scale_column_block *blocks, size_t capacity) {
+    const size_t count = ((size_t)plan->dst_w + 15) / 16;
     if (blocks == NULL || count > capacity) return 0;
-    int far = 0, pairs = 1, simd_halves = 0, simd_open = 1;
+    int far = 0, simd_halves = 0, simd_open = 1;
     for (size_t b = 0; b < count; b++) {
         scale_column_block *block = &blocks[b];
         memset(block->near, 0x80, sizeof block->near);
@@ -188,19 +192,16 @@ static int columns_plan(scale_plan *plan, scale_column_block *blocks, size_t cap
             for (int i = 0; i < 8; i++) {
                 const int o = (int)(16 * b) + 8 * k + i, lane = 16 * k + 2 * i;
                 if (o >= plan->dst_w) break; /* past the row: no taps, weight 0 */
-                int index[COLUMN_TAPS], weight[COLUMN_TAPS];
-                const int taps = area ? area_taps(plan->src_w, plan->dst_w, o, 128, index, weight, COLUMN_TAPS)
-                                      : bilinear_taps(plan, o, index, weight);
-                if (taps == 0) return 0;
+                int index[2], weight[2];
+                bilinear_taps(plan, o, index, weight);
                 if (offset < 0) offset = index[0]; /* taps only move right */
-                if ((taps + 1) / 2 > pairs) pairs = (taps + 1) / 2;
-                for (int n = 0; n < taps; n++) {
-                    const int relative = index[n] - offset, slot = lane + n % 2;
+                for (int n = 0; n < 2; n++) {
+                    const int relative = index[n] - offset, slot = lane + n;
                     if (relative < 0 || relative >= COLUMN_FAR_BYTES) return 0;
                     if (relative >= COLUMN_NEAR_BYTES) far = 1;
-                    if (relative < COLUMN_NEAR_BYTES) block->near[n / 2][slot] = (uint8_t)relative;
-                    else block->far[n / 2][slot] = (uint8_t)(relative - COLUMN_NEAR_BYTES);
-                    block->weights[n / 2][slot] = (uint8_t)weight[n];
+                    if (relative < COLUMN_NEAR_BYTES) block->near[slot] = (uint8_t)relative;
+                    else block->far[slot] = (uint8_t)(relative - COLUMN_NEAR_BYTES);
+                    block->weights[slot] = (uint8_t)weight[n];
                 }
             }
             block->offset[k] = offset < 0 ? 0 : offset;
@@ -214,35 +215,33 @@ static int columns_plan(scale_plan *plan, scale_column_block *blocks, size_t cap
     }
     plan->columns = blocks;
     plan->column_far = far;
-    plan->column_pairs = pairs;
     plan->simd_halves = simd_halves;
     /* Source rows are prefetched (SCALE_PREFETCH_ROWS) on downscales past 5:4; in one A/B
      * run (cold frames, one thread, 2-vCPU AMD EPYC VM), 1080p -> 854x480 bilinear took
-     * 0.46 ms with it and 0.55 ms without, box 0.76 and 0.85, 720p -> 854x480 0.21 and
-     * 0.26, 720p -> 426x240 box 0.26 and 0.34; 1080p -> 1600x900 (6:5) and 540p -> 720p
-     * were 1-4 % slower with it. */
+     * 0.46 ms with it and 0.55 ms without, 720p -> 854x480 0.21 and 0.26; 1080p ->
+     * 1600x900 (6:5) and 540p -> 720p were 1-4 % slower with it. */
     plan->column_prefetch = 4 * plan->src_h > 5 * plan->dst_h;
     return 1;
 }
 
-/* Fills the wide area path's tables into `storage` (capacity blocks): 0 when they do
- * not fit or an output covers more than SCALE_WIDE_TAPS samples in either dimension. */
-static int wide_area_plan(scale_plan *plan, scale_column_block *storage, size_t capacity) {
-    const size_t weight_bytes = (size_t)plan->dst_w * SCALE_WIDE_TAPS * sizeof(int16_t);
-    if (storage == NULL || weight_bytes + (size_t)plan->dst_w * sizeof(int32_t) > capacity * sizeof *storage) return 0;
-    int index[SCALE_WIDE_TAPS], weight[SCALE_WIDE_TAPS];
+/* Fills the area path's tables into `storage` (capacity blocks): 0 when they do not
+ * fit or an output covers more than SCALE_AREA_TAPS samples in either dimension. */
+static int area_plan(scale_plan *plan, scale_column_block *storage, size_t capacity) {
+    const size_t weight_bytes = (size_t)plan->dst_w * SCALE_AREA_TAPS * sizeof(int16_t);
+    if (storage == NULL || area_table_bytes(plan->dst_w) > capacity * sizeof *storage) return 0;
+    int index[SCALE_AREA_TAPS], weight[SCALE_AREA_TAPS];
     for (int j = 0; j < plan->dst_h; j++)
-        if (area_taps(plan->src_h, plan->dst_h, j, 256, index, weight, SCALE_WIDE_TAPS) == 0) return 0;
+        if (area_taps(plan->src_h, plan->dst_h, j, 256, index, weight, SCALE_AREA_TAPS) == 0) return 0;
     int16_t *weights = (int16_t *)(void *)storage;
     int32_t *offsets = (int32_t *)(void *)((uint8_t *)storage + weight_bytes);
     for (int o = 0; o < plan->dst_w; o++) {
-        const int taps = area_taps(plan->src_w, plan->dst_w, o, 16384, index, weight, SCALE_WIDE_TAPS);
+        const int taps = area_taps(plan->src_w, plan->dst_w, o, 16384, index, weight, SCALE_AREA_TAPS);
         if (taps == 0) return 0;
         offsets[o] = index[0];
-        for (int n = 0; n < SCALE_WIDE_TAPS; n++) weights[SCALE_WIDE_TAPS * o + n] = (int16_t)(n < taps ? weight[n] : 0);
+        for (int n = 0; n < SCALE_AREA_TAPS; n++) weights[SCALE_AREA_TAPS * o + n] = (int16_t)(n < taps ? weight[n] : 0);
     }
-    plan->wide_weights = weights;
-    plan->wide_offsets = offsets;
+    plan->area_weights = weights;
+    plan->area_offsets = offsets;
     return 1;
 }
 
@@ -301,18 +300,15 @@ void scale_plan_init(scale_plan *plan, int src_w, int src_h, int dst_w, int dst_
         plan->filter = filter;
         plan->row_alignment = dst_h;
     } else if (f == kFilterBox && dst_h * 2 < src_h) {
-        /* box past 2:1 in both dimensions: the exact area mean up to 4:1 vertically
-         * (AREA_ROWS) and 32 source bytes per 8 outputs, rows first up to 7:1
-         * (SCALE_WIDE_TAPS), libyuv's integer boxes beyond */
-        plan->path = SCALE_PATH_BOX;
-        if (src_h <= 4 * dst_h && columns_plan(plan, columns, column_capacity, 1)) plan->path = SCALE_PATH_AREA;
-        else if (wide_area_plan(plan, columns, column_capacity)) plan->path = SCALE_PATH_WIDE_AREA;
+        /* box past 2:1 in both dimensions: the area mean up to 7:1 (SCALE_AREA_TAPS),
+         * libyuv's integer boxes beyond */
+        plan->path = area_plan(plan, columns, column_capacity) ? SCALE_PATH_AREA : SCALE_PATH_BOX;
     } else if (f == kFilterNone) {
         plan->path = SCALE_PATH_POINT;
     } else {
         plan->path = dst_h > src_h ? SCALE_PATH_UP : SCALE_PATH_DOWN;
         if (f == kFilterBox) plan->filter = kFilterBilinear;
-        if (columns_plan(plan, columns, column_capacity, 0)) plan->path = SCALE_PATH_COLUMNS;
+        if (columns_plan(plan, columns, column_capacity)) plan->path = SCALE_PATH_COLUMNS;
     }
 }
 
@@ -555,8 +551,6 @@ static int row_position(const scale_plan *plan, int j, int64_t max_y) {
  *   fraction of libyuv's row position (0 for linear: the row is point-sampled).
  *   libyuv's positions; one rounding per dimension and none to 8 bits between
  *   them (libyuv's rows round the intermediate row).
- * - box (area): v = sum of round(h_r * wy_r / 256) over the rows the output's
- *   area covers, wy_r their covered part (area_taps, summing to 256).
  * docs/plugins/scale-rotate.md has the definitions the tests check. */
 #define COLUMN_BIAS (128 * 128 + 64)
 
@@ -564,77 +558,52 @@ static int row_position(const scale_plan *plan, int j, int64_t max_y) {
 static inline int mulhrs(int a, int b) { return (a * b + 0x4000) >> 15; }
 
 /* h of output 8k + i of `block` on one source row, in portable C. */
-static inline int column_sample(const uint8_t *row, const scale_column_block *block, int pairs, int k, int i) {
+static inline int column_sample(const uint8_t *row, const scale_column_block *block, int k, int i) {
     const uint8_t *base = row + block->offset[k];
     int h = 0;
-    for (int p = 0; p < pairs; p++)
-        for (int t = 0; t < 2; t++) {
-            const int slot = 16 * k + 2 * i + t;
-            const int index = block->near[p][slot] != 0x80 ? block->near[p][slot]
-                            : block->far[p][slot] != 0x80  ? block->far[p][slot] + COLUMN_NEAR_BYTES
-                                                           : -1;
-            if (index >= 0) h += block->weights[p][slot] * (base[index] - 128);
-        }
+    for (int t = 0; t < 2; t++) {
+        const int slot = 16 * k + 2 * i + t;
+        const int index = block->near[slot] != 0x80 ? block->near[slot]
+                        : block->far[slot] != 0x80  ? block->far[slot] + COLUMN_NEAR_BYTES
+                                                    : -1;
+        if (index >= 0) h += block->weights[slot] * (base[index] - 128);
+    }
     return h;
 }
 
 /* Outputs [8 * from_half, dst_w) of a row in portable C, the SIMD kernels' integers:
- * `rows` source rows with vertical weights `wy` (area), or two with fraction `fy`
- * (bilinear; rows[1] unread when fy is 0). */
-static void columns_row_c(const scale_plan *plan, const uint8_t *const *rows, int row_count, const int *wy,
-                          uint8_t *dst, int from_half) {
-    const int pairs = plan->column_pairs, area = plan->path == SCALE_PATH_AREA;
+ * rows[0] and rows[1] with fraction `fy` (rows[1] unread when fy is 0). */
+static void columns_row_c(const scale_plan *plan, const uint8_t *const *rows, int fy, uint8_t *dst, int from_half) {
     for (int o = 8 * from_half; o < plan->dst_w; o++) {
         const scale_column_block *block = &plan->columns[o / 16];
         const int k = (o / 8) & 1, i = o % 8;
-        int v;
-        if (area) {
-            v = 0;
-            for (int r = 0; r < row_count; r++) v += mulhrs(column_sample(rows[r], block, pairs, k, i), wy[r] << 7);
-        } else {
-            v = column_sample(rows[0], block, pairs, k, i);
-            if (wy[0]) v += mulhrs(column_sample(rows[1], block, pairs, k, i) - v, wy[0] << 7);
-        }
+        int v = column_sample(rows[0], block, k, i);
+        if (fy) v += mulhrs(column_sample(rows[1], block, k, i) - v, fy << 7);
         dst[o] = (uint8_t)((v + COLUMN_BIAS) >> 7);
     }
 }
 
 #if SCALE_X86
 __attribute__((target("ssse3")))
-static inline __m128i columns_half_ssse3(const uint8_t *row, const scale_column_block *block, int k, int far,
-                                         int pairs) {
+static inline __m128i columns_half_ssse3(const uint8_t *row, const scale_column_block *block, int k, int far) {
     const uint8_t *s = row + block->offset[k];
-    const __m128i near_bytes = _mm_loadu_si128((const __m128i *)s);
-    const __m128i far_bytes = far ? _mm_loadu_si128((const __m128i *)(s + COLUMN_NEAR_BYTES)) : _mm_setzero_si128();
-    __m128i h = _mm_setzero_si128();
-    for (int p = 0; p < pairs; p++) {
-        __m128i taps = _mm_shuffle_epi8(near_bytes, _mm_loadu_si128((const __m128i *)(block->near[p] + 16 * k)));
-        if (far) taps = _mm_or_si128(taps, _mm_shuffle_epi8(far_bytes, _mm_loadu_si128((const __m128i *)(block->far[p] + 16 * k))));
-        taps = _mm_xor_si128(taps, _mm_set1_epi8((char)0x80));
-        h = _mm_add_epi16(h, _mm_maddubs_epi16(_mm_loadu_si128((const __m128i *)(block->weights[p] + 16 * k)), taps));
-    }
-    return h;
+    __m128i taps = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)s), _mm_loadu_si128((const __m128i *)(block->near + 16 * k)));
+    if (far)
+        taps = _mm_or_si128(taps, _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(s + COLUMN_NEAR_BYTES)),
+                                                   _mm_loadu_si128((const __m128i *)(block->far + 16 * k))));
+    taps = _mm_xor_si128(taps, _mm_set1_epi8((char)0x80));
+    return _mm_maddubs_epi16(_mm_loadu_si128((const __m128i *)(block->weights + 16 * k)), taps);
 }
 
 __attribute__((target("ssse3")))
-static int columns_row_ssse3(const scale_plan *plan, const uint8_t *const *rows, int row_count, const int *wy,
-                             uint8_t *dst, int half) {
-    const int far = plan->column_far, pairs = plan->column_pairs, area = plan->path == SCALE_PATH_AREA;
-    const __m128i bias = _mm_set1_epi16(COLUMN_BIAS);
+static int columns_row_ssse3(const scale_plan *plan, const uint8_t *const *rows, int fy, uint8_t *dst, int half) {
+    const int far = plan->column_far;
+    const __m128i bias = _mm_set1_epi16(COLUMN_BIAS), vertical = _mm_set1_epi16((short)(fy << 7));
     for (; half < plan->simd_halves; half++) {
         const scale_column_block *block = &plan->columns[half / 2];
-        __m128i v;
-        if (area) {
-            v = _mm_setzero_si128();
-            for (int r = 0; r < row_count; r++)
-                v = _mm_add_epi16(v, _mm_mulhrs_epi16(columns_half_ssse3(rows[r], block, half & 1, far, pairs),
-                                                      _mm_set1_epi16((short)(wy[r] << 7))));
-        } else {
-            v = columns_half_ssse3(rows[0], block, half & 1, far, 1);
-            if (wy[0])
-                v = _mm_add_epi16(v, _mm_mulhrs_epi16(_mm_sub_epi16(columns_half_ssse3(rows[1], block, half & 1, far, 1), v),
-                                                      _mm_set1_epi16((short)(wy[0] << 7))));
-        }
+        __m128i v = columns_half_ssse3(rows[0], block, half & 1, far);
+        if (fy)
+            v = _mm_add_epi16(v, _mm_mulhrs_epi16(_mm_sub_epi16(columns_half_ssse3(rows[1], block, half & 1, far), v), vertical));
         const __m128i out = _mm_srli_epi16(_mm_add_epi16(v, bias), 7);
         _mm_storel_epi64((__m128i *)(dst + 8 * half), _mm_packus_epi16(out, out));
     }
@@ -642,40 +611,26 @@ static int columns_row_ssse3(const scale_plan *plan, const uint8_t *const *rows,
 }
 
 __attribute__((target("avx2")))
-static inline __m256i columns_block_avx2(const uint8_t *row, const scale_column_block *block, int far, int pairs) {
+static inline __m256i columns_block_avx2(const uint8_t *row, const scale_column_block *block, int far) {
     const uint8_t *s0 = row + block->offset[0], *s1 = row + block->offset[1];
-    const __m256i near_bytes = load_two(s0, s1);
-    const __m256i far_bytes = far ? load_two(s0 + COLUMN_NEAR_BYTES, s1 + COLUMN_NEAR_BYTES) : _mm256_setzero_si256();
-    __m256i h = _mm256_setzero_si256();
-    for (int p = 0; p < pairs; p++) {
-        __m256i taps = _mm256_shuffle_epi8(near_bytes, _mm256_loadu_si256((const __m256i *)block->near[p]));
-        if (far) taps = _mm256_or_si256(taps, _mm256_shuffle_epi8(far_bytes, _mm256_loadu_si256((const __m256i *)block->far[p])));
-        taps = _mm256_xor_si256(taps, _mm256_set1_epi8((char)0x80));
-        h = _mm256_add_epi16(h, _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)block->weights[p]), taps));
-    }
-    return h;
+    __m256i taps = _mm256_shuffle_epi8(load_two(s0, s1), _mm256_loadu_si256((const __m256i *)block->near));
+    if (far)
+        taps = _mm256_or_si256(taps, _mm256_shuffle_epi8(load_two(s0 + COLUMN_NEAR_BYTES, s1 + COLUMN_NEAR_BYTES),
+                                                         _mm256_loadu_si256((const __m256i *)block->far)));
+    taps = _mm256_xor_si256(taps, _mm256_set1_epi8((char)0x80));
+    return _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)block->weights), taps);
 }
 
 /* Whole blocks (two halves); the caller finishes an odd half in SSSE3. */
 __attribute__((target("avx2")))
-static int columns_row_avx2(const scale_plan *plan, const uint8_t *const *rows, int row_count, const int *wy,
-                            uint8_t *dst, int half) {
-    const int far = plan->column_far, pairs = plan->column_pairs, area = plan->path == SCALE_PATH_AREA;
-    const __m256i bias = _mm256_set1_epi16(COLUMN_BIAS);
+static int columns_row_avx2(const scale_plan *plan, const uint8_t *const *rows, int fy, uint8_t *dst, int half) {
+    const int far = plan->column_far;
+    const __m256i bias = _mm256_set1_epi16(COLUMN_BIAS), vertical = _mm256_set1_epi16((short)(fy << 7));
     for (; half + 2 <= plan->simd_halves; half += 2) {
         const scale_column_block *block = &plan->columns[half / 2];
-        __m256i v;
-        if (area) {
-            v = _mm256_setzero_si256();
-            for (int r = 0; r < row_count; r++)
-                v = _mm256_add_epi16(v, _mm256_mulhrs_epi16(columns_block_avx2(rows[r], block, far, pairs),
-                                                            _mm256_set1_epi16((short)(wy[r] << 7))));
-        } else {
-            v = columns_block_avx2(rows[0], block, far, 1);
-            if (wy[0])
-                v = _mm256_add_epi16(v, _mm256_mulhrs_epi16(_mm256_sub_epi16(columns_block_avx2(rows[1], block, far, 1), v),
-                                                            _mm256_set1_epi16((short)(wy[0] << 7))));
-        }
+        __m256i v = columns_block_avx2(rows[0], block, far);
+        if (fy)
+            v = _mm256_add_epi16(v, _mm256_mulhrs_epi16(_mm256_sub_epi16(columns_block_avx2(rows[1], block, far), v), vertical));
         const __m256i out = _mm256_srli_epi16(_mm256_add_epi16(v, bias), 7);
         const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(out, out), 0x08);
         _mm_storeu_si128((__m128i *)(dst + 8 * half), _mm256_castsi256_si128(packed));
@@ -687,7 +642,7 @@ __attribute__((target("ssse3")))
 static int columns_across_ssse3(const scale_plan *plan, const uint8_t *row, int16_t *h, int half) {
     for (; half < plan->simd_halves; half++)
         _mm_storeu_si128((__m128i *)(h + 8 * half),
-                         columns_half_ssse3(row, &plan->columns[half / 2], half & 1, plan->column_far, plan->column_pairs));
+                         columns_half_ssse3(row, &plan->columns[half / 2], half & 1, plan->column_far));
     return half;
 }
 
@@ -696,7 +651,7 @@ static int columns_across_avx2(const scale_plan *plan, const uint8_t *row, int16
     int half = 0;
     for (; half + 2 <= plan->simd_halves; half += 2)
         _mm256_storeu_si256((__m256i *)(h + 8 * half),
-                            columns_block_avx2(row, &plan->columns[half / 2], plan->column_far, plan->column_pairs));
+                            columns_block_avx2(row, &plan->columns[half / 2], plan->column_far));
     return half;
 }
 
@@ -750,7 +705,7 @@ static void columns_across(const scale_plan *plan, const uint8_t *row, int16_t *
     if (plan->isa >= SCALE_ISA_SSSE3) half = columns_across_ssse3(plan, row, h, half);
 #endif
     for (int o = 8 * half; o < plan->dst_w; o++)
-        h[o] = (int16_t)column_sample(row, &plan->columns[o / 16], plan->column_pairs, (o / 8) & 1, o % 8);
+        h[o] = (int16_t)column_sample(row, &plan->columns[o / 16], (o / 8) & 1, o % 8);
 }
 
 /* Upscales keep two column-filtered source rows (slots 0 and 1, `cached` their row
@@ -799,36 +754,25 @@ static void columns_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t s
     const int64_t max_y = (int64_t)(plan->src_h - 1) << 16;
     int prefetched = 0;
     for (int j = row_begin; j < row_end; j++) {
-        const uint8_t *rows[AREA_ROWS];
-        int wy[AREA_ROWS], row_count;
-        if (plan->path == SCALE_PATH_AREA) {
-            int index[AREA_ROWS];
-            row_count = area_taps(plan->src_h, plan->dst_h, j, 256, index, wy, AREA_ROWS); /* >= 1: src_h <= 4 dst_h */
-            for (int r = 0; r < row_count; r++) rows[r] = src + (ptrdiff_t)index[r] * src_stride;
-        } else {
-            const int y = row_position(plan, j, max_y);
-            /* linear filters columns only: the row is point-sampled */
-            wy[0] = plan->filter == kFilterLinear ? 0 : (y >> 8) & 255;
-            rows[0] = src + (ptrdiff_t)(y >> 16) * src_stride;
-            rows[1] = wy[0] ? rows[0] + src_stride : rows[0];
-            row_count = 2;
-        }
+        const int y = row_position(plan, j, max_y), top = y >> 16;
+        /* linear filters columns only: the row is point-sampled */
+        const int fy = plan->filter == kFilterLinear ? 0 : (y >> 8) & 255;
+        const uint8_t *rows[2] = { src + (ptrdiff_t)top * src_stride, src + (ptrdiff_t)(fy ? top + 1 : top) * src_stride };
         if (plan->column_prefetch) {
-            const int first = (int)((rows[0] - src) / src_stride), last = (int)((rows[row_count - 1] - src) / src_stride);
-            if (prefetched < first) prefetched = first;
-            prefetch_source_rows(plan, src, src_stride, &prefetched, last + SCALE_PREFETCH_ROWS);
+            if (prefetched < top) prefetched = top;
+            prefetch_source_rows(plan, src, src_stride, &prefetched, top + 1 + SCALE_PREFETCH_ROWS);
         }
         uint8_t *out = dst + (ptrdiff_t)j * dst_stride;
         int half = 0;
 #if SCALE_X86
-        if (plan->isa >= SCALE_ISA_AVX2) half = columns_row_avx2(plan, rows, row_count, wy, out, half);
-        if (plan->isa >= SCALE_ISA_SSSE3) half = columns_row_ssse3(plan, rows, row_count, wy, out, half);
+        if (plan->isa >= SCALE_ISA_AVX2) half = columns_row_avx2(plan, rows, fy, out, half);
+        if (plan->isa >= SCALE_ISA_SSSE3) half = columns_row_ssse3(plan, rows, fy, out, half);
 #endif
-        columns_row_c(plan, rows, row_count, wy, out, half);
+        columns_row_c(plan, rows, fy, out, half);
     }
 }
 
-/* ------------------------------------------- box past 4:1, rows first -- */
+/* ------------------------------------------------- box: the area mean -- */
 
 /* Rows first: V(x) = sum of wy_r * s[r][x] over the rows output row j covers
  * (area_taps, weights summing to 256), so V <= 255 * 256 fits 16 bits; stored
@@ -837,9 +781,10 @@ static void columns_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t s
  * zero past its taps): out = (sum of wx * (V - 32768) + 2^29 + 2^21) >> 22, the
  * area mean rounded once. V has 8 zeros past the row's end for the windows that
  * reach over it (their weights there are 0). */
-#define WIDE_BIAS ((1 << 29) + (1 << 21))
+#define AREA_BIAS ((1 << 29) + (1 << 21))
 
-static void wide_rows_c(const uint8_t *const *rows, const int *wy, int count, int16_t *v, int from, int width) {
+/* V for columns [from, width), a column at a time: the SIMD loops' tail. */
+static void area_rows_c(const uint8_t *const *rows, const int *wy, int count, int16_t *v, int from, int width) {
     for (int x = from; x < width; x++) {
         int sum = 0;
         for (int r = 0; r < count; r++) sum += wy[r] * rows[r][x];
@@ -847,75 +792,88 @@ static void wide_rows_c(const uint8_t *const *rows, const int *wy, int count, in
     }
 }
 
-static void wide_columns_c(const scale_plan *plan, const int16_t *v, uint8_t *dst, int from) {
+static void area_columns_c(const scale_plan *plan, const int16_t *v, uint8_t *dst, int from) {
     for (int o = from; o < plan->dst_w; o++) {
-        const int16_t *w = plan->wide_weights + SCALE_WIDE_TAPS * o, *window = v + plan->wide_offsets[o];
+        const int16_t *w = plan->area_weights + SCALE_AREA_TAPS * o, *window = v + plan->area_offsets[o];
         int sum = 0;
-        for (int n = 0; n < SCALE_WIDE_TAPS; n++) sum += w[n] * window[n];
-        dst[o] = (uint8_t)((sum + WIDE_BIAS) >> 22);
+        for (int n = 0; n < SCALE_AREA_TAPS; n++) sum += w[n] * window[n];
+        dst[o] = (uint8_t)((sum + AREA_BIAS) >> 22);
     }
 }
 
 #if SCALE_X86
-/* Each row widened to 16 bits and weighed with pmullw; the sums wrap modulo 2^16 in
- * between and end at most 255 * 256: the same bits as the C. (Rows two at a time with
- * pmaddubsw, which fits when every row weight is at most 64, were 10-15 % slower in a C
- * harness: 1080p -> 426x240, hot.) The last step overlaps the one before (the same
- * values). Returns the samples done (0 or width). */
-__attribute__((target("sse2"))) static int wide_rows_sse2(const uint8_t *const *rows, const int *wy, int count,
+/* V a row at a time: each source row is read once, start to end, so the rows of an
+ * output row are one ascending stream the hardware prefetchers follow (column by
+ * column over all the rows at once was 1.45x slower on a cold 1080p frame, and
+ * 1.6x at 1080p -> 854x480, than this; in a C harness, AMD EPYC). Each row is widened
+ * to 16 bits and weighed with pmullw, V kept in the row buffer (L1) between rows; the
+ * sums wrap modulo 2^16 in between and end at most 255 * 256, the bits of the C.
+ * Whole vectors only: returns the columns done, the C does the rest. */
+__attribute__((target("sse2"))) static int area_rows_sse2(const uint8_t *const *rows, const int *wy, int count,
                                                           int16_t *v, int width) {
-    if (width < 16) return 0;
+    const int whole = width & ~15;
     const __m128i zero = _mm_setzero_si128(), bias = _mm_set1_epi16((short)0x8000);
-    __m128i w[SCALE_WIDE_TAPS];
-    for (int r = 0; r < count; r++) w[r] = _mm_set1_epi16((short)wy[r]);
-    for (int x = 0; x < width; x += 16) {
-        const int at = x + 16 <= width ? x : width - 16;
-        __m128i lo = zero, hi = zero;
-        for (int r = 0; r < count; r++) {
-            const __m128i s = _mm_loadu_si128((const __m128i *)(rows[r] + at));
-            lo = _mm_add_epi16(lo, _mm_mullo_epi16(_mm_unpacklo_epi8(s, zero), w[r]));
-            hi = _mm_add_epi16(hi, _mm_mullo_epi16(_mm_unpackhi_epi8(s, zero), w[r]));
+    for (int r = 0; r < count; r++) {
+        const __m128i w = _mm_set1_epi16((short)wy[r]);
+        const uint8_t *s = rows[r];
+        for (int x = 0; x < whole; x += 16) {
+            const __m128i bytes = _mm_loadu_si128((const __m128i *)(s + x));
+            __m128i lo = _mm_mullo_epi16(_mm_unpacklo_epi8(bytes, zero), w);
+            __m128i hi = _mm_mullo_epi16(_mm_unpackhi_epi8(bytes, zero), w);
+            if (r > 0) {
+                lo = _mm_add_epi16(lo, _mm_loadu_si128((const __m128i *)(v + x)));
+                hi = _mm_add_epi16(hi, _mm_loadu_si128((const __m128i *)(v + x + 8)));
+            }
+            if (r == count - 1) {
+                lo = _mm_xor_si128(lo, bias);
+                hi = _mm_xor_si128(hi, bias);
+            }
+            _mm_storeu_si128((__m128i *)(v + x), lo);
+            _mm_storeu_si128((__m128i *)(v + x + 8), hi);
         }
-        _mm_storeu_si128((__m128i *)(v + at), _mm_xor_si128(lo, bias));
-        _mm_storeu_si128((__m128i *)(v + at + 8), _mm_xor_si128(hi, bias));
     }
-    return width;
+    return whole;
 }
 
-__attribute__((target("avx2"))) static int wide_rows_avx2(const uint8_t *const *rows, const int *wy, int count,
+__attribute__((target("avx2"))) static int area_rows_avx2(const uint8_t *const *rows, const int *wy, int count,
                                                           int16_t *v, int width) {
-    if (width < 32) return 0;
+    const int whole = width & ~31;
     const __m256i bias = _mm256_set1_epi16((short)0x8000);
-    __m256i w[SCALE_WIDE_TAPS];
-    for (int r = 0; r < count; r++) w[r] = _mm256_set1_epi16((short)wy[r]);
-    for (int x = 0; x < width; x += 32) {
-        const int at = x + 32 <= width ? x : width - 32;
-        __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-        for (int r = 0; r < count; r++) {
-            const uint8_t *s = rows[r] + at;
-            lo = _mm256_add_epi16(lo, _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)s)), w[r]));
-            hi = _mm256_add_epi16(hi, _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + 16))), w[r]));
+    for (int r = 0; r < count; r++) {
+        const __m256i w = _mm256_set1_epi16((short)wy[r]);
+        const uint8_t *s = rows[r];
+        for (int x = 0; x < whole; x += 32) {
+            __m256i lo = _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + x))), w);
+            __m256i hi = _mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(s + x + 16))), w);
+            if (r > 0) {
+                lo = _mm256_add_epi16(lo, _mm256_loadu_si256((const __m256i *)(v + x)));
+                hi = _mm256_add_epi16(hi, _mm256_loadu_si256((const __m256i *)(v + x + 16)));
+            }
+            if (r == count - 1) {
+                lo = _mm256_xor_si256(lo, bias);
+                hi = _mm256_xor_si256(hi, bias);
+            }
+            _mm256_storeu_si256((__m256i *)(v + x), lo);
+            _mm256_storeu_si256((__m256i *)(v + x + 16), hi);
         }
-        _mm256_storeu_si256((__m256i *)(v + at), _mm256_xor_si256(lo, bias));
-        _mm256_storeu_si256((__m256i *)(v + at + 16), _mm256_xor_si256(hi, bias));
     }
-    return width;
+    return whole;
 }
 
 /* 8 outputs a step: one pmaddwd per output window, phaddd to the 8 sums; the last
  * step overlaps the one before. Returns the outputs done (0 or dst_w). */
-__attribute__((target("ssse3"))) static int wide_columns_ssse3(const scale_plan *plan, const int16_t *v, uint8_t *dst) {
+__attribute__((target("ssse3"))) static int area_columns_ssse3(const scale_plan *plan, const int16_t *v, uint8_t *dst) {
     const int dst_w = plan->dst_w;
     if (dst_w < 8) return 0;
-    const __m128i bias = _mm_set1_epi32(WIDE_BIAS);
+    const __m128i bias = _mm_set1_epi32(AREA_BIAS);
     for (int o = 0; o < dst_w; o += 8) {
         const int at = o + 8 <= dst_w ? o : dst_w - 8;
-        const int16_t *w = plan->wide_weights + SCALE_WIDE_TAPS * at;
-        const int32_t *offset = plan->wide_offsets + at;
+        const int16_t *w = plan->area_weights + SCALE_AREA_TAPS * at;
+        const int32_t *offset = plan->area_offsets + at;
         __m128i p[8];
         for (int i = 0; i < 8; i++)
             p[i] = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(v + offset[i])),
-                                  _mm_loadu_si128((const __m128i *)(w + SCALE_WIDE_TAPS * i)));
+                                  _mm_loadu_si128((const __m128i *)(w + SCALE_AREA_TAPS * i)));
         const __m128i a = _mm_hadd_epi32(_mm_hadd_epi32(p[0], p[1]), _mm_hadd_epi32(p[2], p[3]));
         const __m128i b = _mm_hadd_epi32(_mm_hadd_epi32(p[4], p[5]), _mm_hadd_epi32(p[6], p[7]));
         const __m128i sums = _mm_packs_epi32(_mm_srai_epi32(_mm_add_epi32(a, bias), 22),
@@ -927,26 +885,28 @@ __attribute__((target("ssse3"))) static int wide_columns_ssse3(const scale_plan 
 #endif
 
 /* Rows are read top down, once each (a row on an area boundary twice). Prefetching
- * them 8 to 32 rows ahead, as the area path does, made no difference that a C harness
- * could tell from the noise (1080p -> 426x240, cold), so there is none. */
-static void wide_area_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
-                           ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *buffer) {
-    int16_t *v = (int16_t *)(void *)buffer; /* src_w + SCALE_WIDE_TAPS: scale_row_buffer_size */
-    memset(v + plan->src_w, 0, SCALE_WIDE_TAPS * sizeof *v);
+ * them 8 to 32 rows ahead, as the any-ratio path does, made no difference that a C
+ * harness could tell from the noise (1080p -> 426x240, cold), so there is none. */
+static void area_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                      ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *buffer) {
+    int16_t *v = (int16_t *)(void *)buffer; /* src_w + SCALE_AREA_TAPS: scale_row_buffer_size */
+    memset(v + plan->src_w, 0, SCALE_AREA_TAPS * sizeof *v);
     for (int j = row_begin; j < row_end; j++) {
-        int index[SCALE_WIDE_TAPS], wy[SCALE_WIDE_TAPS];
-        const uint8_t *rows[SCALE_WIDE_TAPS];
-        const int count = area_taps(plan->src_h, plan->dst_h, j, 256, index, wy, SCALE_WIDE_TAPS); /* >= 1: planned */
+        int index[SCALE_AREA_TAPS], wy[SCALE_AREA_TAPS];
+        const uint8_t *rows[SCALE_AREA_TAPS];
+        const int count = area_taps(plan->src_h, plan->dst_h, j, 256, index, wy, SCALE_AREA_TAPS); /* >= 1: planned */
         for (int r = 0; r < count; r++) rows[r] = src + (ptrdiff_t)index[r] * src_stride;
         uint8_t *out = dst + (ptrdiff_t)j * dst_stride;
         int x = 0, o = 0;
 #if SCALE_X86
-        if (plan->isa >= SCALE_ISA_AVX2) x = wide_rows_avx2(rows, wy, count, v, plan->src_w);
-        if (x == 0 && plan->isa >= SCALE_ISA_SSSE3) x = wide_rows_sse2(rows, wy, count, v, plan->src_w);
-        if (plan->isa >= SCALE_ISA_SSSE3) o = wide_columns_ssse3(plan, v, out);
+        if (plan->isa >= SCALE_ISA_AVX2) x = area_rows_avx2(rows, wy, count, v, plan->src_w);
+        else if (plan->isa >= SCALE_ISA_SSSE3) x = area_rows_sse2(rows, wy, count, v, plan->src_w);
 #endif
-        wide_rows_c(rows, wy, count, v, x, plan->src_w);
-        if (o == 0) wide_columns_c(plan, v, out, 0);
+        area_rows_c(rows, wy, count, v, x, plan->src_w);
+#if SCALE_X86
+        if (plan->isa >= SCALE_ISA_SSSE3) o = area_columns_ssse3(plan, v, out);
+#endif
+        if (o == 0) area_columns_c(plan, v, out, 0);
     }
 }
 
@@ -1210,10 +1170,7 @@ void scale_plane_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_
         if (plan->dst_h > plan->src_h) columns_up_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer);
         else columns_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end);
         break;
-    case SCALE_PATH_AREA: columns_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end); break;
-    case SCALE_PATH_WIDE_AREA:
-        wide_area_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer);
-        break;
+    case SCALE_PATH_AREA: area_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer); break;
     case SCALE_PATH_POINT: point_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end); break;
     case SCALE_PATH_DOWN: down_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer); break;
     case SCALE_PATH_UP: up_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer); break;

@@ -6,7 +6,7 @@
  * output rows that starts at a multiple of the plan's row_alignment, so a
  * frame can be cut into slices that run on different threads, each with its
  * own row buffer of scale_row_buffer_size bytes (allocated at configure). The
- * any-ratio two-tap path reads per-column tables that the plan writes into
+ * any-ratio two-tap path and the area path read per-column tables that the plan writes into
  * storage the caller allocated at configure (scale_column_blocks).
  * Nothing here is exported from the plugin: the symbols are hidden.
  */
@@ -36,8 +36,7 @@ typedef enum {
     SCALE_PATH_FIXED2,    /* exact ratio, 2 taps a dimension (3:2; 2:1, 4:3 mixed): fixed weights */
     SCALE_PATH_FIXED3,    /* exact 3:1, 3 taps a dimension */
     SCALE_PATH_COLUMNS,   /* any other ratio, bilinear or linear: per-column tables, one fused pass */
-    SCALE_PATH_AREA,      /* any other ratio past 2:1, box: the exact area mean, per-column tables */
-    SCALE_PATH_WIDE_AREA, /* box past that, up to 7:1: the area mean, rows first into 16 bits */
+    SCALE_PATH_AREA,      /* box past 2:1, up to 7:1: the area mean, rows first into 16 bits */
     SCALE_PATH_POINT,     /* libyuv ScaleCols_C rows (filter=none) */
     SCALE_PATH_DOWN,      /* libyuv InterpolateRow + ScaleFilterCols, vertical first */
     SCALE_PATH_UP,        /* libyuv ScaleFilterCols + InterpolateRow, horizontal first, two cached rows */
@@ -54,21 +53,16 @@ typedef struct scale_phases {
     int weight[4][3];
 } scale_phases;
 
-/* Pairs of taps a column table holds per output: 6 taps, the area of up to 4:1. */
-#define SCALE_COLUMN_PAIRS 3
-
-/* 16 outputs of the any-ratio paths (bilinear: 2 taps; box: the area's up to 6), 8
- * per 128-bit lane (half). Tap pair p of output 8k + i of half k reads source bytes
- * offset[k] + a and offset[k] + b, where a and b are pshufb indices into the 16
- * bytes loaded at offset[k] (`near[p]`) or, for spans over 16 bytes (downscales
- * past 2:1), into the 16 bytes after them (`far[p]`; 0x80 in the other table and
- * for unused taps). Weights are pmaddubsw's unsigned bytes and sum to 128 per
- * output: (128 - f, f) with f the 7-bit fraction of libyuv's 16.16 position, or
- * the area each source sample covers. */
+/* 16 outputs of the any-ratio path (two taps each), 8 per 128-bit lane (half).
+ * Output 8k + i of half k reads source bytes offset[k] + a and offset[k] + b, where
+ * a and b are pshufb indices into the 16 bytes loaded at offset[k] (`near`) or, for
+ * spans over 16 bytes (downscales past 2:1), into the 16 bytes after them (`far`;
+ * 0x80 in the other table). Weights are pmaddubsw's unsigned bytes and sum to 128
+ * per output: (128 - f, f) with f the 7-bit fraction of libyuv's 16.16 position. */
 typedef struct scale_column_block {
-    uint8_t near[SCALE_COLUMN_PAIRS][32];
-    uint8_t far[SCALE_COLUMN_PAIRS][32];
-    uint8_t weights[SCALE_COLUMN_PAIRS][32];
+    uint8_t near[32];
+    uint8_t far[32];
+    uint8_t weights[32];
     int32_t offset[2];
     int32_t reserved[6];
 } scale_column_block;
@@ -93,28 +87,27 @@ typedef struct scale_plan {
      * halves are whole and their loads stay inside the source row */
     const scale_column_block *columns;
     int column_far;                  /* some output reaches past the near 16 bytes */
-    int column_pairs;                /* tap pairs the widest output uses (1 for bilinear) */
     int column_prefetch;             /* prefetch source rows ahead (downscales past 5:4) */
     int simd_halves;
-    /* box past the area path's reach (SCALE_PATH_WIDE_AREA), in the same storage:
-     * output o's taps are the SCALE_WIDE_TAPS samples from wide_offsets[o] with the
-     * int16 weights wide_weights[SCALE_WIDE_TAPS * o ...], summing to 16384 */
-    const int16_t *wide_weights;
-    const int32_t *wide_offsets;
+    /* the area path, in the same storage: output o's taps are the SCALE_AREA_TAPS
+     * samples from area_offsets[o] with the int16 weights area_weights[SCALE_AREA_TAPS
+     * * o ...], summing to 16384 */
+    const int16_t *area_weights;
+    const int32_t *area_offsets;
 } scale_plan;
 
-/* Taps a dimension of the wide area path: the area of up to 7:1. */
-#define SCALE_WIDE_TAPS 8
+/* Samples a dimension of the area path: the area of up to 7:1. */
+#define SCALE_AREA_TAPS 8
 
 /* Plans one plane's scale; sizes >= 1. Any thread; no allocation. `columns`
  * holds `column_capacity` blocks for the any-ratio path (scale_column_blocks of
- * the widest output the plan may get; the wide area path keeps its own tables
- * there, 20 bytes an output); with too few (or NULL) those paths run libyuv's
- * rows instead. The plan points into `columns` while it is used. */
+ * the widest output the plan may get: room for either path's tables); with too
+ * few (or NULL) those paths run libyuv's rows instead. The plan points into
+ * `columns` while it is used. */
 SCALE_HIDDEN void scale_plan_init(scale_plan *plan, int src_w, int src_h, int dst_w, int dst_h,
                                   int filter, scale_isa isa, scale_column_block *columns, size_t column_capacity);
 
-/* Column blocks a plan of output width up to max_dst_w may write. */
+/* Column blocks a plan of output width up to max_dst_w may write (either path). */
 SCALE_HIDDEN size_t scale_column_blocks(int max_dst_w);
 
 /* Bytes of row buffer one slice needs for any plan of planes up to these widths. */
