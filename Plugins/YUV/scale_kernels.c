@@ -234,14 +234,17 @@ static int area_plan(scale_plan *plan, scale_column_block *storage, size_t capac
         if (area_taps(plan->src_h, plan->dst_h, j, 256, index, weight, SCALE_AREA_TAPS) == 0) return 0;
     int16_t *weights = (int16_t *)(void *)storage;
     int32_t *offsets = (int32_t *)(void *)((uint8_t *)storage + weight_bytes);
+    int widest = 0;
     for (int o = 0; o < plan->dst_w; o++) {
         const int taps = area_taps(plan->src_w, plan->dst_w, o, 16384, index, weight, SCALE_AREA_TAPS);
         if (taps == 0) return 0;
+        if (taps > widest) widest = taps;
         offsets[o] = index[0];
         for (int n = 0; n < SCALE_AREA_TAPS; n++) weights[SCALE_AREA_TAPS * o + n] = (int16_t)(n < taps ? weight[n] : 0);
     }
     plan->area_weights = weights;
     plan->area_offsets = offsets;
+    plan->area_narrow = widest <= 4;
     return 1;
 }
 
@@ -870,12 +873,29 @@ __attribute__((target("ssse3"))) static int area_columns_ssse3(const scale_plan 
         const int at = o + 8 <= dst_w ? o : dst_w - 8;
         const int16_t *w = plan->area_weights + SCALE_AREA_TAPS * at;
         const int32_t *offset = plan->area_offsets + at;
-        __m128i p[8];
-        for (int i = 0; i < 8; i++)
-            p[i] = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(v + offset[i])),
-                                  _mm_loadu_si128((const __m128i *)(w + SCALE_AREA_TAPS * i)));
-        const __m128i a = _mm_hadd_epi32(_mm_hadd_epi32(p[0], p[1]), _mm_hadd_epi32(p[2], p[3]));
-        const __m128i b = _mm_hadd_epi32(_mm_hadd_epi32(p[4], p[5]), _mm_hadd_epi32(p[6], p[7]));
+        __m128i a, b;
+        if (plan->area_narrow) {
+            /* every output has at most 4 taps (ratios up to 3:1 across): two outputs'
+             * 4-sample windows per pmaddwd, half the work (the same sums) */
+            __m128i p[4];
+            for (int i = 0; i < 4; i++) {
+                const int16_t *w0 = w + SCALE_AREA_TAPS * 2 * i, *w1 = w0 + SCALE_AREA_TAPS;
+                const __m128i windows = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(v + offset[2 * i])),
+                                                           _mm_loadl_epi64((const __m128i *)(v + offset[2 * i + 1])));
+                const __m128i weights = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)w0),
+                                                           _mm_loadl_epi64((const __m128i *)w1));
+                p[i] = _mm_madd_epi16(windows, weights);
+            }
+            a = _mm_hadd_epi32(p[0], p[1]);
+            b = _mm_hadd_epi32(p[2], p[3]);
+        } else {
+            __m128i p[8];
+            for (int i = 0; i < 8; i++)
+                p[i] = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(v + offset[i])),
+                                      _mm_loadu_si128((const __m128i *)(w + SCALE_AREA_TAPS * i)));
+            a = _mm_hadd_epi32(_mm_hadd_epi32(p[0], p[1]), _mm_hadd_epi32(p[2], p[3]));
+            b = _mm_hadd_epi32(_mm_hadd_epi32(p[4], p[5]), _mm_hadd_epi32(p[6], p[7]));
+        }
         const __m128i sums = _mm_packs_epi32(_mm_srai_epi32(_mm_add_epi32(a, bias), 22),
                                              _mm_srai_epi32(_mm_add_epi32(b, bias), 22));
         _mm_storel_epi64((__m128i *)(dst + at), _mm_packus_epi16(sums, sums));

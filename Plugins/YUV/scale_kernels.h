@@ -94,6 +94,7 @@ typedef struct scale_plan {
      * * o ...], summing to 16384 */
     const int16_t *area_weights;
     const int32_t *area_offsets;
+    int area_narrow;                 /* no output has more than 4 column taps */
 } scale_plan;
 
 /* Samples a dimension of the area path: the area of up to 7:1. */
