@@ -3,7 +3,7 @@
  * random sizes, filters, strides and slice counts, under AddressSanitizer and UBSan, with every
  * buffer exactly as large as its rows (so any read or write past a row's end is reported). At
  * every instruction-set level the plugin has its own kernels for (fixed ratios, any ratio in
- * bilinear and linear, the area mean up to 4:1 and rows first up to 7:1), the SIMD bytes must equal the portable C's; the paths that
+ * bilinear and linear, the area mean up to 7:1), the SIMD bytes must equal the portable C's; the paths that
  * call libyuv's rows are run for memory errors only (libyuv's C and SIMD rows round differently).
  * Part of CI (.ci/run), about 30 s:
  *
@@ -22,9 +22,8 @@
 
 #define MAX_DST_W 700
 
-/* A random size pair: any sizes, a downscale by up to 8:1 (past 7:1 box runs libyuv's rows), one
- * between 2:1 and 4:1 in both dimensions (the area mean's range), a fixed ratio in both
- * dimensions, or an upscale. */
+/* A random size pair: any sizes, a downscale by up to 8:1 (the area mean's range reaches 7:1), one
+ * between 2:1 and 4:1 in both dimensions, a fixed ratio in both dimensions, or an upscale. */
 static void random_sizes(int *sw, int *sh, int *dw, int *dh) {
     *sw = 1 + rand() % 400;
     *sh = 1 + rand() % 200;
