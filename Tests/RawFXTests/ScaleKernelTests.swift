@@ -8,10 +8,10 @@ import XCTest
 /// The kernels behind `scale` (Plugins/YUV/scale_kernels.c), run through chains: quality
 /// against FFmpeg's bicubic and libyuv's I420Scale on the repository's test pattern, the
 /// fixed-ratio kernels against their weight formula, any other ratio in bilinear or linear
-/// against the exact blend at libyuv's positions (and within one step of libyuv), the ratios
-/// and filters that run libyuv's rows byte for byte against libyuv, slices on two threads
-/// against one, no allocation per frame, and each SIMD level against the portable C (forced
-/// with RAWFX_KERNELS).
+/// against the exact blend at libyuv's positions (and within one step of libyuv), box from 2:1
+/// to 7:1 against the area mean's definition, the ratios and filters that run libyuv's rows
+/// byte for byte against libyuv, slices on two threads against one, no allocation per frame,
+/// and each SIMD level against the portable C (forced with RAWFX_KERNELS).
 final class ScaleKernelTests: XCTestCase {
     var registry: PluginRegistry!
 
