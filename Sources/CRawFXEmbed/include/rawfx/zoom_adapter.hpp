@@ -15,8 +15,28 @@
 //                                       per pipe)
 // Meeting SDK (namespace ZOOMSDK):      meeting_pre_processor, meeting_audio_delegate,
 //                                       meeting_video_source, meeting_share_source,
-//                                       meeting_virtual_mic, meeting_production_studio,
-//                                       meeting_receive_video (IZoomSDKRendererDelegate per renderer)
+//                                       meeting_virtual_mic, meeting_receive_video
+//                                       (IZoomSDKRendererDelegate per renderer),
+//                                       meeting_production_studio (where the SDK has it: below)
+//
+// The SDK's headers come first. With the Meeting SDK those are zoom_sdk_raw_data_def.h and the
+// rawdata/ headers of the interfaces used (rawdata_video_source_helper_interface.h,
+// rawdata_audio_helper_interface.h, rawdata_renderer_interface.h,
+// rawdata_share_source_helper_interface.h). Every SDK name here is qualified: ZOOMVIDEOSDK::,
+// ZOOMSDK::, or :: for what both SDKs declare globally (AudioRawData, YUVRawDataI420,
+// YUVProcessDataI420, zchar_t), so no `using namespace` is needed, and one in force is harmless.
+//
+// Production studio: meeting_production_studio needs the Meeting SDK's
+// meeting_service_components/meeting_production_studio_ctrl_interface.h, which not every SDK
+// package has. RAWFX_ZOOM_HAS_PRODUCTION_STUDIO decides whether the class is compiled:
+//   - defined before this header (0 or 1): as defined. With 1 the SDK's header is included here
+//     when it is on the include path; otherwise it must have been included already.
+//   - left undefined: 1 when __has_include(<meeting_service_components/
+//     meeting_production_studio_ctrl_interface.h>) finds it (the SDK's h/ folder is on the
+//     include path), and it is included here; else 0, and the class is left out.
+// After this header RAWFX_ZOOM_HAS_PRODUCTION_STUDIO is defined, 0 or 1 (0 without
+// RAWFX_WITH_ZOOM_MEETING_SDK, unless you defined it).
+//
 // Constructors and run-time control throw rawfx::error (code + rawfx_last_error()); SDK
 // callbacks never throw: their result is kept (last_result(), last_error()). Thread rules
 // are those of rawfx_hooks.h: a callback runs on the SDK's thread, push_* on the app's.
@@ -35,6 +55,27 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#if defined(RAWFX_WITH_ZOOM_MEETING_SDK)
+#if defined(__has_include)
+#if __has_include(<meeting_service_components/meeting_production_studio_ctrl_interface.h>)
+#define RAWFX_ZOOM_PRODUCTION_STUDIO_HEADER_FOUND 1
+#endif
+#endif
+#if !defined(RAWFX_ZOOM_HAS_PRODUCTION_STUDIO)
+#if defined(RAWFX_ZOOM_PRODUCTION_STUDIO_HEADER_FOUND)
+#define RAWFX_ZOOM_HAS_PRODUCTION_STUDIO 1
+#else
+#define RAWFX_ZOOM_HAS_PRODUCTION_STUDIO 0
+#endif
+#endif
+#if RAWFX_ZOOM_HAS_PRODUCTION_STUDIO && defined(RAWFX_ZOOM_PRODUCTION_STUDIO_HEADER_FOUND)
+#include <meeting_service_components/meeting_production_studio_ctrl_interface.h>
+#endif
+#undef RAWFX_ZOOM_PRODUCTION_STUDIO_HEADER_FOUND
+#elif !defined(RAWFX_ZOOM_HAS_PRODUCTION_STUDIO)
+#define RAWFX_ZOOM_HAS_PRODUCTION_STUDIO 0
+#endif
 
 namespace rawfx {
 
@@ -170,7 +211,7 @@ template <class F> int32_t code_of(F &&call) {
 
 // A received frame (the same class in both SDKs) as rawfx_video_raw_data: the planes lent for
 // the call, the SDK's reference counting.
-inline rawfx_video_raw_data raw_data_of(YUVRawDataI420 *data) {
+inline rawfx_video_raw_data raw_data_of(::YUVRawDataI420 *data) {
     rawfx_video_raw_data raw{};
     raw.struct_size = sizeof raw;
     raw.width = data->GetStreamWidth();
@@ -185,9 +226,9 @@ inline rawfx_video_raw_data raw_data_of(YUVRawDataI420 *data) {
     raw.is_limited = data->IsLimitedI420() ? 1 : 0;
     raw.timestamp_ms = data->GetTimeStamp();
     raw.sdk_object = data;
-    raw.can_add_ref = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->CanAddRef() ? 1 : 0; };
-    raw.add_ref = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->AddRef() ? 1 : 0; };
-    raw.release = [](void *o) -> int32_t { return static_cast<YUVRawDataI420 *>(o)->Release(); };
+    raw.can_add_ref = [](void *o) -> int32_t { return static_cast<::YUVRawDataI420 *>(o)->CanAddRef() ? 1 : 0; };
+    raw.add_ref = [](void *o) -> int32_t { return static_cast<::YUVRawDataI420 *>(o)->AddRef() ? 1 : 0; };
+    raw.release = [](void *o) -> int32_t { return static_cast<::YUVRawDataI420 *>(o)->Release(); };
     return raw;
 }
 
@@ -206,7 +247,7 @@ public:
     basic_pre_processor(rawfx_registry *registry, const std::string &chain, const rawfx_video_format *frame_format = nullptr)
         : hook(detail::create_preprocessor(registry, chain.c_str(), frame_format)) {}
 
-    void onPreProcessRawData(YUVProcessDataI420 *data) override {
+    void onPreProcessRawData(::YUVProcessDataI420 *data) override {
         if (!data) return;
         rawfx_video_frame frame{};
         frame.struct_size = sizeof frame;
@@ -250,7 +291,7 @@ public:
     }
 
 protected:
-    void receive(int32_t stream, uint64_t user_id, AudioRawData *data) {
+    void receive(int32_t stream, uint64_t user_id, ::AudioRawData *data) {
         if (!data) return;
         rawfx_audio_raw_data raw{};
         raw.struct_size = sizeof raw;
@@ -260,9 +301,9 @@ protected:
         raw.channel_num = data->GetChannelNum();
         raw.timestamp_ms = data->GetTimeStamp();
         raw.sdk_object = data;
-        raw.can_add_ref = [](void *o) -> int32_t { return static_cast<AudioRawData *>(o)->CanAddRef() ? 1 : 0; };
-        raw.add_ref = [](void *o) -> int32_t { return static_cast<AudioRawData *>(o)->AddRef() ? 1 : 0; };
-        raw.release = [](void *o) -> int32_t { return static_cast<AudioRawData *>(o)->Release(); };
+        raw.can_add_ref = [](void *o) -> int32_t { return static_cast<::AudioRawData *>(o)->CanAddRef() ? 1 : 0; };
+        raw.add_ref = [](void *o) -> int32_t { return static_cast<::AudioRawData *>(o)->AddRef() ? 1 : 0; };
+        raw.release = [](void *o) -> int32_t { return static_cast<::AudioRawData *>(o)->Release(); };
         keep(rawfx_speaker_receive(get(), stream, user_id, &raw));
     }
 
@@ -279,8 +320,9 @@ private:
     sink sink_;
 };
 
-// A virtual camera: the SDK's video source interface. `Traits::send` calls the SDK's sender.
-template <class Interface, class Sender, class List, class Capability>
+// A virtual camera: the SDK's video source interface. `send` calls the SDK's sender with the
+// format as the SDK's own FrameDataFormat (ZOOMVIDEOSDK:: or ZOOMSDK::).
+template <class Interface, class Sender, class List, class Capability, class Format>
 class basic_video_source : public Interface, public lifecycle_source {
 public:
     basic_video_source(rawfx_registry *registry, const std::string &chain, const rawfx_hook_options *options = nullptr)
@@ -314,7 +356,7 @@ private:
     static int32_t send(void *sender, char *buffer, int32_t width, int32_t height, int32_t length, int32_t rotation, int32_t format) {
         return detail::code_of([&] {
             return static_cast<Sender *>(sender)->sendVideoFrame(buffer, width, height, length, rotation,
-                                                                 static_cast<FrameDataFormat>(format));
+                                                                 static_cast<Format>(format));
         });
     }
 };
@@ -354,8 +396,8 @@ private:
 
 // Raw frames shared as a screen: what both SDKs' share source interfaces do, under their own
 // callback names (the subclasses below). Frames go out at the chain's output size (even), or
-// fitted to output_width x output_height when both are nonzero.
-template <class Sender>
+// fitted to output_width x output_height when both are nonzero. `Format`: the SDK's FrameDataFormat.
+template <class Sender, class Format>
 class basic_share_source : public lifecycle_source {
 public:
     // [app] One frame from the app's loop (any size and strides): RAWFX_OK when sent or
@@ -375,7 +417,7 @@ protected:
 private:
     static int32_t send(void *sender, char *buffer, int32_t width, int32_t height, int32_t length, int32_t format) {
         return detail::code_of([&] {
-            return static_cast<Sender *>(sender)->sendShareFrame(buffer, width, height, length, static_cast<FrameDataFormat>(format));
+            return static_cast<Sender *>(sender)->sendShareFrame(buffer, width, height, length, static_cast<Format>(format));
         });
     }
 };
@@ -389,11 +431,11 @@ using pre_processor = basic_pre_processor<ZOOMVIDEOSDK::IZoomVideoSDKVideoSource
 class virtual_speaker : public ZOOMVIDEOSDK::IZoomVideoSDKVirtualAudioSpeaker, public audio_receiver {
 public:
     using audio_receiver::audio_receiver;
-    void onVirtualSpeakerMixedAudioReceived(AudioRawData *data) override { receive(RAWFX_STREAM_MIXED, 0, data); }
-    void onVirtualSpeakerOneWayAudioReceived(AudioRawData *data, ZOOMVIDEOSDK::IZoomVideoSDKUser *user) override {
+    void onVirtualSpeakerMixedAudioReceived(::AudioRawData *data) override { receive(RAWFX_STREAM_MIXED, 0, data); }
+    void onVirtualSpeakerOneWayAudioReceived(::AudioRawData *data, ZOOMVIDEOSDK::IZoomVideoSDKUser *user) override {
         receive(RAWFX_STREAM_ONE_WAY, user ? rawfx_user_key(user->getUserID()) : 0, data);
     }
-    void onVirtualSpeakerSharedAudioReceived(AudioRawData *data) override { receive(RAWFX_STREAM_SHARED, 0, data); }
+    void onVirtualSpeakerSharedAudioReceived(::AudioRawData *data) override { receive(RAWFX_STREAM_SHARED, 0, data); }
     // onUserLeave (IZoomVideoSDKDelegate): release that user's stream.
     void user_left(ZOOMVIDEOSDK::IZoomVideoSDKUser *user) {
         if (user) remove_stream(RAWFX_STREAM_ONE_WAY, rawfx_user_key(user->getUserID()));
@@ -402,10 +444,11 @@ public:
 
 using video_source = basic_video_source<ZOOMVIDEOSDK::IZoomVideoSDKVideoSource, ZOOMVIDEOSDK::IZoomVideoSDKVideoSender,
                                         ZOOMVIDEOSDK::IVideoSDKVector<ZOOMVIDEOSDK::VideoSourceCapability>,
-                                        ZOOMVIDEOSDK::VideoSourceCapability>;
+                                        ZOOMVIDEOSDK::VideoSourceCapability, ZOOMVIDEOSDK::FrameDataFormat>;
 
 // IZoomVideoSDKShareSource (startSharingExternalSource): onShareSendStarted / onShareSendStopped.
-class share_source : public ZOOMVIDEOSDK::IZoomVideoSDKShareSource, public basic_share_source<ZOOMVIDEOSDK::IZoomVideoSDKShareSender> {
+class share_source : public ZOOMVIDEOSDK::IZoomVideoSDKShareSource,
+                     public basic_share_source<ZOOMVIDEOSDK::IZoomVideoSDKShareSender, ZOOMVIDEOSDK::FrameDataFormat> {
 public:
     share_source(rawfx_registry *registry, const std::string &chain, const rawfx_hook_options *options = nullptr,
                  uint32_t output_width = 0, uint32_t output_height = 0)
@@ -462,7 +505,7 @@ private:
         rawfx_pipe_delegate *token = nullptr;
         rawfx_result last = RAWFX_OK;
 
-        void onRawDataFrameReceived(YUVRawDataI420 *data) override {
+        void onRawDataFrameReceived(::YUVRawDataI420 *data) override {
             if (!data) return;
             rawfx_video_raw_data raw = detail::raw_data_of(data);
             last = rawfx_pipe_frame_received(token, &raw);
@@ -480,6 +523,7 @@ private:
             return static_cast<int32_t>(s->pipe->unSubscribe(s));
         }
     };
+    static_assert(!std::is_abstract<subscription>::value, "IZoomVideoSDKRawDataPipeDelegate: a callback is not overridden");
 
     static rawfx_hook *create(rawfx_registry *registry, const char *chain, const rawfx_hook_options *options, receive_video *self) {
         rawfx_hook *h = nullptr;
@@ -515,17 +559,19 @@ using meeting_pre_processor = basic_pre_processor<ZOOMSDK::IZoomSDKPreProcessor>
 class meeting_audio_delegate : public ZOOMSDK::IZoomSDKAudioRawDataDelegate, public audio_receiver {
 public:
     using audio_receiver::audio_receiver;
-    void onMixedAudioRawDataReceived(AudioRawData *data) override { receive(RAWFX_STREAM_MIXED, 0, data); }
-    void onOneWayAudioRawDataReceived(AudioRawData *data, uint32_t user_id) override { receive(RAWFX_STREAM_ONE_WAY, user_id, data); }
-    void onShareAudioRawDataReceived(AudioRawData *data, uint32_t) override { receive(RAWFX_STREAM_SHARED, 0, data); }
-    void onOneWayInterpreterAudioRawDataReceived(AudioRawData *, const zchar_t *) override {}
+    void onMixedAudioRawDataReceived(::AudioRawData *data) override { receive(RAWFX_STREAM_MIXED, 0, data); }
+    void onOneWayAudioRawDataReceived(::AudioRawData *data, uint32_t user_id) override { receive(RAWFX_STREAM_ONE_WAY, user_id, data); }
+    void onShareAudioRawDataReceived(::AudioRawData *data, uint32_t) override { receive(RAWFX_STREAM_SHARED, 0, data); }
+    void onOneWayInterpreterAudioRawDataReceived(::AudioRawData *, const ::zchar_t *) override {}
 };
 
 using meeting_video_source = basic_video_source<ZOOMSDK::IZoomSDKVideoSource, ZOOMSDK::IZoomSDKVideoSender,
-                                                ZOOMSDK::IList<ZOOMSDK::VideoSourceCapability>, ZOOMSDK::VideoSourceCapability>;
+                                                ZOOMSDK::IList<ZOOMSDK::VideoSourceCapability>, ZOOMSDK::VideoSourceCapability,
+                                                ZOOMSDK::FrameDataFormat>;
 
 // IZoomSDKShareSource (the Meeting SDK's external share source): onStartSend / onStopSend.
-class meeting_share_source : public ZOOMSDK::IZoomSDKShareSource, public basic_share_source<ZOOMSDK::IZoomSDKShareSender> {
+class meeting_share_source : public ZOOMSDK::IZoomSDKShareSource,
+                             public basic_share_source<ZOOMSDK::IZoomSDKShareSender, ZOOMSDK::FrameDataFormat> {
 public:
     meeting_share_source(rawfx_registry *registry, const std::string &chain, const rawfx_hook_options *options = nullptr,
                          uint32_t output_width = 0, uint32_t output_height = 0)
@@ -545,7 +591,7 @@ public:
 class meeting_receive_video : public hook {
 public:
     using sink = std::function<void(uint64_t subscribe_id, int32_t pipe_kind, const rawfx_video_frame &frame)>;
-    // ZOOMSDK::createRenderer and ZOOMSDK::destroyRenderer (rawdata_helper_interface.h), or wrappers.
+    // ZOOMSDK::createRenderer and ZOOMSDK::destroyRenderer (rawdata/zoom_rawdata_api.h), or wrappers.
     using create_renderer = std::function<ZOOMSDK::SDKError(ZOOMSDK::IZoomSDKRenderer **, ZOOMSDK::IZoomSDKRendererDelegate *)>;
     using destroy_renderer = std::function<ZOOMSDK::SDKError(ZOOMSDK::IZoomSDKRenderer *)>;
 
@@ -620,13 +666,13 @@ private:
             ZOOMSDK::IZoomSDKRenderer *r = renderer.exchange(nullptr);
             if (r && *destroy) (*destroy)(r);
         }
-        void onRawDataFrameReceived(YUVRawDataI420 *data) override {
+        void onRawDataFrameReceived(::YUVRawDataI420 *data) override {
             if (!data) return;
             rawfx_video_raw_data raw = detail::raw_data_of(data);
             last = rawfx_pipe_frame_received(token, &raw);
         }
-        void onRawDataStatusChanged(RawDataStatus status) override {
-            last = rawfx_pipe_status_changed(token, status == RawData_On ? 0 : 1);
+        void onRawDataStatusChanged(ZOOMSDK::IZoomSDKRendererDelegate::RawDataStatus status) override {
+            last = rawfx_pipe_status_changed(token, status == ZOOMSDK::IZoomSDKRendererDelegate::RawData_On ? 0 : 1);
         }
         void onRendererBeDestroyed() override {
             renderer.store(nullptr);
@@ -646,6 +692,7 @@ private:
             return r ? static_cast<int32_t>(r->unSubscribe()) : 0;
         }
     };
+    static_assert(!std::is_abstract<delegate>::value, "IZoomSDKRendererDelegate: a callback is not overridden");
 
     static rawfx_hook *create_hook(rawfx_registry *registry, const char *chain, const rawfx_hook_options *options,
                                    meeting_receive_video *self) {
@@ -675,6 +722,7 @@ struct meeting_sdk_audio_send {
 using meeting_virtual_mic = basic_virtual_mic<ZOOMSDK::IZoomSDKVirtualAudioMicEvent, ZOOMSDK::IZoomSDKAudioRawDataSender,
                                               ZOOMSDK::ZoomSDKAudioChannel, detail::meeting_sdk_audio_send>;
 
+#if RAWFX_ZOOM_HAS_PRODUCTION_STUDIO
 // Production studio mode (IMeetingProductionStudioCtrlEvent; set it with the controller's
 // SetEvent): pushed video is fitted to exactly `capability` (what you pass to StartPSMode),
 // pushed audio goes out as paced 10 ms chunks at audio_rate; both through the one PS sender.
@@ -727,14 +775,15 @@ private:
     }
     static int32_t send_video(void *sender, char *buffer, int32_t width, int32_t height, int32_t length, int32_t format) {
         return static_cast<int32_t>(static_cast<ZOOMSDK::IZoomSDKPSSender *>(sender)->sendVideoFrame(
-            buffer, width, height, length, static_cast<FrameDataFormat>(format)));
+            buffer, width, height, length, static_cast<ZOOMSDK::FrameDataFormat>(format)));
     }
     static int32_t send_audio(void *sender, char *data, uint32_t length, int32_t rate, int32_t channel) {
         return static_cast<int32_t>(static_cast<ZOOMSDK::IZoomSDKPSSender *>(sender)->sendAudio(
             data, length, rate, static_cast<ZOOMSDK::ZoomSDKAudioChannel>(channel)));
     }
 };
-#endif
+#endif // RAWFX_ZOOM_HAS_PRODUCTION_STUDIO
+#endif // RAWFX_WITH_ZOOM_MEETING_SDK
 
 } // namespace zoom
 } // namespace rawfx

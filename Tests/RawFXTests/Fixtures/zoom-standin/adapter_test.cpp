@@ -1,5 +1,5 @@
 // adapter_test.cpp — drives rawfx/zoom_adapter.hpp with fake SDK objects, as the Linux SDKs
-// would call it, over files (built and run by ZoomAdapterTests):
+// would call it, over files (built and run by HooksCTests):
 //
 //   adapter_test video-source video|meeting CHAIN WxH in.y4m out.y4m
 //       a fake SDK offers capability WxH and starts sending; every input frame is pushed;
@@ -28,6 +28,7 @@
 //
 // Exit status 0 on success; any broken SDK rule is a message on stderr and status 1.
 #include "zoom_sdk_standin.h"
+#include "meeting_service_components/meeting_production_studio_ctrl_interface.h"
 #define RAWFX_WITH_ZOOM_VIDEO_SDK 1
 #define RAWFX_WITH_ZOOM_MEETING_SDK 1
 #include "rawfx/zoom_adapter.hpp"
@@ -193,12 +194,13 @@ struct video_rules {
     bool sending = false;
     uint32_t width = 0, height = 0;
     std::vector<std::vector<uint8_t>> received;
-    void check(char *buffer, int w, int h, int length, int rotation, FrameDataFormat format, bool full) {
+    // sent_full: the sender was given its SDK's FrameDataFormat_I420_FULL.
+    void check(char *buffer, int w, int h, int length, int rotation, bool sent_full, bool full) {
         EXPECT(sending, "sendVideoFrame outside onStartSend..onStopSend");
         EXPECT((uint32_t)w == width && (uint32_t)h == height, "sent %dx%d; the capability is %ux%u", w, h, width, height);
         EXPECT(length == w * h * 3 / 2, "frameLength %d for %dx%d", length, w, h);
         EXPECT(rotation == 0, "rotation %d", rotation);
-        EXPECT(format == (full ? FrameDataFormat_I420_FULL : FrameDataFormat_I420_LIMITED), "format %d", (int)format);
+        EXPECT(sent_full == full, "format %s for a %s range input", sent_full ? "full" : "limited", full ? "full" : "limited");
         received.emplace_back(buffer, buffer + length);
     }
 };
@@ -206,13 +208,15 @@ struct video_rules {
 struct fake_video_sender : ZOOMVIDEOSDK::IZoomVideoSDKVideoSender {
     video_rules *rules;
     bool full;
-    void sendVideoFrame(char *b, int w, int h, int l, int r, FrameDataFormat f) override { rules->check(b, w, h, l, r, f, full); }
+    void sendVideoFrame(char *b, int w, int h, int l, int r, ZOOMVIDEOSDK::FrameDataFormat f) override {
+        rules->check(b, w, h, l, r, f == ZOOMVIDEOSDK::FrameDataFormat_I420_FULL, full);
+    }
 };
 struct fake_meeting_video_sender : ZOOMSDK::IZoomSDKVideoSender {
     video_rules *rules;
     bool full;
-    ZOOMSDK::SDKError sendVideoFrame(char *b, int w, int h, int l, int r, FrameDataFormat f) override {
-        rules->check(b, w, h, l, r, f, full);
+    ZOOMSDK::SDKError sendVideoFrame(char *b, int w, int h, int l, int r, ZOOMSDK::FrameDataFormat f) override {
+        rules->check(b, w, h, l, r, f == ZOOMSDK::FrameDataFormat_I420_FULL, full);
         return ZOOMSDK::SDKERR_SUCCESS;
     }
 };
@@ -626,29 +630,31 @@ struct share_rules {
     bool sending = false;
     uint32_t width = 0, height = 0;
     std::vector<std::vector<uint8_t>> received;
-    void check(char *buffer, int w, int h, int length, FrameDataFormat format, bool full) {
+    void check(char *buffer, int w, int h, int length, bool sent_full, bool full) {
         EXPECT(sending, "sendShareFrame outside started..stopped");
         EXPECT(w > 0 && h > 0 && w % 2 == 0 && h % 2 == 0, "shared %dx%d", w, h);
         EXPECT(length == w * h * 3 / 2, "frameLength %d for %dx%d", length, w, h);
-        EXPECT(format == (full ? FrameDataFormat_I420_FULL : FrameDataFormat_I420_LIMITED), "format %d", (int)format);
+        EXPECT(sent_full == full, "format %s for a %s range input", sent_full ? "full" : "limited", full ? "full" : "limited");
         width = (uint32_t)w;
         height = (uint32_t)h;
         received.emplace_back(buffer, buffer + length);
     }
 };
 
-// Each SDK's share sender: the same rules, the SDK's own success code.
-template <class Sender, class Code, Code success> struct basic_fake_share_sender : Sender {
+// Each SDK's share sender: the same rules, the SDK's own success code and FrameDataFormat.
+template <class Sender, class Code, Code success, class Format, Format full_range> struct basic_fake_share_sender : Sender {
     share_rules *rules;
     bool full;
-    Code sendShareFrame(char *b, int w, int h, int l, FrameDataFormat f) override {
-        rules->check(b, w, h, l, f, full);
+    Code sendShareFrame(char *b, int w, int h, int l, Format f) override {
+        rules->check(b, w, h, l, f == full_range, full);
         return success;
     }
 };
 using fake_share_sender = basic_fake_share_sender<ZOOMVIDEOSDK::IZoomVideoSDKShareSender, ZOOMVIDEOSDK::ZoomVideoSDKErrors,
-                                                  ZOOMVIDEOSDK::ZoomVideoSDKErrors_Success>;
-using fake_meeting_share_sender = basic_fake_share_sender<ZOOMSDK::IZoomSDKShareSender, ZOOMSDK::SDKError, ZOOMSDK::SDKERR_SUCCESS>;
+                                                  ZOOMVIDEOSDK::ZoomVideoSDKErrors_Success, ZOOMVIDEOSDK::FrameDataFormat,
+                                                  ZOOMVIDEOSDK::FrameDataFormat_I420_FULL>;
+using fake_meeting_share_sender = basic_fake_share_sender<ZOOMSDK::IZoomSDKShareSender, ZOOMSDK::SDKError, ZOOMSDK::SDKERR_SUCCESS,
+                                                          ZOOMSDK::FrameDataFormat, ZOOMSDK::FrameDataFormat_I420_FULL>;
 
 // Each SDK's names for the share source's two callbacks.
 static void share_started(rawfx::zoom::share_source &s, ZOOMVIDEOSDK::IZoomVideoSDKShareSender *x) { s.onShareSendStarted(x); }
@@ -751,8 +757,8 @@ struct fake_ps_sender : ZOOMSDK::IZoomSDKPSSender {
     video_rules video;
     audio_rules audio;
     bool full = false;
-    ZOOMSDK::SDKError sendVideoFrame(char *b, int w, int h, int l, FrameDataFormat f) override {
-        video.check(b, w, h, l, 0, f, full);
+    ZOOMSDK::SDKError sendVideoFrame(char *b, int w, int h, int l, ZOOMSDK::FrameDataFormat f) override {
+        video.check(b, w, h, l, 0, f == ZOOMSDK::FrameDataFormat_I420_FULL, full);
         return ZOOMSDK::SDKERR_SUCCESS;
     }
     ZOOMSDK::SDKError sendAudio(char *d, unsigned int l, int r, ZOOMSDK::ZoomSDKAudioChannel c) override {
@@ -770,8 +776,10 @@ static int run_production_studio(rawfx_registry *registry, char **argv) {
     std::sscanf(argv[4], "%ux%u", &sender.video.width, &sender.video.height);
     sender.full = in.full_range;
     sender.audio.rate = sound.rate;
-    ZOOMSDK::PSVideoSourceCapability capability{sender.video.width, sender.video.height,
-                                                in.full_range ? FrameDataFormat_I420_FULL : FrameDataFormat_I420_LIMITED};
+    ZOOMSDK::PSVideoSourceCapability capability;  // as the SDK's: a constructor, not an aggregate
+    capability.width = sender.video.width;
+    capability.height = sender.video.height;
+    capability.format = in.full_range ? ZOOMSDK::FrameDataFormat_I420_FULL : ZOOMSDK::FrameDataFormat_I420_LIMITED;
     rawfx::zoom::meeting_production_studio studio(registry, video_chain, audio_chain, capability, sound.rate, RAWFX_PACING_CALLER);
     std::vector<int> events;
     studio.on_lifecycle([&](const rawfx_lifecycle_event &e) { events.push_back(e.kind); });

@@ -1,30 +1,38 @@
 /*
  * zoom_sdk_standin.h — A STAND-IN for the Zoom Linux SDKs' raw-data interfaces, NOT the SDK.
  *
- * Written from the public headers as quoted in shared/reference/zoom-sdk-raw-data-contracts.md
- * (zoom_sdk_raw_data_def.h, the Video SDK's zoom_video_sdk_video_source_helper_interface.h
- * and zoom_video_sdk_audio_send_rawdata_interface.h, the Meeting SDK's
- * rawdata_video_source_helper_interface.h, rawdata_audio_helper_interface.h and
- * meeting_production_studio_ctrl_interface.h; the Video SDK's raw data pipe from its
- * zoom_video_sdk_delegate_interface.h; the share sources from the Video SDK's
- * zoom_video_sdk_share_helper_interface.h and the Meeting SDK's
- * rawdata_share_source_helper_interface.h; the Meeting SDK's renderer from its
- * rawdata_renderer_interface.h), so that CI
- * compiles rawfx/zoom_adapter.hpp without the real SDK. Only what the adapter uses is
- * declared: names, signatures and enum values as in those headers; everything else is left
- * out. A real build includes the SDK's own headers instead of this file.
+ * Written by us so that CI compiles rawfx/zoom_adapter.hpp without the real SDK. It follows the
+ * shapes of the public headers: the Meeting SDK's as of Linux 6.7.5.7391 (zoom_sdk_def.h,
+ * zoom_sdk_raw_data_def.h, rawdata/rawdata_video_source_helper_interface.h,
+ * rawdata/rawdata_audio_helper_interface.h, rawdata/rawdata_renderer_interface.h,
+ * rawdata/rawdata_share_source_helper_interface.h); the Video SDK's from its documentation and
+ * published headers (zoom_video_sdk_def.h, zoom_video_sdk_video_source_helper_interface.h,
+ * zoom_video_sdk_audio_send_rawdata_interface.h, zoom_video_sdk_delegate_interface.h,
+ * zoom_video_sdk_share_helper_interface.h). Production studio is a header of its own, as in the
+ * SDK: meeting_service_components/meeting_production_studio_ctrl_interface.h beside this file.
+ *
+ * The shapes that matter to code written against it:
+ *   - namespaces: the raw data classes (AudioRawData, YUVRawDataI420, YUVProcessDataI420) and
+ *     zchar_t are global in both SDKs; everything else is in ZOOMVIDEOSDK or ZOOMSDK, including
+ *     each SDK's own FrameDataFormat. Nothing is brought into the global namespace.
+ *   - default arguments (the senders' format, the audio senders' channel) as in the SDK.
+ *   - destructors: virtual where the SDK's are; IZoomSDKAudioRawDataDelegate's is not virtual.
+ *   - the capability structs have constructors (they are not aggregates).
+ * Every interface the adapter implements is declared whole (each of its pure virtuals), so that
+ * an adapter class that misses a callback is abstract here as with the SDK. Classes the adapter
+ * only calls (senders, raw data, lists, renderers) declare what it calls; enums list the values
+ * used, with the SDK's numbers. A real build includes the SDK's own headers instead of this file.
  */
 #ifndef RAWFX_ZOOM_SDK_STANDIN_H
 #define RAWFX_ZOOM_SDK_STANDIN_H
 
 #include <stdint.h>
 
+/* ---- Both SDKs: global ---- */
 typedef char zchar_t;
 
-/* zoom_sdk_raw_data_def.h (both SDKs, global namespace) */
 class AudioRawData {
 public:
-    virtual ~AudioRawData() {}
     virtual bool CanAddRef() = 0;
     virtual bool AddRef() = 0;
     virtual int Release() = 0;
@@ -33,27 +41,12 @@ public:
     virtual unsigned int GetSampleRate() = 0;
     virtual unsigned int GetChannelNum() = 0;
     virtual unsigned long long GetTimeStamp() = 0;
+    virtual ~AudioRawData() {}
 };
 
-class YUVProcessDataI420 {
-public:
-    virtual ~YUVProcessDataI420() {}
-    virtual unsigned int GetWidth() = 0;
-    virtual unsigned int GetHeight() = 0;
-    virtual char *GetYBuffer(unsigned int lineNum = 0) = 0;
-    virtual char *GetUBuffer(unsigned int lineNum = 0) = 0;
-    virtual char *GetVBuffer(unsigned int lineNum = 0) = 0;
-    virtual unsigned int GetYStride() = 0;
-    virtual unsigned int GetUStride() = 0;
-    virtual unsigned int GetVStride() = 0;
-    virtual unsigned int GetRotation() = 0;
-    virtual bool IsLimitedI420() = 0;
-};
-
-/* A received frame: packed I420 planes (no stride accessor), lent to the pipe delegate. */
+/* A received frame: packed I420 planes (no stride accessor), lent to the delegate. */
 class YUVRawDataI420 {
 public:
-    virtual ~YUVRawDataI420() {}
     virtual bool CanAddRef() = 0;
     virtual bool AddRef() = 0;
     virtual int Release() = 0;
@@ -68,22 +61,45 @@ public:
     virtual unsigned int GetRotation() = 0;
     virtual unsigned int GetSourceID() = 0;
     virtual unsigned long long GetTimeStamp() = 0;
+    virtual ~YUVRawDataI420() {}
 };
 
-enum FrameDataFormat { FrameDataFormat_I420_LIMITED = 0, FrameDataFormat_I420_FULL = 1 };
+/* The pre-processor's frame: the SDK's own planes, with strides, edited in place. */
+class YUVProcessDataI420 {
+public:
+    virtual unsigned int GetWidth() = 0;
+    virtual unsigned int GetHeight() = 0;
+    virtual char *GetYBuffer(unsigned int lineNum = 0) = 0;
+    virtual char *GetUBuffer(unsigned int lineNum = 0) = 0;
+    virtual char *GetVBuffer(unsigned int lineNum = 0) = 0;
+    virtual unsigned int GetYStride() = 0;
+    virtual unsigned int GetUStride() = 0;
+    virtual unsigned int GetVStride() = 0;
+    virtual unsigned int GetRotation() = 0;
+    virtual bool IsLimitedI420() = 0;
+    virtual ~YUVProcessDataI420() {}
+};
 
 /* ---- Video SDK (namespace ZOOMVIDEOSDK) ---- */
 namespace ZOOMVIDEOSDK {
 
-enum ZoomVideoSDKErrors { ZoomVideoSDKErrors_Success = 0, ZoomVideoSDKErrors_Wrong_Usage = 1, ZoomVideoSDKErrors_Invalid_Parameter = 7 };
+typedef enum {
+    ZoomVideoSDKErrors_Success = 0,
+    ZoomVideoSDKErrors_Wrong_Usage = 1,
+    ZoomVideoSDKErrors_Invalid_Parameter = 7
+} ZoomVideoSDKErrors;
+enum FrameDataFormat { FrameDataFormat_I420_LIMITED = 0, FrameDataFormat_I420_FULL = 1 };
 enum ZoomVideoSDKAudioChannel { ZoomVideoSDKAudioChannel_Mono = 0, ZoomVideoSDKAudioChannel_Stereo = 1 };
 enum VideoSourceDataMode { VideoSourceDataMode_None = 0, VideoSourceDataMode_Horizontal, VideoSourceDataMode_Vertical };
 
 struct VideoSourceCapability {
     unsigned int width;
     unsigned int height;
-    unsigned int frame;
+    unsigned int frame;  /* frames per second */
     VideoSourceDataMode data_mode;
+    VideoSourceCapability() : width(0), height(0), frame(0), data_mode(VideoSourceDataMode_None) {}
+    VideoSourceCapability(unsigned int w, unsigned int h, unsigned int f)
+        : width(w), height(h), frame(f), data_mode(VideoSourceDataMode_None) {}
 };
 
 template <class T> class IVideoSDKVector {
@@ -93,7 +109,6 @@ public:
     virtual T GetItem(int index) = 0;
 };
 
-/* zoom_video_sdk_delegate_interface.h / zoom_video_sdk_user_helper_interface.h */
 typedef enum {
     ZoomVideoSDKResolution_90P = 0,
     ZoomVideoSDKResolution_180P,
@@ -133,6 +148,7 @@ public:
     virtual void onPreProcessRawData(YUVProcessDataI420 *rawData) = 0;
 };
 
+/* Returns nothing, unlike the Meeting SDK's sender. */
 class IZoomVideoSDKVideoSender {
 public:
     virtual ~IZoomVideoSDKVideoSender() {}
@@ -194,14 +210,10 @@ public:
 /* ---- Meeting SDK (namespace ZOOMSDK) ---- */
 namespace ZOOMSDK {
 
+/* zoom_sdk_def.h */
 enum SDKError { SDKERR_SUCCESS = 0, SDKERR_NO_IMPL = 1, SDKERR_WRONG_USAGE = 2, SDKERR_INVALID_PARAMETER = 3 };
+enum FrameDataFormat { FrameDataFormat_I420_LIMITED = 0, FrameDataFormat_I420_FULL = 1 };
 enum ZoomSDKAudioChannel { ZoomSDKAudioChannel_Mono = 0, ZoomSDKAudioChannel_Stereo = 1 };
-
-struct VideoSourceCapability {
-    unsigned int width;
-    unsigned int height;
-    unsigned int frame;
-};
 
 template <class T> class IList {
 public:
@@ -210,6 +222,7 @@ public:
     virtual T GetItem(int index) = 0;
 };
 
+/* rawdata/rawdata_video_source_helper_interface.h */
 class IZoomSDKPreProcessor {
 public:
     virtual ~IZoomSDKPreProcessor() {}
@@ -223,6 +236,15 @@ public:
                                     FrameDataFormat format = FrameDataFormat_I420_FULL) = 0;
 };
 
+/* No data_mode here. */
+struct VideoSourceCapability {
+    unsigned int width;
+    unsigned int height;
+    unsigned int frame;  /* frames per second */
+    VideoSourceCapability() : width(0), height(0), frame(0) {}
+    VideoSourceCapability(unsigned int w, unsigned int h, unsigned int f) : width(w), height(h), frame(f) {}
+};
+
 class IZoomSDKVideoSource {
 public:
     virtual ~IZoomSDKVideoSource() {}
@@ -234,9 +256,10 @@ public:
     virtual void onUninitialized() = 0;
 };
 
+/* rawdata/rawdata_audio_helper_interface.h. The delegate's destructor is not virtual in the SDK. */
 class IZoomSDKAudioRawDataDelegate {
 public:
-    virtual ~IZoomSDKAudioRawDataDelegate() {}
+    ~IZoomSDKAudioRawDataDelegate() {}
     virtual void onMixedAudioRawDataReceived(AudioRawData *data_) = 0;
     virtual void onOneWayAudioRawDataReceived(AudioRawData *data_, uint32_t user_id) = 0;
     virtual void onShareAudioRawDataReceived(AudioRawData *data_, uint32_t user_id) = 0;
@@ -253,40 +276,16 @@ public:
 class IZoomSDKVirtualAudioMicEvent {
 public:
     virtual ~IZoomSDKVirtualAudioMicEvent() {}
-    virtual void onMicInitialize(IZoomSDKAudioRawDataSender *rawdata_sender) = 0;
+    virtual void onMicInitialize(IZoomSDKAudioRawDataSender *pSender) = 0;
     virtual void onMicStartSend() = 0;
     virtual void onMicStopSend() = 0;
     virtual void onMicUninitialized() = 0;
 };
 
-/* meeting_production_studio_ctrl_interface.h */
-typedef struct tagPSVideoSourceCapability {
-    unsigned int width;
-    unsigned int height;
-    FrameDataFormat format;
-} PSVideoSourceCapability;
-
-class IZoomSDKPSSender {
-public:
-    virtual ~IZoomSDKPSSender() {}
-    virtual SDKError sendVideoFrame(char *frameBuffer, int width, int height, int frameLength,
-                                    FrameDataFormat format = FrameDataFormat_I420_FULL) = 0;
-    virtual SDKError sendAudio(char *data, unsigned int data_length, int sample_rate, ZoomSDKAudioChannel channelNum) = 0;
-};
-
-class IMeetingProductionStudioCtrlEvent {
-public:
-    virtual ~IMeetingProductionStudioCtrlEvent() {}
-    virtual void onStartPSModeResult(bool bSuccess) = 0;
-    virtual void onStartSend(IZoomSDKPSSender *sender) = 0;
-    virtual void onStopSend() = 0;
-    virtual void onPSUserStatusChanged(unsigned int userID, bool bStart) = 0;
-};
-
-/* rawdata_renderer_interface.h: received video. A renderer is made for its delegate
- * (createRenderer(&renderer, delegate)), then subscribed to a user's video (subscribeId: the
- * user id) or share (the share source id). */
-typedef enum {
+/* rawdata/rawdata_renderer_interface.h: received video. A renderer is made for its delegate
+ * (createRenderer(&renderer, delegate), rawdata/zoom_rawdata_api.h), then subscribed to a user's
+ * video (subscribeId: the user id) or a share (the share source id). */
+typedef enum ZoomSDKResolution {
     ZoomSDKResolution_90P = 0,
     ZoomSDKResolution_180P,
     ZoomSDKResolution_360P,
@@ -317,7 +316,7 @@ public:
     virtual ~IZoomSDKRenderer() {}
 };
 
-/* rawdata_share_source_helper_interface.h */
+/* rawdata/rawdata_share_source_helper_interface.h */
 class IZoomSDKShareSender {
 public:
     virtual ~IZoomSDKShareSender() {}
