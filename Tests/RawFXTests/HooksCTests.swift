@@ -30,6 +30,38 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         }
     }
 
+    // MARK: The C++ adapter against headers shaped like the SDKs'
+
+    /// rawfx/zoom_adapter.hpp compiles under g++ and clang++ with every warning an error against
+    /// the stand-ins (shaped like the real headers: the SDKs' namespaces, the global raw data
+    /// classes), with no `using namespace` in force, and with the production-studio header absent
+    /// (the stand-in folder is not on the include path; adapter_compiles.cpp finds
+    /// zoom_sdk_standin.h beside itself), present (the adapter finds and includes it), or present
+    /// but hidden by RAWFX_ZOOM_HAS_PRODUCTION_STUDIO=0. adapter_compiles.cpp asserts that the
+    /// macro says which, that every adapter class is concrete, and instantiates each class.
+    func testAdapterCompilesAgainstTheStandInsWithAndWithoutProductionStudio() throws {
+        let unit = Self.standin.appendingPathComponent("adapter_compiles.cpp")
+        let adapter = repositoryRoot.appendingPathComponent("Sources/CRawFXEmbed/include/rawfx/zoom_adapter.hpp")
+        let productionStudio = Self.standin.appendingPathComponent("meeting_service_components/meeting_production_studio_ctrl_interface.h")
+        for file in [unit, adapter, productionStudio, Self.standin.appendingPathComponent("zoom_sdk_standin.h")] {
+            let code = try String(contentsOf: file, encoding: .utf8)
+            XCTAssertNil(code.range(of: #"(?m)^\s*using\s+namespace\b"#, options: .regularExpression),
+                         "\(file.lastPathComponent) has a `using namespace`")
+        }
+        let cases: [(String, [String])] = [
+            ("absent", ["-DEXPECT_PRODUCTION_STUDIO=0"]),
+            ("present", ["-I", Self.standin.path, "-DEXPECT_PRODUCTION_STUDIO=1"]),
+            ("hidden", ["-I", Self.standin.path, "-DRAWFX_ZOOM_HAS_PRODUCTION_STUDIO=0", "-DEXPECT_PRODUCTION_STUDIO=0"]),
+        ]
+        for compiler in ["g++", "clang++"] {
+            for (name, flags) in cases {
+                XCTAssertNoThrow(try runCompiler(compiler, ["-std=c++17"] + EmbedTests.warnings + ["-fsyntax-only"]
+                                                    + EmbedTests.includes.flatMap { ["-I", $0] } + flags + [unit.path]),
+                                 "\(compiler), the production-studio header \(name)")
+            }
+        }
+    }
+
     // MARK: The C++ adapter against rawfx run
 
     private func buildAdapterTest() throws -> URL {
