@@ -133,14 +133,45 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     /// out, in order, valid only during the call. A chunk in another format than the
     /// negotiated one renegotiates first (dropping pending samples of the old format).
     public func process(_ block: AudioBlock, emit: (AudioBlock) -> Void) throws(ChainError) {
-        if edits.hasPending { applyPendingEdits() }
-        if inputFormat != block.format || anyFilterNeedsConfigure { try negotiate(block.format) }
+        try prepare(for: block.format)
         framesIn += block.frameCount
         defer { HostContext.leaveProcess() }
         try feed(stage: 0, block) { out in
             framesOut += out.frameCount
             emit(out)
         }
+    }
+
+    /// [process] What `process` does before a chunk: applies pending parameter edits and
+    /// negotiates for `format` when it is not the negotiated one (dropping pending samples
+    /// of the old format) or a filter needs configure. After it, `maxOutputFrames` is exact
+    /// for the next chunk. Allocation-free when nothing changed.
+    public func prepare(for format: AudioFormat) throws(ChainError) {
+        if edits.hasPending { applyPendingEdits() }
+        if inputFormat != format || anyFilterNeedsConfigure { try negotiate(format) }
+    }
+
+    /// [process] The most frames `process` of a chunk of `frames` frames can emit, from the
+    /// state the chain is in now (call `prepare` first; 0 before negotiation), as FFmpeg's
+    /// `swr_get_out_samples`. Stage by stage: the samples waiting in its FIFO plus what
+    /// reaches it, in whole blocks, each call writing at most its input (in place) or the
+    /// output buffer the engine lends it (out of place; at least the rate-converted count
+    /// plus 16). Exact for in-place chains; a resampler makes it an upper bound.
+    public func maxOutputFrames(forInputFrames frames: Int) -> Int {
+        guard inputFormat != nil else { return 0 }
+        var reaching = frames
+        for index in 0..<stages.count {
+            let stage = stages[index]
+            let available = reaching + stage.fill
+            let perCall = stage.blockFrames > 0 ? stage.blockFrames : available
+            let calls = stage.blockFrames > 0 ? available / stage.blockFrames : (available > 0 ? 1 : 0)
+            var written = perCall
+            if let out = stage.out, !(stage.bypassed && stage.delay == nil) {
+                written = max(out.capacityFrames, outputBound(frames: perCall, from: stage.input, to: stage.output))
+            }
+            reaching = calls * written
+        }
+        return reaching
     }
 
     /// Pushes out samples waiting in re-block FIFOs, padded with silence to a whole block,

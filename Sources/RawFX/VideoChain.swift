@@ -117,6 +117,15 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         return format
     }
 
+    /// [process] The format `process` will produce for a frame of `input`, when that is known
+    /// without running it: the chain is negotiated for `input` and no parameter edit or
+    /// configure is pending. nil otherwise (the next frame renegotiates). A caller with a
+    /// fixed destination checks it before the frame is consumed.
+    public func settledOutputFormat(for input: VideoFormat) -> VideoFormat? {
+        guard inputFormat == input, !edits.hasPending, !anyFilterNeedsConfigure else { return nil }
+        return outputFormat
+    }
+
     /// Runs `frame` through the chain and returns the output view: `frame` itself when every
     /// filter is in place, otherwise the last out-of-place filter's buffer, valid until the
     /// next call. The output's timestamp is that of the input frame it came from (`latency`

@@ -64,6 +64,45 @@ public func rawfxAudioChainProcess(_ pointer: OpaquePointer?, _ input: UnsafePoi
     }
 }
 
+@_cdecl("rawfx_audio_chain_max_output")
+public func rawfxAudioChainMaxOutput(_ pointer: OpaquePointer?, _ inputFrames: UInt32) -> UInt32 {
+    pointer.map { UInt32(clamping: audioChain($0).maxOutputFrames(forInputFrames: Int(inputFrames))) } ?? 0
+}
+
+@_cdecl("rawfx_audio_chain_process_into")
+public func rawfxAudioChainProcessInto(_ pointer: OpaquePointer?, _ input: UnsafePointer<rawfx_audio_frame>?,
+                                       _ destination: UnsafeMutablePointer<Int16>?, _ capacity: UInt32,
+                                       _ written: UnsafeMutablePointer<UInt32>?) -> rawfx_result {
+    let function = "rawfx_audio_chain_process_into"
+    guard let pointer else { return invalid(function, "chain is NULL") }
+    guard let written else { return invalid(function, "written is NULL; expected the address of a uint32_t") }
+    written.pointee = 0
+    if let failure = checkAudio(input, function) { return failure }
+    guard input!.pointee.frame_count > 0 else { return rawfxOK }
+    guard destination != nil || capacity == 0 else {
+        return invalid(function, "destination is NULL with capacity \(capacity); expected room for the output samples")
+    }
+    let chain = audioChain(pointer)
+    let block = AudioBlock(input!.pointee)
+    do {
+        try chain.prepare(for: block.format)
+        let bound = chain.maxOutputFrames(forInputFrames: block.frameCount)
+        guard Int(capacity) >= bound else {
+            return fail(RAWFX_E_BUFFER_TOO_SMALL, "\(function): destination has room for \(capacity) frames; a chunk of \(block.frameCount) frames can produce up to \(bound) (rawfx_audio_chain_max_output); nothing was processed")
+        }
+        var count = 0
+        try chain.process(block) { out in
+            let channels = out.format.channels
+            (destination! + count * channels).update(from: out.samples, count: out.frameCount * channels)
+            count += out.frameCount
+        }
+        written.pointee = UInt32(count)
+        return rawfxOK
+    } catch {
+        return fail(error)
+    }
+}
+
 @_cdecl("rawfx_audio_chain_latency")
 public func rawfxAudioChainLatency(_ pointer: OpaquePointer?) -> UInt32 {
     pointer.map { UInt32(clamping: audioChain($0).latency) } ?? 0

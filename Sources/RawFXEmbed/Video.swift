@@ -94,7 +94,24 @@ public func rawfxVideoChainProcessInto(_ pointer: OpaquePointer?, _ input: Unsaf
                                        _ destination: UnsafePointer<rawfx_video_frame>?) -> rawfx_result {
     let function = "rawfx_video_chain_process_into"
     if let failure = checkFrame(destination, "destination", function) { return failure }
+    if let failure = checkFrame(input, "input", function) { return failure }
     let target = VideoFrame(destination!.pointee)
+    let source = VideoFrame(input!.pointee)
+    // The input itself (a pre-processor's frame) or planes apart from it: a copy between
+    // planes that partly overlap would read samples it has already written.
+    if !(target.raw.planes == source.raw.planes && target.raw.strides == source.raw.strides),
+       let (d, i) = overlappingPlanes(target, source) {
+        return invalid(function, "destination plane \(d) overlaps input plane \(i); expected the input's own planes (in place) or planes apart from them")
+    }
+    // Refused before the frame is consumed whenever the output size is known.
+    if let pointer {
+        let swappable = videoChain(pointer)
+        swappable.takePending()
+        if let output = swappable.chain.settledOutputFormat(for: source.format),
+           output.width != target.width || output.height != target.height {
+            return fail(RAWFX_E_STATE, "\(function): the chain's output is \(output.width)x\(output.height); destination is \(target.width)x\(target.height) (expected the output's size; nothing was processed)")
+        }
+    }
     switch run(pointer, input, function) {
     case .success(let frame):
         guard frame.width == target.width, frame.height == target.height else {
@@ -107,6 +124,26 @@ public func rawfxVideoChainProcessInto(_ pointer: OpaquePointer?, _ input: Unsaf
     case .failure(let error):
         return error.code
     }
+}
+
+/// The first pair of planes (destination, input; 0 Y, 1 U, 2 V) whose byte ranges overlap.
+private func overlappingPlanes(_ a: VideoFrame, _ b: VideoFrame) -> (Int, Int)? {
+    func range(_ frame: VideoFrame, _ p: Int) -> (UInt, UInt) {
+        let raw = frame.raw
+        let (plane, stride) = p == 0 ? (raw.planes.0, raw.strides.0) : p == 1 ? (raw.planes.1, raw.strides.1) : (raw.planes.2, raw.strides.2)
+        let rows = p == 0 ? frame.height : (frame.height + 1) / 2
+        let width = p == 0 ? frame.width : (frame.width + 1) / 2
+        let start = UInt(bitPattern: plane)
+        return (start, start + UInt(Int(stride) * (rows - 1) + width))
+    }
+    for d in 0..<3 {
+        let (ds, de) = range(a, d)
+        for i in 0..<3 {
+            let (s, e) = range(b, i)
+            if ds < e && s < de { return (d, i) }
+        }
+    }
+    return nil
 }
 
 @_cdecl("rawfx_video_chain_latency")

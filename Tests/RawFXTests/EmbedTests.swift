@@ -373,6 +373,131 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
         XCTAssertEqual(emitted, 13 * 333 / 480 * 480, "whole 10 ms blocks of 13 chunks of 333 frames")
     }
 
+    /// rawfx_video_chain_process_into a tile of a larger canvas: the tile holds what process
+    /// returns, nothing around it changes; a destination that partly overlaps the input and
+    /// one of the wrong size are refused, the latter before the frame is consumed.
+    func testProcessIntoATileOfACanvas() throws {
+        let registry = try openRegistry()
+        defer { rawfx_registry_close(registry) }
+        var chain: OpaquePointer?
+        XCTAssertEqual(rawfx_video_chain_create(registry, "scale=width=320:height=180", &chain), rawfx_result(RAWFX_OK))
+        defer { rawfx_video_chain_destroy(chain) }
+        let input = patternBuffer(width: 640, height: 360, seed: 5)
+        var frame = input.frame.raw
+        let canvas = patternBuffer(width: 1280, height: 720, seed: 6)
+        let untouched = (0..<3).map { planeBytes(canvas.frame, $0) }
+        // The tile at (200, 100): each plane's origin moved, the canvas's strides kept.
+        var tile = canvas.frame.raw
+        tile.width = 320
+        tile.height = 180
+        tile.planes.0 = tile.planes.0! + 100 * Int(tile.strides.0) + 200
+        tile.planes.1 = tile.planes.1! + 50 * Int(tile.strides.1) + 100
+        tile.planes.2 = tile.planes.2! + 50 * Int(tile.strides.2) + 100
+        XCTAssertEqual(rawfx_video_chain_process_into(chain, &frame, &tile), rawfx_result(RAWFX_OK), String(cString: rawfx_last_error()))
+        var view = rawfx_video_frame()
+        XCTAssertEqual(rawfx_video_chain_process(chain, &frame, &view), rawfx_result(RAWFX_OK))
+        assertSamePicture(VideoFrame(tile), VideoFrame(view), "the tile")
+        for p in 0..<3 {
+            let after = planeBytes(canvas.frame, p)
+            let (w, _) = canvas.frame.planeSize(p)
+            let (x0, y0, tw, th) = p == 0 ? (200, 100, 320, 180) : (100, 50, 160, 90)
+            let changedOutside = after.indices.filter { i in
+                let (x, y) = (i % w, i / w)
+                return after[i] != untouched[p][i] && !(x >= x0 && x < x0 + tw && y >= y0 && y < y0 + th)
+            }
+            XCTAssertEqual(changedOutside.count, 0, "plane \(p): samples outside the tile changed")
+        }
+
+        func frames() -> UInt64 {
+            var stage = rawfx_stage_metrics()
+            var count = 0
+            _ = rawfx_video_chain_metrics(chain, &stage, 1, &count)
+            return stage.frames
+        }
+        let consumed = frames()
+        // Partly over the input: one row down.
+        var overlapping = input.frame.raw
+        overlapping.width = 320
+        overlapping.height = 180
+        overlapping.planes.0 = overlapping.planes.0! + Int(overlapping.strides.0)
+        XCTAssertEqual(rawfx_video_chain_process_into(chain, &frame, &overlapping), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        XCTAssertTrue(String(cString: rawfx_last_error()).contains("destination plane 0 overlaps input plane 0"),
+                      String(cString: rawfx_last_error()))
+        // The wrong size: refused before the chain runs.
+        var small = tile
+        small.width = 318
+        XCTAssertEqual(rawfx_video_chain_process_into(chain, &frame, &small), rawfx_result(RAWFX_E_STATE))
+        XCTAssertTrue(String(cString: rawfx_last_error()).contains("the chain's output is 320x180; destination is 318x180 (expected the output's size; nothing was processed)"),
+                      String(cString: rawfx_last_error()))
+        XCTAssertEqual(frames(), consumed, "a refused destination consumed a frame")
+        withExtendedLifetime((input, canvas)) {}
+    }
+
+    /// rawfx_audio_chain_process_into writes what process emits, byte for byte, into the
+    /// caller's buffer; rawfx_audio_chain_max_output is exact for a chain that keeps the rate
+    /// and bounds a resampler's output; a buffer below it is refused before anything is
+    /// consumed; no call allocates once negotiated.
+    func testAudioProcessIntoTheCallersBuffer() throws {
+        let registry = try openRegistry()
+        defer { rawfx_registry_close(registry) }
+        let signal = TestAudio.whiteNoise(count: 9600, rms: 3000, seed: 8)
+        let chunks = [333, 480, 1, 1000, 479, 1900, 7]
+        for text in ["denoise=level=-30", "resample=rate=16000"] {
+            var viaEmit: OpaquePointer?, viaInto: OpaquePointer?
+            XCTAssertEqual(rawfx_audio_chain_create(registry, text, &viaEmit), rawfx_result(RAWFX_OK))
+            XCTAssertEqual(rawfx_audio_chain_create(registry, text, &viaInto), rawfx_result(RAWFX_OK))
+            defer { rawfx_audio_chain_destroy(viaEmit); rawfx_audio_chain_destroy(viaInto) }
+            var format = AudioFormat(sampleRate: 48000, channels: 1).cValue
+            XCTAssertEqual(rawfx_audio_chain_max_output(viaInto, 480), 0, "\(text): a bound before negotiation")
+            XCTAssertEqual(rawfx_audio_chain_negotiate(viaEmit, &format, nil), rawfx_result(RAWFX_OK))
+            XCTAssertEqual(rawfx_audio_chain_negotiate(viaInto, &format, nil), rawfx_result(RAWFX_OK))
+            var expected: [Int16] = [], got: [Int16] = []
+            var destination = [Int16](repeating: 0, count: 4096)
+            var allocations: UInt64 = 0
+            var signalCopy = signal
+            signalCopy.withUnsafeMutableBufferPointer { samples in
+                var offset = 0
+                for (index, size) in chunks.enumerated() {
+                    var block = AudioBlock(samples: samples.baseAddress! + offset, frameCount: size,
+                                           format: AudioFormat(sampleRate: 48000, channels: 1)).raw
+                    offset += size
+                    withUnsafeMutablePointer(to: &expected) { list in
+                        _ = rawfx_audio_chain_process(viaEmit, &block, { user, out in
+                            let b = out!.pointee
+                            user!.assumingMemoryBound(to: [Int16].self).pointee
+                                .append(contentsOf: UnsafeBufferPointer(start: b.samples, count: Int(b.frame_count)))
+                        }, list)
+                    }
+                    let bound = rawfx_audio_chain_max_output(viaInto, UInt32(size))
+                    var written: UInt32 = 99
+                    // One frame short of the bound: refused, nothing consumed.
+                    if bound > 0 {
+                        XCTAssertEqual(destination.withUnsafeMutableBufferPointer {
+                            rawfx_audio_chain_process_into(viaInto, &block, $0.baseAddress, bound - 1, &written)
+                        }, rawfx_result(RAWFX_E_BUFFER_TOO_SMALL), "\(text), chunk \(index)")
+                        XCTAssertTrue(String(cString: rawfx_last_error()).contains("destination has room for \(bound - 1) frames; a chunk of \(size) frames can produce up to \(bound)"),
+                                      String(cString: rawfx_last_error()))
+                        XCTAssertEqual(written, 0)
+                    }
+                    let before = rawfx_thread_allocation_count()
+                    let result = destination.withUnsafeMutableBufferPointer {
+                        rawfx_audio_chain_process_into(viaInto, &block, $0.baseAddress, bound, &written)
+                    }
+                    if index > 0 { allocations += rawfx_thread_allocation_count() - before }
+                    XCTAssertEqual(result, rawfx_result(RAWFX_OK), String(cString: rawfx_last_error()))
+                    XCTAssertLessThanOrEqual(written, bound, "\(text), chunk \(index)")
+                    if text.hasPrefix("denoise") {
+                        XCTAssertEqual(written, bound, "\(text), chunk \(index): the bound of a chain that keeps the rate is exact")
+                    }
+                    got.append(contentsOf: destination[0..<Int(written)])
+                }
+            }
+            XCTAssertGreaterThan(expected.count, 1000, text)
+            XCTAssertEqual(got, expected, "\(text): process_into wrote what process emits")
+            XCTAssertEqual(allocations, 0, "\(text): allocations in process_into calls after the first")
+        }
+    }
+
     /// Bypass, a parameter and a whole-chain swap through the C API change the output as the
     /// engine's chains without the stage, with the value, or the new chain give.
     func testBypassParameterAndSwap() throws {

@@ -40,7 +40,7 @@ extern "C" {
 
 /* The version of this API. Minor versions only append functions and struct fields. */
 #define RAWFX_EMBED_VERSION_MAJOR 1
-#define RAWFX_EMBED_VERSION_MINOR 2
+#define RAWFX_EMBED_VERSION_MINOR 3
 
 /* [any] The version of the library loaded, as RAWFX_EMBED_VERSION_MAJOR * 1000 + MINOR.
  * A program built against a newer minor than the library checks this before calling the
@@ -196,8 +196,12 @@ rawfx_result rawfx_video_chain_process(rawfx_video_chain *chain, const rawfx_vid
                                        rawfx_video_frame *output);
 
 /* [process] As rawfx_video_chain_process, then copies the result into `destination`'s
- * planes (its own strides), which must have the output's width and height. `destination`
- * may be `input` itself when the chain keeps the size (an SDK pre-processor's frame). */
+ * planes (its own strides: a tile of a larger canvas, say), which must have the output's
+ * width and height. `destination` may be `input` itself when the chain keeps the size (an
+ * SDK pre-processor's frame); planes that partly overlap the input's are refused
+ * (RAWFX_E_INVALID_ARGUMENT, since 1.3). A destination of the wrong size is refused before
+ * the frame is consumed (RAWFX_E_STATE) whenever the chain is already negotiated for the
+ * input's format with no change pending. */
 rawfx_result rawfx_video_chain_process_into(rawfx_video_chain *chain, const rawfx_video_frame *input,
                                             const rawfx_video_frame *destination);
 
@@ -273,6 +277,21 @@ rawfx_result rawfx_audio_chain_negotiate(rawfx_audio_chain *chain, const rawfx_a
  * fixed blocks (SpeexDSP: 10 ms) gets exactly those: the chain re-blocks. */
 rawfx_result rawfx_audio_chain_process(rawfx_audio_chain *chain, const rawfx_audio_frame *input,
                                        rawfx_audio_emit emit, void *user_data);
+
+/* [process] (since 1.3) The most frames rawfx_audio_chain_process of a chunk of
+ * `input_frames` frames can emit now, as FFmpeg's swr_get_out_samples: the samples waiting
+ * in the chain plus the chunk, through every stage's block size and rate. Exact for chains
+ * that keep the rate; with a resampler, an upper bound. 0 before negotiation. */
+uint32_t rawfx_audio_chain_max_output(const rawfx_audio_chain *chain, uint32_t input_frames);
+
+/* [process] (since 1.3) As rawfx_audio_chain_process, but the blocks that come out are
+ * written one after another into `destination` (interleaved s16 at the output's channel
+ * count, room for `capacity` frames), and `*written` receives their frame count. No
+ * callback: the fast path for bindings such as Python's. A chunk of another format
+ * renegotiates first, as process does. RAWFX_E_BUFFER_TOO_SMALL, before anything is
+ * consumed, when `capacity` is below rawfx_audio_chain_max_output for the chunk. */
+rawfx_result rawfx_audio_chain_process_into(rawfx_audio_chain *chain, const rawfx_audio_frame *input,
+                                            int16_t *destination, uint32_t capacity, uint32_t *written);
 
 /* [process] Frames (at the output rate) by which the output lags the input. Known once
  * negotiated. A file's first `latency` output frames precede the input: drop them. */
