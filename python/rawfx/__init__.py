@@ -160,6 +160,11 @@ def _metrics_json(function, handle):
     return buffer.value.decode()
 
 
+_U8 = np.dtype(np.uint8)
+_I16 = np.dtype(np.int16)
+_RANGES = {"limited": 0, "full": 1}
+
+
 def _plane(array, name, height, width, writable=False):
     """Checks one I420 plane: a 2-D uint8 array of the plane's size whose rows may be spaced
     by any stride (a slice of a wider buffer) but whose samples are contiguous."""
@@ -176,35 +181,126 @@ def _plane(array, name, height, width, writable=False):
     return array
 
 
+def _checked(array, name, shape, writable):
+    """`_plane` with its common case first: an exact ndarray of the canonical uint8 dtype
+    passes on a few attribute reads; anything else gets the full check and its message."""
+    if not (type(array) is np.ndarray and array.dtype is _U8 and array.shape == shape
+            and array.strides[1] == 1 and array.strides[0] >= shape[1] and (not writable or array.flags.writeable)):
+        _plane(array, name, shape[0], shape[1], writable)
+
+
+def _address_by_layout(array, _at=ctypes.c_void_p.from_address):
+    # PyArrayObject_fields.data: the first field after PyObject_HEAD, part of numpy's C ABI
+    # (extensions compiled against numpy read it there). A third of what array.ctypes.data costs.
+    return _at(id(array) + 16).value
+
+
+def _address_through_ctypes(array):
+    return array.ctypes.data
+
+
+def _pick_address():
+    """The fast way to an array's data address where this interpreter and numpy lay the array
+    out as checked here (CPython), numpy's own `ctypes.data` elsewhere."""
+    probes = [np.zeros((3, 5), np.uint8), np.zeros((4, 9), np.uint8)[1:, 2:7], np.zeros(7, np.int16)[1:]]
+    try:
+        if all(_address_by_layout(p) == p.ctypes.data for p in probes):
+            return _address_by_layout
+    except Exception:  # noqa: BLE001 (not CPython's object layout: use numpy's accessor)
+        pass
+    return _address_through_ctypes
+
+
+_address = _pick_address()
+
+
+class _FrameBinding:
+    """One rawfx_video_frame, reused for every call: checks three planes and points the
+    struct at them. A plane's address is read only when another array object comes (numpy
+    needs about a microsecond to tell it); the arrays are held until the next bind, so an
+    address the struct keeps stays valid."""
+
+    __slots__ = ("frame", "ref", "arrays", "what")
+
+    def __init__(self, what="y, u, v"):
+        self.frame = _c.VideoFrame()
+        self.frame.struct_size = ctypes.sizeof(_c.VideoFrame)
+        self.frame.pixel_format = _c.PIXEL_I420
+        self.ref = ctypes.byref(self.frame)
+        self.arrays = (None, None, None)
+        self.what = what.split(", ")
+
+    def bind(self, y, u, v, color_range="limited", rotation=0, timestamp_us=0, writable=False):
+        if not isinstance(y, np.ndarray) or y.ndim != 2:
+            raise ValueError("%s: expected a 2-D numpy array of uint8" % self.what[0])
+        height, width = shape = y.shape
+        chroma = ((height + 1) // 2, (width + 1) // 2)
+        names = self.what
+        _checked(y, names[0], shape, writable)
+        _checked(u, names[1], chroma, writable)
+        _checked(v, names[2], chroma, writable)
+        frame = self.frame
+        frame.width = width
+        frame.height = height
+        frame.color_range = _RANGES[color_range]
+        frame.rotation = rotation
+        frame.timestamp_us = timestamp_us
+        planes, strides, arrays = frame.planes, frame.strides, self.arrays
+        if y is not arrays[0]:
+            planes[0] = _address(y)
+        if u is not arrays[1]:
+            planes[1] = _address(u)
+        if v is not arrays[2]:
+            planes[2] = _address(v)
+        strides[0] = y.strides[0]
+        strides[1] = u.strides[0]
+        strides[2] = v.strides[0]
+        self.arrays = (y, u, v)
+        return self.ref
+
+    def release(self):
+        self.arrays = (None, None, None)
+
+
 def _frame(y, u, v, color_range, rotation, timestamp_us, writable=False):
-    if not isinstance(y, np.ndarray) or y.ndim != 2:
-        raise ValueError("y: expected a 2-D numpy array of uint8")
-    height, width = y.shape
-    ch, cw = (height + 1) // 2, (width + 1) // 2
-    planes = [_plane(y, "y", height, width, writable), _plane(u, "u", ch, cw, writable), _plane(v, "v", ch, cw, writable)]
-    frame = _c.VideoFrame()
-    frame.struct_size = ctypes.sizeof(_c.VideoFrame)
-    frame.width, frame.height = width, height
-    frame.pixel_format = _c.PIXEL_I420
-    frame.color_range = {"limited": 0, "full": 1}[color_range]
-    frame.rotation = rotation
-    for i, plane in enumerate(planes):
-        frame.planes[i] = plane.ctypes.data
-        frame.strides[i] = plane.strides[0]
-    frame.timestamp_us = timestamp_us
-    return frame
+    """A new C frame over three checked planes (the hooks' calls; the chains reuse theirs)."""
+    binding = _FrameBinding()
+    binding.bind(y, u, v, color_range, rotation, timestamp_us, writable)
+    return binding.frame
 
 
-def _planes_of(frame, copy=True):
+def _view(address, height, width, stride, owner):
+    """A (height, width) uint8 array over `stride`-spaced rows at `address`. The ctypes buffer
+    under it holds `owner`, so the memory is not freed while the array lives."""
+    buffer = (ctypes.c_uint8 * (stride * (height - 1) + width)).from_address(address)
+    buffer._owner = owner
+    return np.ndarray((height, width), _U8, buffer, 0, (stride, 1))
+
+
+def _planes_of(frame, copy=True, owner=None):
     """The three planes of a C frame as 2-D uint8 arrays (copies, or views over its memory)."""
     height, width = frame.height, frame.width
-    out = []
-    for i, (h, w) in enumerate([(height, width), ((height + 1) // 2, (width + 1) // 2), ((height + 1) // 2, (width + 1) // 2)]):
-        stride = frame.strides[i]
-        buffer = (ctypes.c_uint8 * (stride * (h - 1) + w)).from_address(frame.planes[i])
-        view = np.lib.stride_tricks.as_strided(np.frombuffer(buffer, dtype=np.uint8), shape=(h, w), strides=(stride, 1))
-        out.append(view.copy() if copy else view)
-    return tuple(out)
+    ch, cw = (height + 1) // 2, (width + 1) // 2
+    views = (_view(frame.planes[0], height, width, frame.strides[0], owner),
+             _view(frame.planes[1], ch, cw, frame.strides[1], owner),
+             _view(frame.planes[2], ch, cw, frame.strides[2], owner))
+    return tuple(view.copy() for view in views) if copy else views
+
+
+class _Owned:
+    """A C object and the function that frees it, freed when the last reference goes: the
+    chain that made it, or a view of its buffers still held after close()."""
+
+    __slots__ = ("handle", "destroy", "__weakref__")
+
+    def __init__(self, handle, destroy):
+        self.handle, self.destroy = handle, destroy
+
+    def __del__(self):
+        # At interpreter exit the module's globals may already be gone; the process frees all.
+        if _lib is not None and self.handle:
+            self.destroy(self.handle)
+            self.handle = None
 
 
 class _Chain:
@@ -212,12 +308,14 @@ class _Chain:
     the rawfx_<kind>_chain_* functions."""
 
     _handle = None  # set once the C object exists: close() is safe after a failed __init__
+    _owned = None   # frees the C chain once neither this object nor a view of its buffers needs it
     _kind = None    # "video" or "audio"
 
     def __init__(self, registry, text):
         handle = ctypes.c_void_p()
         self._call("create", registry._handle, _text(text), ctypes.byref(handle))
         self._handle = handle
+        self._owned = _Owned(handle, self._function("destroy"))
 
     def _function(self, name):
         return getattr(_lib, "rawfx_%s_chain_%s" % (self._kind, name))
@@ -226,14 +324,10 @@ class _Chain:
         _check("rawfx_%s_chain_%s" % (self._kind, name), self._function(name)(*arguments))
 
     def close(self):
-        if self._handle:
-            self._function("destroy")(self._handle)
-            self._handle = None
-
-    def __del__(self):
-        # At interpreter exit the module's globals may already be gone; the process frees all.
-        if _lib is not None:
-            self.close()
+        """Frees the chain now, or, while arrays returned by process(copy=False) are still
+        referenced, when the last of them goes. Any call after close() raises RawFXError."""
+        self._handle = None
+        self._owned = None
 
     @property
     def latency(self):
@@ -260,34 +354,88 @@ class _Chain:
 
 
 class VideoChain(_Chain):
-    """A video chain (rawfx_video_chain_*): I420 frames as three 2-D uint8 arrays."""
+    """A video chain (rawfx_video_chain_*): I420 frames as three 2-D uint8 arrays.
+
+    A call costs the C call plus a few microseconds: the frame structs are made once and
+    reused, a plane's address is read again only for another array object, and the views
+    of the engine's buffers are made once per buffer and handed out again."""
 
     _kind = "video"
     _last = None  # the last input, which drain repeats
 
+    def __init__(self, registry, text):
+        super().__init__(registry, text)
+        self._input = _FrameBinding()
+        self._destination = _FrameBinding("out[0], out[1], out[2]")
+        self._output = _c.VideoFrame()
+        self._output_ref = ctypes.byref(self._output)
+        self._views = {}  # (planes, strides, size) of an engine buffer -> its three views
+        self._process = _lib.rawfx_video_chain_process
+        self._process_into = _lib.rawfx_video_chain_process_into
+
+    def close(self):
+        super().close()
+        self._views = {}
+        self._input.release()
+        self._destination.release()
+        self._last = None
+
     def negotiate(self, width, height, color_range="limited", rotation=0):
-        """Negotiates for frames of this size; returns the output's (width, height)."""
+        """Negotiates for frames of this size; returns the output's (width, height). Optional:
+        a frame of another size than the last renegotiates by itself (allocating once)."""
         fmt = _c.VideoFormat(ctypes.sizeof(_c.VideoFormat), width, height, _c.PIXEL_I420,
-                             {"limited": 0, "full": 1}[color_range], rotation)
+                             _RANGES[color_range], rotation)
         out = _c.VideoFormat()
         self._call("negotiate", self._handle, ctypes.byref(fmt), ctypes.byref(out))
+        self._views = {}
         return out.width, out.height
+
+    def _result_views(self, y, u, v):
+        out = self._output
+        planes, strides = out.planes, out.strides
+        key = (planes[0], planes[1], planes[2], strides[0], strides[1], strides[2], out.width, out.height)
+        views = self._views.get(key)
+        if views is None:
+            inputs = self._input.frame
+            if (key[:6] == (inputs.planes[0], inputs.planes[1], inputs.planes[2],
+                            inputs.strides[0], inputs.strides[1], inputs.strides[2])
+                    and (out.width, out.height) == (inputs.width, inputs.height)):
+                return y, u, v  # every filter in place: the result is the caller's arrays
+            if len(self._views) >= 8:  # buffers of earlier formats
+                self._views = {}
+            views = self._views[key] = _planes_of(out, copy=False, owner=self._owned)
+        return views
 
     def process(self, y, u, v, color_range="limited", rotation=0, timestamp_us=0, copy=True):
         """Runs one frame; returns the output planes (y, u, v). In-place filters edit the given
-        arrays. With copy=False the arrays are views of the engine's buffers, valid until the
-        next call on this chain."""
-        frame = _frame(y, u, v, color_range, rotation, timestamp_us)
-        out = _c.VideoFrame()
-        self._call("process", self._handle, ctypes.byref(frame), ctypes.byref(out))
+        arrays. With copy=False the arrays are views of the engine's buffers (or the given
+        arrays, when every filter works in place), valid until the next call on this chain:
+        the same view objects come back for the same buffer. A frame of a new size
+        renegotiates the chain (allocating once)."""
+        frame = self._input.bind(y, u, v, color_range, rotation, timestamp_us)
+        _check("rawfx_video_chain_process", self._process(self._handle, frame, self._output_ref))
         self._last = (y, u, v, color_range, rotation)
-        return _planes_of(out, copy)
+        views = self._result_views(y, u, v)
+        return tuple(view.copy() for view in views) if copy else views
 
-    def process_into(self, y, u, v, color_range="limited", rotation=0, timestamp_us=0):
-        """Runs one frame and writes the result back into the same arrays (an SDK
-        pre-processor's frame); the chain must keep the size."""
-        frame = _frame(y, u, v, color_range, rotation, timestamp_us, writable=True)
-        self._call("process_into", self._handle, ctypes.byref(frame), ctypes.byref(frame))
+    def process_into(self, y, u, v, color_range="limited", rotation=0, timestamp_us=0, out=None):
+        """Runs one frame and writes the result into `out`, three writable uint8 planes of the
+        output's size with any row stride: views into a larger canvas (a tile), say. Without
+        `out` the result goes back into y, u, v (an SDK pre-processor's frame; the chain must
+        keep the size). Destination planes that partly overlap the input are refused, and so
+        is a destination of the wrong size, before the frame is consumed when the chain is
+        negotiated for it."""
+        if out is None:
+            frame = self._input.bind(y, u, v, color_range, rotation, timestamp_us, writable=True)
+            destination = frame
+        else:
+            if not isinstance(out, (tuple, list)) or len(out) != 3:
+                raise ValueError("out: expected three planes (y, u, v), got %r" % type(out).__name__)
+            frame = self._input.bind(y, u, v, color_range, rotation, timestamp_us)
+            destination = self._destination.bind(out[0], out[1], out[2], color_range, rotation, timestamp_us,
+                                                 writable=True)
+        _check("rawfx_video_chain_process_into", self._process_into(self._handle, frame, destination))
+        self._last = (y, u, v, color_range, rotation)
 
     def drain(self):
         """The frames a delaying filter still holds, pushed out by repeating the last input."""
@@ -314,10 +462,33 @@ class VideoChain(_Chain):
 
 
 class AudioChain(_Chain):
-    """An audio chain (rawfx_audio_chain_*) over interleaved int16 PCM."""
+    """An audio chain (rawfx_audio_chain_*) over interleaved int16 PCM.
+
+    process() runs through rawfx_audio_chain_process_into: no callback into Python, one
+    block struct reused, and the output written straight into an array (the caller's
+    `out`, or a scratch buffer whose part that was written is copied out)."""
 
     _kind = "audio"
     _channels = None  # the negotiated input's
+
+    def __init__(self, registry, text):
+        super().__init__(registry, text)
+        self._block = _c.AudioFrame()
+        self._block.struct_size = ctypes.sizeof(_c.AudioFrame)
+        self._block.source = _c.AUDIO_SOURCE_FILE
+        self._block_ref = ctypes.byref(self._block)
+        self._pcm = None        # the last input array, whose address the block holds
+        self._out = None        # the last caller's `out`, and its address
+        self._out_address = 0
+        self._scratch = None    # where process() writes when no `out` is given
+        self._scratch_address = 0
+        self._written = ctypes.c_uint32()
+        self._written_ref = ctypes.byref(self._written)
+        self._process_into = _lib.rawfx_audio_chain_process_into
+
+    def close(self):
+        super().close()
+        self._pcm = self._out = self._scratch = None
 
     def negotiate(self, sample_rate, channels):
         """Negotiates for this format; returns the output's (sample_rate, channels)."""
@@ -325,7 +496,15 @@ class AudioChain(_Chain):
         out = _c.AudioFormat()
         self._call("negotiate", self._handle, ctypes.byref(fmt), ctypes.byref(out))
         self._rate, self._channels, self._out_channels = sample_rate, channels, out.channels
+        self._block.sample_rate, self._block.channels = sample_rate, channels
+        self._scratch = None
         return out.sample_rate, out.channels
+
+    def max_output_frames(self, frames):
+        """The most frames process() of a chunk of `frames` frames can return now
+        (rawfx_audio_chain_max_output): the size for an `out` array. Exact for chains that
+        keep the rate; an upper bound with a resampler."""
+        return _lib.rawfx_audio_chain_max_output(self._handle, frames)
 
     def _collector(self):
         blocks = []
@@ -341,25 +520,69 @@ class AudioChain(_Chain):
         channels = self._out_channels
         return np.concatenate(blocks) if blocks else np.zeros((0, channels), dtype=np.int16)
 
-    def process(self, pcm, timestamp_us=0):
+    def _destination(self, out):
+        """The caller's `out` checked: int16, (frames, output channels) or (frames,) for a
+        mono output, contiguous and writable. Returns its address and capacity in frames."""
+        if out is not self._out:
+            if not isinstance(out, np.ndarray) or out.dtype != np.int16:
+                raise ValueError("out: expected a numpy array of int16, got %s" % (
+                    type(out).__name__ if not isinstance(out, np.ndarray) else out.dtype))
+            self._out, self._out_address = None, 0
+        channels = self._out_channels
+        if not (out.ndim == 2 and out.shape[1] == channels or out.ndim == 1 and channels == 1):
+            raise ValueError("out: shape %s; expected (frames, %d)%s" % (out.shape, channels,
+                                                                        " or (frames,)" if channels == 1 else ""))
+        if not out.flags.c_contiguous:
+            raise ValueError("out: not contiguous; expected interleaved samples, one frame after another")
+        if not out.flags.writeable:
+            raise ValueError("out: the array is read-only; process writes the output into it")
+        if out is not self._out:
+            self._out, self._out_address = out, _address(out)
+        return self._out_address, out.shape[0]
+
+    def process(self, pcm, timestamp_us=0, out=None):
         """Runs a chunk of any length: int16, shape (frames,) for mono or (frames, channels).
         Returns what came out, shape (frames, output channels); the chain re-blocks, so the
-        output may be shorter or longer than the chunk."""
+        output may be shorter or longer than the chunk. With `out` (an int16 array of at
+        least max_output_frames(len(pcm)) frames, reused from call to call) the output is
+        written there and the part written, out[:n], is returned; a smaller `out` is refused
+        (RAWFX_E_BUFFER_TOO_SMALL) before anything is consumed."""
         if self._channels is None:
             raise RuntimeError("negotiate(sample_rate, channels) first")
-        pcm = np.asarray(pcm)
-        if pcm.dtype != np.int16:
+        if type(pcm) is not np.ndarray:
+            pcm = np.asarray(pcm)
+        if pcm.dtype is not _I16 and pcm.dtype != np.int16:
             raise ValueError("pcm: dtype %s; expected int16" % pcm.dtype)
-        if pcm.ndim == 1:
-            pcm = pcm.reshape(-1, 1)
-        if pcm.ndim != 2 or pcm.shape[1] != self._channels:
-            raise ValueError("pcm: shape %s; expected (frames, %d)" % (pcm.shape, self._channels))
-        pcm = np.ascontiguousarray(pcm)
-        block = _c.AudioFrame(ctypes.sizeof(_c.AudioFrame), pcm.ctypes.data, pcm.shape[0], self._rate, self._channels,
-                              _c.AUDIO_SOURCE_FILE, 0, 0, timestamp_us)
-        blocks, emit = self._collector()
-        self._call("process", self._handle, ctypes.byref(block), emit, None)
-        return self._joined(blocks)
+        channels = self._channels
+        if not (pcm.ndim == 2 and pcm.shape[1] == channels or pcm.ndim == 1 and channels == 1):
+            raise ValueError("pcm: shape %s; expected (frames, %d)" % (pcm.shape, channels))
+        if not pcm.flags.c_contiguous:
+            pcm = np.ascontiguousarray(pcm)
+        block = self._block
+        if pcm is not self._pcm:
+            block.samples = _address(pcm)
+            self._pcm = pcm
+        frames = block.frame_count = pcm.shape[0]
+        block.timestamp_us = timestamp_us
+        if out is not None:
+            address, capacity = self._destination(out)
+            _check("rawfx_audio_chain_process_into",
+                   self._process_into(self._handle, self._block_ref, address, capacity, self._written_ref))
+            return out[:self._written.value]
+        while True:
+            scratch = self._scratch
+            capacity = scratch.shape[0] if scratch is not None else 0
+            result = self._process_into(self._handle, self._block_ref, self._scratch_address, capacity,
+                                        self._written_ref)
+            if result != _c.E_BUFFER_TOO_SMALL or capacity >= self.max_output_frames(frames):
+                break
+            # Refused before anything was consumed: grow the scratch and run the chunk again.
+            self._scratch = np.empty((max(self.max_output_frames(frames), 2 * capacity), self._out_channels), np.int16)
+            self._scratch_address = _address(self._scratch)
+        _check("rawfx_audio_chain_process", result)
+        if self._scratch is None:  # an empty chunk, before any output
+            return np.zeros((0, self._out_channels), np.int16)
+        return self._scratch[:self._written.value].copy()
 
     def drain(self):
         """At the end of a stream: the rest, so that the output has the input's length once

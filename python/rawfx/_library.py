@@ -129,7 +129,13 @@ VIDEO_EMIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(VideoFrame))
 AUDIO_EMIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(AudioFrame))
 
 PIXEL_I420 = 1  # RAWFX_PIXEL_I420
+E_BUFFER_TOO_SMALL = 7  # RAWFX_E_BUFFER_TOO_SMALL
 AUDIO_SOURCE_FILE = 4
+
+
+# The rawfx_embed.h minor version whose functions this package calls (1.3:
+# rawfx_audio_chain_process_into and rawfx_audio_chain_max_output).
+API_MINOR = 3
 
 
 def _declare(lib):
@@ -168,6 +174,8 @@ def _declare(lib):
         "rawfx_audio_chain_destroy": (None, [P]),
         "rawfx_audio_chain_negotiate": (result, [P, c.POINTER(AudioFormat), c.POINTER(AudioFormat)]),
         "rawfx_audio_chain_process": (result, [P, c.POINTER(AudioFrame), AUDIO_EMIT, P]),
+        "rawfx_audio_chain_process_into": (result, [P, c.POINTER(AudioFrame), P, c.c_uint32, c.POINTER(c.c_uint32)]),
+        "rawfx_audio_chain_max_output": (c.c_uint32, [P, c.c_uint32]),
         "rawfx_audio_chain_latency": (c.c_uint32, [P]),
         "rawfx_audio_chain_drain": (result, [P, AUDIO_EMIT, P]),
         "rawfx_audio_chain_set_parameter": (result, [P, c.c_char_p, c.c_char_p]),
@@ -232,11 +240,13 @@ def _declare(lib):
         "rawfx_virtual_mic_pump": (result, [P, c.c_int64, c.POINTER(c.c_int64)]),
         "rawfx_virtual_mic_chunks_sent": (c.c_uint64, [P]),
     }
+    lib.rawfx_embed_version.restype = c.c_uint32
+    version = lib.rawfx_embed_version()
+    if version // 1000 != 1 or version % 1000 < API_MINOR:
+        raise OSError("librawfx at %s has API version %d.%d; this package needs 1.%d or a later 1.x"
+                      % (lib._name, version // 1000, version % 1000, API_MINOR))
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
         function.restype = restype
         function.argtypes = argtypes
-    major = lib.rawfx_embed_version() // 1000
-    if major != 1:
-        raise OSError("librawfx has API version %d.x; this package needs 1.x" % major)
     return lib

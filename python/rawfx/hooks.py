@@ -20,7 +20,7 @@ import json
 
 import numpy as np
 
-from . import _c, _check, _frame, _lib, _metrics_json, _text
+from . import _c, _check, _frame, _FrameBinding, _lib, _metrics_json, _text
 
 MIXED, ONE_WAY, SHARED = 0, 1, 2  # RAWFX_STREAM_*
 STREAM_NAMES = {MIXED: "mixed", ONE_WAY: "one_way", SHARED: "shared"}
@@ -54,6 +54,14 @@ class Hook:
 
     def _call(self, name, *arguments):
         _check(name, getattr(_lib, name)(self._handle, *arguments))
+
+    _binding = None  # the frame struct a frame call reuses
+
+    def _frame_ref(self, y, u, v, color_range, rotation, writable=False):
+        """The hook's one rawfx_video_frame, pointed at these planes once they are checked."""
+        if self._binding is None:
+            self._binding = _FrameBinding()
+        return self._binding.bind(y, u, v, color_range, rotation, 0, writable)
 
     def close(self):
         """Stops the hook (a speaker flushes its streams to the sink) and frees it."""
@@ -120,8 +128,8 @@ class PreProcessor(Hook):
 
     def process(self, y, u, v, color_range="limited", rotation=0):
         """Runs the chain on the SDK's planes (writable 2-D uint8 arrays, any row stride) in place."""
-        frame = _frame(y, u, v, color_range, rotation, 0, writable=True)
-        self._call("rawfx_preprocessor_process", ctypes.byref(frame))
+        _check("rawfx_preprocessor_process",
+               _lib.rawfx_preprocessor_process(self._handle, self._frame_ref(y, u, v, color_range, rotation, writable=True)))
 
 
 class VirtualSpeaker(Hook):
@@ -290,7 +298,7 @@ class VideoSource(_Source):
         """Offers one frame; True when sent (or queued), False when refused (the SDK is not
         sending: before on_start_send or after on_stop_send). Raises when a filter fails."""
         return _pushed("rawfx_video_source_push_frame",
-                       _lib.rawfx_video_source_push_frame(self._handle, ctypes.byref(_frame(y, u, v, color_range, rotation, 0))))
+                       _lib.rawfx_video_source_push_frame(self._handle, self._frame_ref(y, u, v, color_range, rotation)))
 
     @property
     def capability(self):
@@ -330,7 +338,7 @@ class ShareSource(_Source):
     def push_frame(self, y, u, v, color_range="limited", rotation=0):
         """Offers one frame; True when sent (or queued), False when refused (not sharing)."""
         return _pushed("rawfx_share_source_push_frame",
-                       _lib.rawfx_share_source_push_frame(self._handle, ctypes.byref(_frame(y, u, v, color_range, rotation, 0))))
+                       _lib.rawfx_share_source_push_frame(self._handle, self._frame_ref(y, u, v, color_range, rotation)))
 
 
 class VirtualMic(_Source):
@@ -418,7 +426,7 @@ class ProductionStudio(_Source):
 
     def push_frame(self, y, u, v, color_range="limited", rotation=0):
         return _pushed("rawfx_production_studio_push_frame", _lib.rawfx_production_studio_push_frame(
-            self._handle, ctypes.byref(_frame(y, u, v, color_range, rotation, 0))))
+            self._handle, self._frame_ref(y, u, v, color_range, rotation)))
 
     def push_audio(self, pcm, sample_rate, timestamp_us=None):
         pcm, block = _audio_block(pcm, sample_rate)
