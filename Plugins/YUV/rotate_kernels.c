@@ -13,9 +13,8 @@
  * twice with the same bytes), so only planes smaller than a block take the
  * scalar path. The band reads one line per source row, a stride the hardware
  * prefetchers follow poorly from DRAM: the lines TRANSPOSE_PREFETCH_ROWS ahead
- * are prefetched by hand (on a cold 1080p frame, about 1.4x faster than
- * without, measured on an AMD EPYC), and the end of a band prefetches the
- * start of the next one.
+ * are prefetched by hand (cold frames come from DRAM), and the end of a band
+ * prefetches the start of the next one.
  *
  * Row reversal: 32 (AVX2) or 16 (SSSE3) bytes at a time through pshufb (plus a
  * lane swap for AVX2), with the same overlapping last block. The source is read
@@ -24,13 +23,12 @@
  * the other way, is the chain's own buffer and warm. Within a row the stores
  * walk down through memory, which the prefetchers do not take up, so with rows
  * going up (the left-right mirror) each row prefetches the lines of the next
- * destination row for writing: the cold 720p mirror went from 0.74 to 0.82-0.86
- * of a plain copy's speed in the bench (AMD EPYC). With rows going down too
- * (the half turn) the whole destination is one falling stream and the same
- * prefetch made it slower (0.87 to 0.75-0.78), so it is not done there.
- * Prefetching source rows ahead by hand, which made the scaler up to 1.44x
- * faster on cold frames (scale_kernels.c), made both mirrors 12-19% slower
- * (A/B, 2 to 8 rows ahead): the prefetchers follow these ascending rows.
+ * destination row for writing, which brings the cold mirror close to a plain
+ * copy's speed. With rows going down too (the half turn) the whole destination
+ * is one falling stream and the same prefetch made it slower, so it is not done
+ * there. Prefetching source rows ahead by hand, which pays in the scaler
+ * (scale_kernels.c), made both mirrors slower: the prefetchers follow these
+ * ascending rows by themselves.
  *
  * Row copy with a bottom-up destination (the top-bottom flip): one row at a
  * time, since the rows cannot be coalesced into one copy. libyuv's CopyPlane
@@ -128,14 +126,10 @@ __attribute__((always_inline)) static inline void prefetch_row_for_write(uint8_t
 /* Prefetches the band's lines of source rows [row, row + 16). Rows past the
  * plane's end wrap to the top of the next band (up to c1), so that a band's
  * first rows are already on their way when it starts: without the wrap they
- * were demand misses, 18% of the rows of a 720p band at a distance of 128
- * without the wrap. With the wrap and 64 rows, the cold 720p quarter turn went
- * from 211 to 160 us p50 in the bench (1080p: 439 to 378 us), on an AMD EPYC.
- * With the wrap, 128 rows beat 64: in three alternating bench runs of each
- * (2026-11-27, same host type) the quarter turns' vs_ffmpeg went from 1.23 to
- * 1.41 (90, 720p), 1.25 to 1.40 (270, 720p), 2.25 to 2.74 (90, 1080p); in a C
- * harness 720p took 185 instead of 210 us and 1080p 390 instead of 480. 192
- * rows were not told apart from 128 in two more runs each. */
+ * were demand misses. TRANSPOSE_PREFETCH_ROWS ahead: further than the band's
+ * own height, because a row's line arrives from DRAM long after it is asked
+ * for (the A/B runs behind the distance are in git's history of
+ * docs/benchmarks.md). */
 __attribute__((always_inline)) static inline void
 prefetch_band(const uint8_t *src, ptrdiff_t ss, int height, int row, int band, int band_end, int c1) {
     if (row + 16 > height) {
@@ -248,7 +242,7 @@ reverse_rows_avx2(const uint8_t *src, ptrdiff_t ss, uint8_t *dst, ptrdiff_t ds, 
         const uint8_t *s = src + (ptrdiff_t)y * ss;
         uint8_t *d = dst + (ptrdiff_t)y * ds;
         if (ds > 0 && y + 1 < height) prefetch_row_for_write(d + ds, width);
-        /* Two vectors an iteration (measured 1.1x faster than one on cold frames). */
+        /* Two vectors an iteration: more loads in flight on cold frames. */
         int x = 0;
         for (; x + 64 <= width; x += 64) {
             const int at = ss > 0 ? x : width - 64 - x;

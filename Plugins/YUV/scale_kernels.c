@@ -3,8 +3,8 @@
  *
  * Why not libyuv's I420Scale: it mallocs three row buffers per call at most
  * ratios, and its general bilinear path (a vertical InterpolateRow over the
- * whole source row, then a per-pixel ScaleFilterCols gather) is 1.5-2.4x
- * behind swscale at 1080p -> 720p. The means here:
+ * whole source row, then a per-pixel ScaleFilterCols gather) is behind swscale
+ * at 1080p -> 720p. The means here:
  *
  * - Fixed ratios (2:1, 3:2, 4:3 and 3:1 in both dimensions, filter=bilinear or
  *   box): the phase pattern repeats every few pixels, so the weights are
@@ -26,7 +26,7 @@
  *   libyuv's positions (ScaleSlope), one fused pass per output row; upscales blend
  *   each source row's columns once and keep two such rows. libyuv's general rows
  *   (InterpolateRow over the whole source row, then ScaleFilterCols, two samples a
- *   step) were 1.2-2.9x behind swscale there.
+ *   step) were behind swscale there.
  * - Box past 2:1 in both dimensions, up to 7:1: the area mean, rows first. The
  *   rows an output row covers are weighed into one 16-bit row, each source row
  *   read once as one stream, then each output takes an eight-sample window of it
@@ -216,10 +216,9 @@ static int columns_plan(scale_plan *plan, scale_column_block *blocks, size_t cap
     plan->columns = blocks;
     plan->column_far = far;
     plan->simd_halves = simd_halves;
-    /* Source rows are prefetched (SCALE_PREFETCH_ROWS) on downscales past 5:4; in one A/B
-     * run (cold frames, one thread, 2-vCPU AMD EPYC VM), 1080p -> 854x480 bilinear took
-     * 0.46 ms with it and 0.55 ms without, 720p -> 854x480 0.21 and 0.26; 1080p ->
-     * 1600x900 (6:5) and 540p -> 720p were 1-4 % slower with it. */
+    /* Source rows are prefetched (SCALE_PREFETCH_ROWS) on downscales past 5:4, where a
+     * row is read before the prefetchers catch up; nearer 1:1 and on upscales the rows
+     * come slowly enough that the prefetch only costs. */
     plan->column_prefetch = 4 * plan->src_h > 5 * plan->dst_h;
     return 1;
 }
@@ -493,11 +492,9 @@ static int fixed3_row_avx2(const scale_plan *plan, const uint8_t *const *rows, c
 /* Source rows the fixed-ratio and 2:1 kernels prefetch ahead of the last row
  * they read. A frame from the camera or the network is often cold, and the
  * hardware prefetchers stop at every 4 KiB page (two 1080p luma rows), so each
- * row began with demand misses. Measured in one A/B run (bench --aa, the same
- * build, cold frames, one thread, 2-vCPU AMD EPYC VM), throughput with 4 rows
- * over none: 1080p -> 720p 1.18x, 1080p -> 360p 1.44x, 720p -> 360p 1.23x,
- * 480p -> 240p 1.35x (2, 8 and 16 rows: within 10% of 4). The 4:3 path
- * (libyuv's ScaleRowDown34 rows) was 4-10% slower with it and has none. */
+ * row began with demand misses. Four rows was as good as 2, 8 or 16 in A/B runs
+ * on cold frames. The 4:3 path (libyuv's ScaleRowDown34 rows) was slower with it
+ * and has none. */
 #define SCALE_PREFETCH_ROWS 4
 
 /* Prefetches source rows [*next, until] (clamped to the plane), each over the
@@ -807,8 +804,7 @@ static void area_columns_c(const scale_plan *plan, const int16_t *v, uint8_t *ds
 #if SCALE_X86
 /* V a row at a time: each source row is read once, start to end, so the rows of an
  * output row are one ascending stream the hardware prefetchers follow (column by
- * column over all the rows at once was 1.45x slower on a cold 1080p frame, and
- * 1.6x at 1080p -> 854x480, than this; in a C harness, AMD EPYC). Each row is widened
+ * column over all the rows at once was clearly slower on cold frames). Each row is widened
  * to 16 bits and weighed with pmullw, V kept in the row buffer (L1) between rows; the
  * sums wrap modulo 2^16 in between and end at most 255 * 256, the bits of the C.
  * Whole vectors only: returns the columns done, the C does the rest. */

@@ -352,10 +352,8 @@ static yuv_kernel_level yuv_select_kernels(yuv_instance *self) {
 /* Slices of a scaled frame per pool thread. The pool hands slices out one at a
  * time, so a thread that runs slower (a vCPU whose core is shared with another
  * guest) takes fewer of them; with one slice per thread the frame waited for the
- * slower thread's half. In one A/B run on a 2-vCPU AMD EPYC VM, cold 1080p ->
- * 720p at 2 threads took 356 us p50 with 1 slice per thread and 296 us with 4
- * (2 slices: 392 vs 406). Rotate and mirror stay at one slice per thread: 4 or
- * 8 made their transposes 5-10% slower in the same runs. */
+ * slower thread's half. Rotate and mirror stay at one slice per thread: more
+ * slices cut their transposes into bands too short to stream well. */
 #define SCALE_SLICES_PER_THREAD 4
 
 /* One row buffer per slice the host's pool may run (at least one), for every
@@ -559,9 +557,9 @@ static void turn_slice(void *context, uint32_t index) {
  *   bottom up, flipped: both bottom up.
  * A half turn or top-bottom flip reads the source top down and writes the
  * destination bottom up, not the other way: the source is cold and the
- * prefetchers follow ascending rows only (reading it bottom up made the
- * top-bottom flip of a cold 1080p frame 2x a copy, 450 vs 220 us, measured on
- * an AMD EPYC); the destination is the chain's own buffer and warm. */
+ * prefetchers follow ascending rows only (read bottom up, the top-bottom flip of
+ * a cold frame took twice a copy's time); the destination is the chain's own
+ * buffer and warm. */
 static void turn_frame(yuv_instance *self, const rawfx_video_frame *in, rawfx_video_frame *out,
                        uint32_t degrees, int flip) {
     turn_plan *plan = &self->turn;

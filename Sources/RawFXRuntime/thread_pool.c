@@ -4,10 +4,9 @@
  * process thread got there first) runs its jobs inline instead of waiting, so
  * no process thread ever blocks on another.
  *
- * Wake-ups: a sleeping thread of this VM takes 40-140 us to run again after a
- * semaphore post (vCPU halt and IPI; measured on a 2-vCPU AMD EPYC with a C
- * harness), as long as a slice of a 720p rotate, so a pool that only slept
- * gave no speedup. Each thread therefore spins for SPIN_NANOSECONDS before it
+ * Wake-ups: a sleeping thread of a VM takes as long to run again after a
+ * semaphore post (vCPU halt and IPI) as a slice of a 720p rotate takes to run,
+ * so a pool that only slept gave no speedup. Each thread therefore spins for SPIN_NANOSECONDS before it
  * sleeps: a worker after a run (the chain's next filter runs within
  * microseconds, a frame's first one wakes it from sleep), the caller waiting
  * for the last job. Sleeping is on POSIX semaphores (futexes), and a run posts
@@ -35,7 +34,7 @@
 #define MAX_THREADS 64
 /* How long a worker spins for the next run, and the caller for the last job,
  * before sleeping: longer than a sleep's wake-up on a VM (above), short enough
- * that an idle stream costs little (at 30 fps, 0.3% of a core per worker). */
+ * that an idle stream costs little (one spin per frame and worker). */
 #define SPIN_NANOSECONDS 100000
 
 rfx_host_context *rfx_current_process_context(void);
@@ -80,9 +79,8 @@ static int spin_until(int (*ready)(uint32_t), uint32_t argument) {
         if (monotonic_nanoseconds() >= deadline) return ready(argument);
         /* Any other runnable thread on this CPU (an isolated stage's helper, another
          * stream's thread) goes first instead of waiting for a tick; with nothing else
-         * runnable this returns at once. In one A/B run: the chain on 2 threads 1.79-1.80x
-         * -> 1.88-1.92x, and the isolated 1080p copy in over 2 threads took 322-360 ->
-         * 197-211 us, its helper no longer starved by a spinning worker. */
+         * runnable this returns at once: a spinning worker no longer starves an isolated
+         * stage's helper of its CPU. */
         sched_yield();
     }
 }

@@ -332,8 +332,8 @@ package final class WorkerPool: @unchecked Sendable {
     private let readyCount = Atomic<Int>(0)
 
     /// How long a worker that ran out of work polls for more before it sleeps. A sleeping
-    /// thread of a VM takes 40–300 µs to run again after a wake-up (its vCPU is halted),
-    /// about a small stream's whole frame; frames of many users come in bursts, so the
+    /// thread of a VM takes about a small stream's whole frame to run again after a
+    /// wake-up (its vCPU is halted); frames of many users come in bursts, so the
     /// next is usually this close. Costs at most this much CPU per burst and worker (the
     /// engine's thread pool polls as long, for the same reason: thread_pool.c).
     static let pollNanoseconds: UInt64 = 100_000
