@@ -2,6 +2,11 @@
 //
 // RawFX: a frame-effects engine for the raw-data hooks of video SDKs.
 //
+// Platforms: Linux (built and tested on Debian 12, x86-64, Swift 6.3). The SDKs it serves run
+// bots on Linux, and the engine uses Linux itself: futexes, seccomp and prctl for isolated
+// stages, ELF plugins (`.so`), glibc's malloc interposition for the allocation counts. It
+// does not build on macOS, and no Apple platform is declared.
+//
 // Layout
 //   Sources/CRawFX          the plugin ABI: one C99 header, rawfx.h
 //   Sources/RawFXRuntime    the host object plugins call (log ring, callbacks, thread pool), in C
@@ -28,7 +33,6 @@ func plugin(_ name: String, target: String) -> Product {
 
 let package = Package(
     name: "RawFX",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "rawfx", targets: ["rawfx"]),
         .executable(name: "bench", targets: ["bench"]),
