@@ -16,6 +16,14 @@
  *   A 1.1 host reads a 1.0 plugin's structs at their 1.0 size; a 1.0 plugin that
  *   never heard of a 1.1 field is never asked for it. Fields marked "(1.1)" are
  *   new in 1.1; see RAWFX_SIZE_1_0_* for the 1.0 sizes.
+ * - Frozen from 1.1 on: the core structs (entry, host_info, host, filter
+ *   descriptor, filter, param descriptor) keep their 1.1 size, and the structs
+ *   embedded in others (formats, frames, negotiation, param value) never change
+ *   size. Later features are extensions by string id (get_extension), each in
+ *   its own header under rawfx/ext/.
+ * - Real-time rules follow the minor a plugin declared: the REAL-TIME set_param
+ *   and reset of 1.1 apply to plugins of minor >= 1. A 1.0 plugin's set_param is
+ *   never called on a live instance (the host configures a new one instead).
  * - Versions. A host accepts a plugin of its own major version and any minor,
  *   older or newer (as CLAP does): it reads a newer plugin's structs only as far
  *   as it knows them. A plugin that needs a host feature of a newer minor checks
@@ -233,11 +241,12 @@ enum {
 /* The bytes of one log line the host keeps (NUL included); a longer one is cut. */
 #define RAWFX_LOG_MESSAGE_MAX 256
 
-/* (1.1) The host, as a plugin sees it. The host hands one to init (for the
- * plugin file: rawfx_host_info.host) and one to each instance it creates
- * (create_with_host). It stays valid until deinit, or until the instance's
- * destroy returns. Every function pointer is non-NULL in a 1.1 host; a plugin
- * checks `struct_size` before using a field appended after 1.1. */
+/* (1.1) The host, as a plugin sees it. There are two kinds of host object, of
+ * this one type: the PLUGIN-FILE HOST handed to init (rawfx_host_info.host),
+ * valid until deinit, and an INSTANCE HOST handed to each instance
+ * (create_with_host), valid until its destroy returns. Every function pointer is
+ * non-NULL in both; each function says what it does on each. The struct is
+ * frozen at this size: later host features are extensions (get_extension). */
 typedef struct rawfx_host rawfx_host;
 struct rawfx_host {
     uint32_t struct_size;
@@ -266,7 +275,7 @@ struct rawfx_host {
 
     /* [any, not real-time] A host extension by string id, or NULL:
      * RAWFX_EXT_THREAD_POOL ("rawfx.thread-pool/1", rawfx/ext/thread_pool.h).
-     * The pointer lives as long as this host object. */
+     * The pointer lives as long as this host object. Both kinds of host. */
     const void *(*get_extension)(const rawfx_host *host, const char *id);
 
     /* [any] Ask the host to call this instance's on_callback soon, on a
