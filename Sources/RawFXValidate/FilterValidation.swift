@@ -492,7 +492,17 @@ final class FilterValidation {
             guard frame(330 + i, "between resets") != nil else { return }
             resetAllocations += instance.reset(onProcessThread: true)
         }
-        if resetAllocations > 0 { findings.fail("reset allocated \(resetAllocations) times in \(resets) calls") }
+        // The real-time rules are those of the minor the plugin declared: 1.0 allowed reset
+        // and set_param to allocate (docs/plugin-abi.md, "The rules from 1.1 on").
+        let realTimeRules = description.pluginMinor >= 1
+        if resetAllocations > 0 {
+            if realTimeRules {
+                findings.fail("reset allocated \(resetAllocations) times in \(resets) calls")
+            } else {
+                findings.notes.append("reset allocated \(resetAllocations) times in \(resets) calls: allowed for an ABI 1.0 plugin, "
+                                      + "but the host calls reset on the process thread; declare 1.1 once it allocates nothing")
+            }
+        }
 
         var setCalls = 0
         let live = description.parameters.filter { !$0.needsReconfigure }
@@ -522,7 +532,12 @@ final class FilterValidation {
             }
             setCalls += counted
             if allocations > 0 {
-                findings.fail("set_param of '\(parameter.id)' (not RECONFIGURE, so real-time) allocated \(allocations) times in \(counted) calls")
+                if realTimeRules {
+                    findings.fail("set_param of '\(parameter.id)' (not RECONFIGURE, so real-time) allocated \(allocations) times in \(counted) calls")
+                } else {
+                    findings.notes.append("set_param of '\(parameter.id)' allocated \(allocations) times in \(counted) calls: allowed for an "
+                                          + "ABI 1.0 plugin, whose values the host sets on a new instance, not on the live one")
+                }
             }
         }
         realTimeSummary = "no heap allocation in \(frames) process calls, \(resets) resets and \(setCalls) real-time set_param calls"

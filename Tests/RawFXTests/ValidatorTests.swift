@@ -71,6 +71,18 @@ final class ValidatorTests: XCTestCase {
         XCTAssertTrue(try XCTUnwrap(result(report, "probe", .createDestroy)).reason.contains("with create (no host object)"))
     }
 
+    /// The real-time rules follow the minor a plugin declared (docs/plugin-abi.md): a 1.0
+    /// plugin's allocating set_param is a note, since the host never calls it on a live
+    /// instance; the same source built for 1.1 fails the real-time check.
+    func testAllocatingSetParamIsANoteForAnABI10PluginAndAFailureFor11() throws {
+        let old = try PluginValidator.validate(path: probe(["PROBE_ABI_1_0", "BREAK_ALLOC_SET_PARAM"]))
+        XCTAssertTrue(old.succeeded, old.text)
+        let reason = try XCTUnwrap(result(old, "probe", .realTime)).reason
+        XCTAssertTrue(reason.contains("set_param of 'amount' allocated 3 times in 3 calls: allowed for an ABI 1.0 plugin"), reason)
+        let new = try PluginValidator.validate(path: probe(["BREAK_ALLOC_SET_PARAM"]))
+        XCTAssertEqual(failures(new), ["probe real-time"], new.text)
+    }
+
     func testTheDocumentedExamplesPass() throws {
         let volumeSource = repositoryRoot.appendingPathComponent("docs/examples/volume.c")
         for (source, filter) in [(invertSource, "invert"), (volumeSource, "volume")] {
