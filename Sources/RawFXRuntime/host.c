@@ -3,8 +3,18 @@
  *
  * Real-time paths (log, request_reconfigure, request_callback,
  * is_process_thread, enter/leave_process) touch only atomics, a thread-local
- * pointer and sem_post. Everything else (create, destroy, the service thread)
- * takes the registry mutex.
+ * pointer and sem_post.
+ *
+ * Locks, in the order they may nest (docs/threading.md):
+ *   drain_mutex            the ring's one consumer at a time, and the service
+ *                          pass's pinned list; the log sink runs under it;
+ *   a context's `control`  held by the engine's control calls on the instance
+ *                          (configure, set_param, attach/detach, set_owner) and
+ *                          by the service thread around on_callback and the
+ *                          reconfigure sink (trylock): what keeps the two apart;
+ *   registry_mutex         the list of contexts, and their pins; held for a few
+ *                          pointer moves, never while code outside this file
+ *                          runs (no log sink, no on_callback, no sink).
  */
 #include "rawfx_runtime.h"
 
@@ -26,10 +36,12 @@ struct rfx_host_context {
     const rawfx_filter *filter;      /* INSTANCE, once attached */
     void *owner;
     rfx_reconfigure_sink reconfigure_sink;
-    pthread_mutex_t control;         /* held by the engine's control calls and by on_callback */
+    pthread_mutex_t control;         /* guards filter, owner and reconfigure_sink (above) */
     atomic_int callback_requested;
     atomic_int reconfigure_requested;
     rfx_host_context *next, *previous; /* the registry */
+    int pins;                        /* registry_mutex: service passes working on it */
+    int doomed;                      /* registry_mutex: destroyed while pinned; the last unpin frees */
 };
 
 /* The context the calling thread is processing (rawfx_runtime.h): set by
@@ -54,7 +66,8 @@ static atomic_size_t ring_enqueue, ring_dequeue; /* dequeue: the service thread 
 static atomic_uint_fast64_t dropped_lines;
 static atomic_uint_fast64_t lines_logged, lines_delivered;
 
-static pthread_mutex_t registry_mutex;
+static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t drain_mutex = PTHREAD_MUTEX_INITIALIZER;
 static rfx_host_context *registry_head;
 static sem_t wake;
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
@@ -62,7 +75,7 @@ static atomic_int service_started;
 static atomic_uint_fast64_t service_rounds;  /* completed passes of the service loop */
 static pthread_mutex_t sync_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
-static rfx_log_sink log_sink;
+static _Atomic(rfx_log_sink) log_sink;
 static _Atomic(rfx_log_forward) log_forward;
 static void *_Atomic log_forward_context;
 
@@ -135,19 +148,17 @@ uint64_t rfx_runtime_dropped_log_lines(void) {
 }
 
 void rfx_runtime_set_log_sink(rfx_log_sink sink) {
-    ensure_started();  /* registry_mutex is initialised there */
-    pthread_mutex_lock(&registry_mutex);
-    log_sink = sink;
-    pthread_mutex_unlock(&registry_mutex);
+    atomic_store_explicit(&log_sink, sink, memory_order_release);
 }
 
+/* [service, drain_mutex held] Delivers every line in the ring to the sink. */
 static void drain_log(void) {
     for (;;) {
         size_t position = atomic_load_explicit(&ring_dequeue, memory_order_relaxed);
         log_slot *slot = &ring[position & (RING_SLOTS - 1)];
         size_t sequence = atomic_load_explicit(&slot->sequence, memory_order_acquire);
         if ((intptr_t)sequence - (intptr_t)(position + 1) < 0) return; /* empty */
-        rfx_log_sink sink = log_sink;
+        rfx_log_sink sink = atomic_load_explicit(&log_sink, memory_order_acquire);
         if (sink != NULL) sink(slot->severity, slot->origin, slot->source, slot->message);
         else if (slot->severity >= RAWFX_LOG_WARNING)
             fprintf(stderr, "rawfx: %s: %s\n", slot->source[0] ? slot->source : "plugin", slot->message);
@@ -159,28 +170,68 @@ static void drain_log(void) {
 
 /* --------------------------------------------------------- service thread -- */
 
-/* One pass over the registry. Returns 1 when a callback had to wait because a control call
- * held the instance (on_callback never overlaps configure, set_param or destroy): the service
- * thread then tries again shortly. trylock, because the engine takes an instance's control
- * lock first and the registry second (destroy), and the service thread the reverse. */
+/* The contexts a pass works on: pinned under registry_mutex, worked on without it.
+ * The service thread's own (or, before it starts, sync's under drain_mutex). */
+static rfx_host_context **pending;
+static size_t pending_capacity;
+
+static void free_context(rfx_host_context *c) {
+    pthread_mutex_destroy(&c->control);
+    free(c);
+}
+
+/* One pass over the contexts with a request. Returns 1 when a request had to wait because a
+ * control call held the instance (on_callback and the reconfigure sink never overlap
+ * configure, set_param, set_owner or detach): the service thread then tries again shortly.
+ * trylock, because a control call may be waiting on the service thread (rfx_runtime_sync). */
 static int run_requests(void) {
     int retry = 0;
+    size_t count = 0;
+    pthread_mutex_lock(&registry_mutex);
     for (rfx_host_context *c = registry_head; c != NULL; c = c->next) {
-        if (atomic_exchange_explicit(&c->reconfigure_requested, 0, memory_order_acq_rel) && c->reconfigure_sink)
-            c->reconfigure_sink(c->owner, c);
-        if (!atomic_exchange_explicit(&c->callback_requested, 0, memory_order_acq_rel)) continue;
-        const rawfx_filter *f = c->filter;
-        if (f == NULL || f->struct_size < offsetof(rawfx_filter, on_callback) + sizeof f->on_callback
-            || f->on_callback == NULL)
+        if (!atomic_load_explicit(&c->reconfigure_requested, memory_order_acquire)
+            && !atomic_load_explicit(&c->callback_requested, memory_order_acquire))
             continue;
+        if (count == pending_capacity) {
+            size_t capacity = pending_capacity ? 2 * pending_capacity : 64;
+            rfx_host_context **grown = realloc(pending, capacity * sizeof *grown);
+            if (grown == NULL) { retry = 1; break; } /* the rest wait for the next pass */
+            pending = grown;
+            pending_capacity = capacity;
+        }
+        c->pins++;
+        pending[count++] = c;
+    }
+    pthread_mutex_unlock(&registry_mutex);
+
+    for (size_t i = 0; i < count; i++) {
+        rfx_host_context *c = pending[i];
+        int reconfigure = atomic_load_explicit(&c->reconfigure_requested, memory_order_acquire);
+        int callback = atomic_load_explicit(&c->callback_requested, memory_order_acquire);
+        if (!reconfigure && !callback) continue;
         if (pthread_mutex_trylock(&c->control) != 0) {
-            atomic_store_explicit(&c->callback_requested, 1, memory_order_release);
             retry = 1;
             continue;
         }
-        f->on_callback(f);
+        if (atomic_exchange_explicit(&c->reconfigure_requested, 0, memory_order_acq_rel) && c->reconfigure_sink)
+            c->reconfigure_sink(c->owner, c);
+        if (atomic_exchange_explicit(&c->callback_requested, 0, memory_order_acq_rel)) {
+            const rawfx_filter *f = c->filter; /* NULL once detached: destroy has begun */
+            if (f != NULL && f->struct_size >= offsetof(rawfx_filter, on_callback) + sizeof f->on_callback
+                && f->on_callback != NULL)
+                f->on_callback(f);
+        }
         pthread_mutex_unlock(&c->control);
     }
+
+    pthread_mutex_lock(&registry_mutex);
+    size_t doomed = 0;
+    for (size_t i = 0; i < count; i++) {
+        rfx_host_context *c = pending[i];
+        if (--c->pins == 0 && c->doomed) pending[doomed++] = c;
+    }
+    pthread_mutex_unlock(&registry_mutex);
+    for (size_t i = 0; i < doomed; i++) free_context(pending[i]);
     return retry;
 }
 
@@ -195,10 +246,10 @@ static void *service_main(void *unused) {
             sem_wait(&wake);
         }
         while (sem_trywait(&wake) == 0) {} /* fold a burst of wake-ups into one pass */
-        pthread_mutex_lock(&registry_mutex);
+        pthread_mutex_lock(&drain_mutex);
         drain_log();
         retry = run_requests();
-        pthread_mutex_unlock(&registry_mutex);
+        pthread_mutex_unlock(&drain_mutex);
         pthread_mutex_lock(&sync_mutex);
         atomic_fetch_add_explicit(&service_rounds, 1, memory_order_release);
         pthread_cond_broadcast(&sync_cond);
@@ -208,13 +259,6 @@ static void *service_main(void *unused) {
 }
 
 static void start_service(void) {
-    pthread_mutexattr_t attributes;
-    pthread_mutexattr_init(&attributes);
-    /* Recursive: a reconfigure sink or on_callback may create or destroy host
-     * contexts while the service thread holds the registry. */
-    pthread_mutexattr_settype(&attributes, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&registry_mutex, &attributes);
-    pthread_mutexattr_destroy(&attributes);
     for (size_t i = 0; i < RING_SLOTS; i++) atomic_init(&ring[i].sequence, i);
     sem_init(&wake, 0, 0);
     pthread_t thread;
@@ -231,10 +275,10 @@ static void ensure_started(void) { pthread_once(&start_once, start_service); }
 void rfx_runtime_sync(void) {
     ensure_started();
     if (!atomic_load_explicit(&service_started, memory_order_acquire)) {
-        pthread_mutex_lock(&registry_mutex);
+        pthread_mutex_lock(&drain_mutex);
         drain_log();
         run_requests();
-        pthread_mutex_unlock(&registry_mutex);
+        pthread_mutex_unlock(&drain_mutex);
         return;
     }
     /* Two full passes after this point: the first may have begun before our
@@ -324,24 +368,29 @@ void rfx_host_context_destroy(rfx_host_context *c) {
     pthread_mutex_lock(&registry_mutex);
     if (c->previous) c->previous->next = c->next; else registry_head = c->next;
     if (c->next) c->next->previous = c->previous;
+    /* A service pass that pinned it frees it when done (it calls nothing on it: the
+     * filter was detached and the owner cleared before this). */
+    c->doomed = 1;
+    int now = c->pins == 0;
     pthread_mutex_unlock(&registry_mutex);
-    pthread_mutex_destroy(&c->control);
-    free(c);
+    if (now) free_context(c);
 }
 
 const rawfx_host *rfx_host_context_host(rfx_host_context *c) { return &c->host; }
 
+/* Under the instance's control lock: a detach waits for an on_callback in progress, and
+ * none starts after it. */
 void rfx_host_context_attach_filter(rfx_host_context *c, const rawfx_filter *filter) {
-    pthread_mutex_lock(&registry_mutex);
+    pthread_mutex_lock(&c->control);
     c->filter = filter;
-    pthread_mutex_unlock(&registry_mutex);
+    pthread_mutex_unlock(&c->control);
 }
 
 void rfx_host_context_set_owner(rfx_host_context *c, void *owner, rfx_reconfigure_sink sink) {
-    pthread_mutex_lock(&registry_mutex);
+    pthread_mutex_lock(&c->control);
     c->owner = owner;
     c->reconfigure_sink = sink;
-    pthread_mutex_unlock(&registry_mutex);
+    pthread_mutex_unlock(&c->control);
 }
 
 void rfx_host_context_lock_control(rfx_host_context *c) { pthread_mutex_lock(&c->control); }
