@@ -89,7 +89,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         for index in stages.indices { watchReconfigureRequests(stages[index].instance, stage: index) }
     }
 
-    public var filters: [FilterInstance] { stages.map(\.instance) }
+    package var filters: [FilterInstance] { stages.map(\.instance) }
 
     /// `bufferingLatency` in microseconds.
     public var latencyMicroseconds: Int64 {

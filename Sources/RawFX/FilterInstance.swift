@@ -13,21 +13,23 @@ public struct Negotiation: Hashable, Sendable {
 }
 
 /// One live filter (`rawfx_filter`): created by its plugin, destroyed in `deinit`.
+/// Package-internal: only a chain (or the helper process) may call it, on the threads its
+/// contract names; an app changes parameters through the chain's control side.
 ///
 /// Calls are serialized by the owner (a chain): never two at once on one instance. Each
 /// instance has its own host object (`HostContext`), handed to `create_with_host`, through
 /// which the plugin logs, asks for a rebuild or a callback, and borrows the thread pool.
-public final class FilterInstance: @unchecked Sendable {
-    public let type: FilterType
+package final class FilterInstance: @unchecked Sendable {
+    package let type: FilterType
     let filter: UnsafePointer<rawfx_filter>
     /// The instance struct read by its `struct_size` and the plugin's ABI minor.
     let fields: rawfx_filter
     /// The host object this instance was created with; freed after `destroy`.
     let hostContext: HostContext
     /// The values set so far, by parameter id (defaults are not listed).
-    public internal(set) var values: [String: ParameterValue] = [:]
+    package internal(set) var values: [String: ParameterValue] = [:]
     /// The last negotiation, or nil before `configure`.
-    public private(set) var negotiation: Negotiation?
+    package private(set) var negotiation: Negotiation?
 
     /// A stage of an isolation group after the first: the group's proxy, kept alive as long as
     /// this shell, which hands its parameters to it (docs/isolation.md). Nil otherwise.
@@ -81,7 +83,7 @@ public final class FilterInstance: @unchecked Sendable {
 
     /// The instance's message for its last failed call (`get_error`). A leading "<id>: ",
     /// which C plugins often add, is dropped: the engine's errors already name the filter.
-    public var lastError: String {
+    package var lastError: String {
         guard let p = fields.get_error(filter) else { return "" }
         let message = String(cString: p)
         let prefix = type.id + ": "
@@ -89,7 +91,7 @@ public final class FilterInstance: @unchecked Sendable {
     }
 
     /// Parses and sets a parameter from its chain text (`set_param`).
-    public func set(_ parameter: String, text: String) throws(ChainError) {
+    package func set(_ parameter: String, text: String) throws(ChainError) {
         guard let index = type.parameters.firstIndex(where: { $0.id == parameter }) else {
             throw .unknownParameter(filter: type.id, parameter: parameter, valid: type.parameters.map(\.id))
         }
@@ -97,7 +99,7 @@ public final class FilterInstance: @unchecked Sendable {
     }
 
     /// Sets a validated value (`set_param`). A value the plugin still refuses throws with its message.
-    public func set(index: Int, value: ParameterValue) throws(ChainError) {
+    package func set(index: Int, value: ParameterValue) throws(ChainError) {
         let descriptor = type.parameters[index]
         let status = hostContext.withControlLock { value.withCValue { fields.set_param(filter, UInt32(index), $0) } }
         guard status == RAWFX_OK else {
@@ -109,7 +111,7 @@ public final class FilterInstance: @unchecked Sendable {
     }
 
     /// True when a parameter change since the last `configure` needs a new one.
-    public var needsConfigure: Bool { negotiation == nil }
+    package var needsConfigure: Bool { negotiation == nil }
 
     /// [process] Makes the next frame negotiate again: an isolation group's RECONFIGURE
     /// parameter was set in its helper, which configures the group anew (no new instance).
@@ -117,7 +119,7 @@ public final class FilterInstance: @unchecked Sendable {
 
     /// Negotiates the input format (`configure`). Throws `.refused` with the plugin's message.
     @discardableResult
-    public func configure(input: StreamFormat) throws(ChainError) -> Negotiation {
+    package func configure(input: StreamFormat) throws(ChainError) -> Negotiation {
         guard input.kind == type.mediaKind else {
             throw .wrongMediaKind(filter: type.id, filterKind: type.mediaKind, chainKind: input.kind)
         }
@@ -146,7 +148,7 @@ public final class FilterInstance: @unchecked Sendable {
     }
 
     /// Forgets history at a stream discontinuity (`reset`).
-    public func reset() { fields.reset(filter) }
+    package func reset() { fields.reset(filter) }
 
     /// [process] `reset` with the calling thread marked as this instance's process thread.
     @inline(__always)
@@ -182,7 +184,7 @@ public final class FilterInstance: @unchecked Sendable {
     }
 
     /// An extension the instance offers by string id (`get_extension`), or nil.
-    public func extensionPointer(_ id: String) -> UnsafeRawPointer? {
+    package func extensionPointer(_ id: String) -> UnsafeRawPointer? {
         guard let get = fields.get_extension else { return nil }
         return id.withCString { get(filter, $0) }
     }

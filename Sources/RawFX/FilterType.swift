@@ -81,7 +81,7 @@ public final class FilterType: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Creates an instance with every parameter at its default (`descriptor->create`).
-    public func makeInstance() throws(ChainError) -> FilterInstance {
+    package func makeInstance() throws(ChainError) -> FilterInstance {
         try FilterInstance(type: self)
     }
 

@@ -66,7 +66,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     deinit { frames.deallocate() }
 
     /// The instances, in chain order (read on the processing thread, or when it is idle).
-    public var filters: [FilterInstance] { stages.map(\.instance) }
+    package var filters: [FilterInstance] { stages.map(\.instance) }
 
     /// Negotiates every filter in order and allocates the out-of-place buffers. Returns the
     /// chain's output format. On refusal the chain stays unnegotiated.
