@@ -28,6 +28,15 @@ import rawfx  # noqa: E402
 from rawfx import _library as _c  # noqa: E402
 
 _lib = rawfx._lib
+# The bare calls through a library handle of their own, declared with plain ctypes types: no
+# checks of the package's, what a C caller pays.
+_bare = ctypes.CDLL(rawfx.library_path)
+_P = ctypes.c_void_p
+for _name, _argtypes in {"rawfx_video_chain_process": [_P, _P, _P], "rawfx_video_chain_process_into": [_P, _P, _P],
+                         "rawfx_audio_chain_process_into": [_P, _P, _P, ctypes.c_uint32, _P],
+                         "rawfx_audio_chain_process": [_P, _P, _c.AUDIO_EMIT, _P]}.items():
+    getattr(_bare, _name).argtypes = _argtypes
+    getattr(_bare, _name).restype = ctypes.c_int32
 
 
 def picture(width, height, seed):
@@ -60,7 +69,7 @@ def video_cases(registry):
     output = _c.VideoFrame()
     output_ref = ctypes.byref(output)
     tile_ref = ctypes.byref(c_frame(tile))
-    handle, process, process_into = chain._handle, _lib.rawfx_video_chain_process, _lib.rawfx_video_chain_process_into
+    handle, process, process_into = chain._handle, _bare.rawfx_video_chain_process, _bare.rawfx_video_chain_process_into
     state = {"i": 0}
 
     def turn():
@@ -108,7 +117,7 @@ def audio_cases(registry, text, label):
     out_address, capacity = out.ctypes.data, out.shape[0]
     written = ctypes.c_uint32()
     written_ref = ctypes.byref(written)
-    handle, process_into, process = chain._handle, _lib.rawfx_audio_chain_process_into, _lib.rawfx_audio_chain_process
+    handle, process_into, process = chain._handle, _bare.rawfx_audio_chain_process_into, _bare.rawfx_audio_chain_process
     base = signal.ctypes.data
     state = {"offset": 0}
 

@@ -123,7 +123,8 @@ func processingMode(_ options: UnsafePointer<rawfx_hook_options>?, video: Bool, 
     // `async_workers` came after 1.0: a caller's struct that ends before it is read without it.
     let workersOffset = MemoryLayout<rawfx_hook_options>.offset(of: \rawfx_hook_options.async_workers)!
     let size = options.pointee.struct_size
-    if let failure = checkSize(size, of: "rawfx_hook_options", expected: workersOffset, function) {
+    if let failure = checkSize(size, of: "rawfx_hook_options", expected: workersOffset,
+                               largest: MemoryLayout<rawfx_hook_options>.size, function) {
         return .failure(RawFXCallError(failure))
     }
     var o = rawfx_hook_options()

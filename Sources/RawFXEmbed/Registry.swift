@@ -52,8 +52,8 @@ public func rawfxRegistryOpen(_ options: UnsafePointer<rawfx_registry_options>?,
     settings.use_environment = 1
     if let options {
         let size = Int(options.pointee.struct_size)
-        guard size >= MemoryLayout<UInt32>.size, size <= 4096 else {
-            return invalid(function, "options->struct_size is \(size); expected sizeof(rawfx_registry_options) = \(MemoryLayout<rawfx_registry_options>.size)")
+        guard size >= MemoryLayout<UInt32>.size, size <= MemoryLayout<rawfx_registry_options>.size else {
+            return invalid(function, "options->struct_size is \(size); expected sizeof(rawfx_registry_options) = \(MemoryLayout<rawfx_registry_options>.size) (or the smaller size of an older header; a larger one comes from a newer header: check rawfx_embed_version() first)")
         }
         // Fields past the caller's struct_size read as zero.
         settings = rawfx_registry_options()

@@ -95,12 +95,25 @@ func string(_ pointer: UnsafePointer<CChar>?) -> String? {
 let maxSide = 16384
 
 /// Checks a struct the caller filled in: `struct_size` must cover this header's fields.
-func checkSize(_ size: UInt32, of type: String, expected: Int, _ function: String) -> rawfx_result? {
+/// Checks a caller's `struct_size`: at least `expected` (the smallest size this library
+/// accepts) and at most `largest` (its own sizeof; `expected` when the struct never grew). A
+/// larger one comes from a newer header, or is garbage: either way fields the caller set
+/// would be ignored, so it is refused.
+func checkSize(_ size: UInt32, of type: String, expected: Int, largest: Int? = nil, _ function: String) -> rawfx_result? {
+    let largest = largest ?? expected
     guard Int(size) >= expected else {
-        return invalid(function, "\(type).struct_size is \(size); expected sizeof(\(type)) = \(expected) (set it to sizeof)")
+        return invalid(function, "\(type).struct_size is \(size); expected sizeof(\(type)) = \(largest) (set it to sizeof)")
+    }
+    guard Int(size) <= largest else {
+        return invalid(function, "\(type).struct_size is \(size); this library (API \(RAWFX_EMBED_VERSION_MAJOR).\(RAWFX_EMBED_VERSION_MINOR)) knows sizeof(\(type)) = \(largest): a program built against a newer rawfx_embed.h checks rawfx_embed_version() before using its new fields")
     }
     return nil
 }
+
+/// The largest row stride the API takes, in bytes (a plane's own width is the smallest):
+/// four times the widest plane, room for any canvas a tile lies in, and small enough that
+/// stride × rows stays far inside the address arithmetic.
+let maxStride: Int32 = 65536
 
 /// A video format from C, or the failure naming what is wrong.
 func videoFormat(width: UInt32, height: UInt32, pixelFormat: UInt32, colorRange: UInt32, rotation: UInt32,
@@ -143,8 +156,8 @@ func checkFrame(_ pointer: UnsafePointer<rawfx_video_frame>?, _ what: String, _ 
             : p == 1 ? (frame.planes.1, frame.strides.1) : (frame.planes.2, frame.strides.2)
         guard plane != nil else { return invalid(function, "\(what).planes[\(p)] (\(planeName(p))) is NULL") }
         let width = p == 0 ? Int32(frame.width) : chromaWidth
-        guard stride >= width else {
-            return invalid(function, "\(what).strides[\(p)] (\(planeName(p))) is \(stride); expected at least the plane's width, \(width)")
+        guard stride >= width, stride <= maxStride else {
+            return invalid(function, "\(what).strides[\(p)] (\(planeName(p))) is \(stride); expected the plane's width, \(width), to \(maxStride) bytes")
         }
     }
     return nil

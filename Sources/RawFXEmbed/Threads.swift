@@ -6,10 +6,10 @@ import RawFX
 
 @_cdecl("rawfx_set_thread_count")
 public func rawfxSetThreadCount(_ count: UInt32) -> rawfx_result {
-    guard count > 0 else {
-        return invalid("rawfx_set_thread_count", "count 0 is not a thread count: expected 1 (no pool) to 64, the calling thread included")
+    guard count >= 1, count <= 64 else {
+        return invalid("rawfx_set_thread_count", "count \(count) is not a thread count: expected 1 (no pool) to 64, the calling thread included")
     }
-    RawFXThreadPool.threadCount = Int(min(count, 64))
+    RawFXThreadPool.threadCount = Int(count)
     return rawfxOK
 }
 

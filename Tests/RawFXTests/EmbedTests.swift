@@ -156,18 +156,20 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
     }
 
     /// rawfx_set_thread_count sets the engine's own pool (what plugins see through
-    /// rawfx.thread-pool/1), clamps above 64, and refuses 0 with a message.
+    /// rawfx.thread-pool/1), and refuses 0 and counts above 64 with a message, changing nothing.
     func testThreadCountSetsTheEnginePool() throws {
         let before = RawFXThreadPool.threadCount
         defer { RawFXThreadPool.threadCount = before }
         XCTAssertEqual(rawfx_set_thread_count(2), rawfx_result(RAWFX_OK))
         XCTAssertEqual(RawFXThreadPool.threadCount, 2)
         XCTAssertEqual(rawfx_thread_count(), 2)
-        XCTAssertEqual(rawfx_set_thread_count(1000), rawfx_result(RAWFX_OK))
+        XCTAssertEqual(rawfx_set_thread_count(64), rawfx_result(RAWFX_OK))
         XCTAssertEqual(rawfx_thread_count(), 64)
-        XCTAssertEqual(rawfx_set_thread_count(0), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
-        XCTAssertEqual(String(cString: rawfx_last_error()),
-                       "rawfx_set_thread_count: count 0 is not a thread count: expected 1 (no pool) to 64, the calling thread included")
+        for refused: UInt32 in [0, 65, 1000, .max] {
+            XCTAssertEqual(rawfx_set_thread_count(refused), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+            XCTAssertEqual(String(cString: rawfx_last_error()),
+                           "rawfx_set_thread_count: count \(refused) is not a thread count: expected 1 (no pool) to 64, the calling thread included")
+        }
         XCTAssertEqual(rawfx_thread_count(), 64, "a refused call changes nothing")
         XCTAssertEqual(rawfx_set_thread_count(1), rawfx_result(RAWFX_OK))
         XCTAssertEqual(RawFXThreadPool.threadCount, 1)
@@ -259,6 +261,9 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
                                         color_range: 0, rotation: 0)
         expect(rawfx_video_chain_negotiate(chain, &format, nil), RAWFX_E_INVALID_ARGUMENT,
                "rawfx_video_format.struct_size is 4; expected sizeof(rawfx_video_format)")
+        format.struct_size = 0xFFFF_FFFF
+        expect(rawfx_video_chain_negotiate(chain, &format, nil), RAWFX_E_INVALID_ARGUMENT,
+               "rawfx_video_format.struct_size is 4294967295; this library (API 1.3) knows sizeof(rawfx_video_format) = 24")
         format.struct_size = UInt32(MemoryLayout<rawfx_video_format>.size)
         format.width = 0
         expect(rawfx_video_chain_negotiate(chain, &format, nil), RAWFX_E_INVALID_ARGUMENT, "input is 0x32; expected a width and height from 1 to 16384")
@@ -273,7 +278,14 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
         frame.strides.1 = 16
         var output = rawfx_video_frame()
         expect(rawfx_video_chain_process(chain, &frame, &output), RAWFX_E_INVALID_ARGUMENT,
-               "input.strides[1] (U) is 16; expected at least the plane's width, 32")
+               "input.strides[1] (U) is 16; expected the plane's width, 32, to 65536 bytes")
+        frame.strides.1 = 1 << 20  // past any canvas: refused, never used to address the plane
+        expect(rawfx_video_chain_process(chain, &frame, &output), RAWFX_E_INVALID_ARGUMENT,
+               "input.strides[1] (U) is 1048576; expected the plane's width, 32, to 65536 bytes")
+        frame = buffer.frame.raw
+        frame.struct_size = 4096  // larger than any rawfx_video_frame this library knows
+        expect(rawfx_video_chain_process(chain, &frame, &output), RAWFX_E_INVALID_ARGUMENT,
+               "rawfx_video_frame.struct_size is 4096; this library (API 1.3) knows sizeof(rawfx_video_frame) = \(MemoryLayout<rawfx_video_frame>.size)")
         frame = buffer.frame.raw
         frame.planes.2 = nil
         expect(rawfx_video_chain_process(chain, &frame, &output), RAWFX_E_INVALID_ARGUMENT, "input.planes[2] (V) is NULL")

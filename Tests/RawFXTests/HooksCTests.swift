@@ -295,7 +295,8 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
     }
 
     /// `async_workers` came after 1.0: options whose struct_size ends before it still work
-    /// (0: one worker per core); a struct_size shorter than 1.0's is refused.
+    /// (0: one worker per core); a struct_size shorter than 1.0's is refused, and so is one
+    /// larger than this library's.
     func testHookOptionsOfTheFirstReleaseAreAccepted() throws {
         let registry = try openRegistry()
         defer { rawfx_registry_close(registry) }
@@ -311,6 +312,10 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         options.struct_size = 12
         expect(rawfx_receive_video_create(registry, "mirror", &options, sink, nil, &hook), RAWFX_E_INVALID_ARGUMENT,
                "rawfx_hook_options.struct_size is 12")
+        // Larger than this library's: a newer header's fields would be ignored, so refused.
+        options.struct_size = UInt32(MemoryLayout<rawfx_hook_options>.size + 8)
+        expect(rawfx_receive_video_create(registry, "mirror", &options, sink, nil, &hook), RAWFX_E_INVALID_ARGUMENT,
+               "rawfx_hook_options.struct_size is \(MemoryLayout<rawfx_hook_options>.size + 8); this library (API 1.3) knows sizeof(rawfx_hook_options) = \(MemoryLayout<rawfx_hook_options>.size)")
     }
 
     /// The frame and audio calls allocate nothing once the format is known: the pre-processor,

@@ -12,6 +12,7 @@ set_bypass and replace from any other thread while it processes.
 """
 import ctypes
 import json
+import os
 
 import numpy as np
 
@@ -38,8 +39,30 @@ def _check(call, code):
         raise RawFXError(call, code)
 
 
-def _text(value):
-    return value.encode() if isinstance(value, str) else bytes(value)
+def _text(value, what="argument"):
+    """A str (or bytes, or a path) as the NUL-terminated UTF-8 the C API takes. Anything else,
+    and text with a NUL inside (C would end it there), is refused rather than converted or cut."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, str):
+        data = value.encode()
+    elif isinstance(value, (bytes, bytearray)):
+        data = bytes(value)
+    else:
+        raise TypeError("%s: expected a str, got %s" % (what, type(value).__name__))
+    if b"\0" in data:
+        raise ValueError("%s: a NUL character at offset %d; C strings end there, so it is refused" % (what, data.index(b"\0")))
+    return data
+
+
+_I64 = 2**63
+
+
+def _range_of(color_range):
+    try:
+        return _RANGES[color_range]
+    except (KeyError, TypeError):
+        raise ValueError("color_range: %r; expected 'limited' or 'full'" % (color_range,)) from None
 
 
 def _strings(count, item):
@@ -83,9 +106,9 @@ def set_thread_count(count):
     One pool per process; call it from a control thread, not from a frame callback."""
     if not isinstance(count, int) or isinstance(count, bool):
         raise TypeError(f"set_thread_count: count must be an int, got {type(count).__name__}")
-    if count < 1:
+    if not 1 <= count <= 64:
         raise ValueError(f"set_thread_count: count {count} is not a thread count: expected 1 (no pool) to 64")
-    _check("rawfx_set_thread_count", _lib.rawfx_set_thread_count(min(count, 64)))
+    _check("rawfx_set_thread_count", _lib.rawfx_set_thread_count(count))
 
 
 def thread_count():
@@ -100,7 +123,7 @@ class Registry:
     _handle = None  # set once the C object exists: close() is safe after a failed __init__
 
     def __init__(self, search_path=(), use_environment=True, default_directory=True, allow_untrusted=False):
-        entries = [_text(p) for p in search_path]
+        entries = [_text(p, "search_path entry") for p in search_path]
         array = (ctypes.c_char_p * max(len(entries), 1))(*entries)
         options = _c.RegistryOptions(ctypes.sizeof(_c.RegistryOptions), array, len(entries),
                                      int(use_environment), int(not default_directory), int(allow_untrusted))
@@ -242,7 +265,12 @@ class _FrameBinding:
         frame = self.frame
         frame.width = width
         frame.height = height
-        frame.color_range = _RANGES[color_range]
+        frame.color_range = _range_of(color_range)
+        # Struct fields cut what does not fit: checked here, the common case first.
+        if not (type(rotation) is int and 0 <= rotation < 2**32):
+            rotation = _c.checked_integer(rotation, ctypes.c_uint32, "rotation")
+        if not (type(timestamp_us) is int and -_I64 <= timestamp_us < _I64):
+            timestamp_us = _c.checked_integer(timestamp_us, ctypes.c_int64, "timestamp_us")
         frame.rotation = rotation
         frame.timestamp_us = timestamp_us
         planes, strides, arrays = frame.planes, frame.strides, self.arrays
@@ -313,7 +341,7 @@ class _Chain:
 
     def __init__(self, registry, text):
         handle = ctypes.c_void_p()
-        self._call("create", registry._handle, _text(text), ctypes.byref(handle))
+        self._call("create", registry._handle, _text(text, "chain"), ctypes.byref(handle))
         self._handle = handle
         self._owned = _Owned(handle, self._function("destroy"))
 
@@ -339,11 +367,11 @@ class _Chain:
         """"scale.width" or "1.width" to a value (chain syntax; True/False for booleans), from
         any thread; applied between two frames or chunks, keeping the filter's state."""
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        self._call("set_parameter", self._handle, _text(address), _text(text))
+        self._call("set_parameter", self._handle, _text(address, "address"), _text(text, "value"))
 
     def set_bypass(self, stage, bypassed=True):
         """Bypasses a stage ("mirror" or "0") or re-enables it, from any thread."""
-        self._call("set_bypass", self._handle, _text(stage), int(bool(bypassed)))
+        self._call("set_bypass", self._handle, _text(stage, "stage"), int(bool(bypassed)))
 
     def metrics(self):
         """One dict per stage: name, frames, errors, drops, bypassed, p50_ns, p99_ns."""
@@ -384,7 +412,7 @@ class VideoChain(_Chain):
         """Negotiates for frames of this size; returns the output's (width, height). Optional:
         a frame of another size than the last renegotiates by itself (allocating once)."""
         fmt = _c.VideoFormat(ctypes.sizeof(_c.VideoFormat), width, height, _c.PIXEL_I420,
-                             _RANGES[color_range], rotation)
+                             _range_of(color_range), rotation)
         out = _c.VideoFormat()
         self._call("negotiate", self._handle, ctypes.byref(fmt), ctypes.byref(out))
         self._views = {}
@@ -454,7 +482,7 @@ class VideoChain(_Chain):
         if negotiate_for is not None:
             fmt = ctypes.byref(_c.VideoFormat(ctypes.sizeof(_c.VideoFormat), negotiate_for[0], negotiate_for[1],
                                              _c.PIXEL_I420, 0, 0))
-        self._call("replace", self._handle, registry._handle, _text(text), fmt)
+        self._call("replace", self._handle, registry._handle, _text(text, "chain"), fmt)
 
     @property
     def swap_count(self):
@@ -504,7 +532,7 @@ class AudioChain(_Chain):
         """The most frames process() of a chunk of `frames` frames can return now
         (rawfx_audio_chain_max_output): the size for an `out` array. Exact for chains that
         keep the rate; an upper bound with a resampler."""
-        return _lib.rawfx_audio_chain_max_output(self._handle, frames)
+        return _lib.rawfx_audio_chain_max_output(self._handle, _c.checked_integer(frames, ctypes.c_uint32, "frames"))
 
     def _collector(self):
         blocks = []
@@ -536,6 +564,8 @@ class AudioChain(_Chain):
             raise ValueError("out: not contiguous; expected interleaved samples, one frame after another")
         if not out.flags.writeable:
             raise ValueError("out: the array is read-only; process writes the output into it")
+        if out.shape[0] >= 2**32:
+            _c.checked_integer(out.shape[0], ctypes.c_uint32, "out frames")
         if out is not self._out:
             self._out, self._out_address = out, _address(out)
         return self._out_address, out.shape[0]
@@ -562,7 +592,12 @@ class AudioChain(_Chain):
         if pcm is not self._pcm:
             block.samples = _address(pcm)
             self._pcm = pcm
-        frames = block.frame_count = pcm.shape[0]
+        frames = pcm.shape[0]
+        if frames >= 2**32:
+            _c.checked_integer(frames, ctypes.c_uint32, "pcm frames")
+        block.frame_count = frames
+        if not (type(timestamp_us) is int and -_I64 <= timestamp_us < _I64):
+            timestamp_us = _c.checked_integer(timestamp_us, ctypes.c_int64, "timestamp_us")
         block.timestamp_us = timestamp_us
         if out is not None:
             address, capacity = self._destination(out)

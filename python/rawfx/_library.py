@@ -1,5 +1,6 @@
 """Finding and declaring librawfx (rawfx_embed.h) for ctypes."""
 import ctypes
+import numbers
 import os
 import subprocess
 
@@ -47,28 +48,70 @@ def load():
                   + ", ".join(tried[:6]) + (", ..." if len(tried) > 6 else ""))
 
 
-class VideoFormat(ctypes.Structure):
+# ctypes cuts an integer that does not fit its C type (2**32 + 90 becomes 90) without a word.
+# Every integer this package hands to C goes through `checked_integer` instead: a call's
+# arguments (the argtypes below) and the fields of the structs made from the caller's values.
+_RANGES = {ctypes.c_uint32: ("uint32_t", 0, 2**32 - 1), ctypes.c_int32: ("int32_t", -2**31, 2**31 - 1),
+           ctypes.c_uint64: ("uint64_t", 0, 2**64 - 1), ctypes.c_int64: ("int64_t", -2**63, 2**63 - 1)}
+
+
+def checked_integer(value, ctype, what):
+    """`value` as an int that fits `ctype`, or TypeError / ValueError naming `what`."""
+    name, low, high = _RANGES[ctype]
+    if not isinstance(value, numbers.Integral):
+        raise TypeError("%s: expected an integer, got %s" % (what, type(value).__name__))
+    if not low <= value <= high:
+        raise ValueError("%s: %d does not fit %s (%d to %d); refused rather than cut" % (what, value, name, low, high))
+    return int(value)
+
+
+def _checked_argument(ctype):
+    """`ctype` as an argtype whose values are range-checked instead of cut."""
+    class Checked(ctype):
+        @classmethod
+        def from_param(cls, value):
+            return ctype(checked_integer(value, ctype, "argument"))
+    Checked.__name__ = "checked_" + ctype.__name__
+    return Checked
+
+
+_CHECKED_ARGUMENTS = {ctype: _checked_argument(ctype) for ctype in _RANGES}
+
+
+class CheckedStructure(ctypes.Structure):
+    """A struct whose integer fields are range-checked when it is made from values (the ones
+    the frame path sets afterwards are checked where they are set)."""
+
+    def __init__(self, *args, **kwargs):
+        types = dict(self._fields_)
+        for name, value in list(zip(types, args)) + list(kwargs.items()):
+            if types.get(name) in _RANGES:
+                checked_integer(value, types[name], "%s.%s" % (type(self).__name__, name))
+        super().__init__(*args, **kwargs)
+
+
+class VideoFormat(CheckedStructure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
                 ("pixel_format", ctypes.c_uint32), ("color_range", ctypes.c_uint32), ("rotation", ctypes.c_uint32)]
 
 
-class VideoFrame(ctypes.Structure):
+class VideoFrame(CheckedStructure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
                 ("pixel_format", ctypes.c_uint32), ("color_range", ctypes.c_uint32), ("rotation", ctypes.c_uint32),
                 ("planes", ctypes.c_void_p * 3), ("strides", ctypes.c_int32 * 3), ("timestamp_us", ctypes.c_int64)]
 
 
-class AudioFormat(ctypes.Structure):
+class AudioFormat(CheckedStructure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("sample_rate", ctypes.c_uint32), ("channels", ctypes.c_uint32)]
 
 
-class AudioFrame(ctypes.Structure):
+class AudioFrame(CheckedStructure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("samples", ctypes.c_void_p), ("frame_count", ctypes.c_uint32),
                 ("sample_rate", ctypes.c_uint32), ("channels", ctypes.c_uint32), ("source", ctypes.c_uint32),
                 ("user_id", ctypes.c_uint64), ("flags", ctypes.c_uint32), ("timestamp_us", ctypes.c_int64)]
 
 
-class RegistryOptions(ctypes.Structure):
+class RegistryOptions(CheckedStructure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("search_path", ctypes.POINTER(ctypes.c_char_p)),
                 ("search_path_count", ctypes.c_size_t), ("use_environment", ctypes.c_int32),
                 ("skip_default_directory", ctypes.c_int32), ("allow_untrusted", ctypes.c_int32)]
@@ -80,12 +123,12 @@ class StageMetrics(ctypes.Structure):
                 ("p50_ns", ctypes.c_uint64), ("p99_ns", ctypes.c_uint64)]
 
 
-class HookOptions(ctypes.Structure):
+class HookOptions(CheckedStructure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("async_", ctypes.c_int32), ("async_capacity", ctypes.c_uint32),
                 ("retain_in_async", ctypes.c_int32), ("async_workers", ctypes.c_uint32)]
 
 
-class VideoCapability(ctypes.Structure):
+class VideoCapability(CheckedStructure):
     _fields_ = [("width", ctypes.c_uint32), ("height", ctypes.c_uint32), ("frame", ctypes.c_uint32),
                 ("data_mode", ctypes.c_int32)]
 
@@ -95,14 +138,14 @@ class LifecycleEvent(ctypes.Structure):
                 ("description", ctypes.c_char_p)]
 
 
-class AudioRawData(ctypes.Structure):
+class AudioRawData(CheckedStructure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("buffer", ctypes.c_void_p), ("buffer_len", ctypes.c_uint32),
                 ("sample_rate", ctypes.c_uint32), ("channel_num", ctypes.c_uint32), ("timestamp_ms", ctypes.c_uint64),
                 ("sdk_object", ctypes.c_void_p), ("can_add_ref", ctypes.c_void_p), ("add_ref", ctypes.c_void_p),
                 ("release", ctypes.c_void_p)]
 
 
-class VideoRawData(ctypes.Structure):
+class VideoRawData(CheckedStructure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
                 ("planes", ctypes.c_void_p * 3), ("strides", ctypes.c_int32 * 3), ("rotation", ctypes.c_uint32),
                 ("is_limited", ctypes.c_int32), ("timestamp_ms", ctypes.c_uint64), ("sdk_object", ctypes.c_void_p),
@@ -132,6 +175,9 @@ PIXEL_I420 = 1  # RAWFX_PIXEL_I420
 E_BUFFER_TOO_SMALL = 7  # RAWFX_E_BUFFER_TOO_SMALL
 AUDIO_SOURCE_FILE = 4
 
+
+# Called on the frame path with integers the package has checked itself.
+_CHECKED_BY_CALLER = {"rawfx_audio_chain_process_into"}
 
 # The rawfx_embed.h minor version whose functions this package calls (1.3:
 # rawfx_audio_chain_process_into and rawfx_audio_chain_max_output).
@@ -248,5 +294,7 @@ def _declare(lib):
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
         function.restype = restype
-        function.argtypes = argtypes
+        # The frame path's own calls check their integers before the call (a checked argtype
+        # costs almost a microsecond per call).
+        function.argtypes = argtypes if name in _CHECKED_BY_CALLER else [_CHECKED_ARGUMENTS.get(t, t) for t in argtypes]
     return lib

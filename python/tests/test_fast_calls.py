@@ -176,3 +176,46 @@ def test_audio_out_checks(registry):
     with pytest.raises(ValueError, match="out: not contiguous"):
         chain.process(pcm, out=np.zeros((160, 4), np.int16)[:, :2])
     assert chain.process(np.zeros((0, 2), np.int16)).shape == (0, 2)
+
+
+# --- What ctypes would cut or convert is refused (issue 25) ----------------------------------
+
+def test_integers_that_do_not_fit_their_c_type_are_refused(registry):
+    chain = registry.video_chain("mirror")
+    with pytest.raises(ValueError, match=r"VideoFormat.width: 4294967936 does not fit uint32_t"):
+        chain.negotiate(2**32 + 640, 360)
+    y, u, v = picture(32, 16)
+    with pytest.raises(ValueError, match=r"rotation: 4294967386 does not fit uint32_t"):
+        chain.process(y, u, v, rotation=2**32 + 90)
+    with pytest.raises(ValueError, match=r"timestamp_us: 18446744073709551616 does not fit int64_t"):
+        chain.process(y, u, v, timestamp_us=2**64)
+    with pytest.raises(TypeError, match=r"timestamp_us: expected an integer, got float"):
+        chain.process(y, u, v, timestamp_us=1.5)
+    with pytest.raises(ValueError, match=r"color_range: 'tv'; expected 'limited' or 'full'"):
+        chain.process(y, u, v, color_range="tv")
+    audio = registry.audio_chain("gain=db=0")
+    with pytest.raises(ValueError, match=r"AudioFormat.sample_rate: 4294983296 does not fit uint32_t"):
+        audio.negotiate(2**32 + 16000, 1)
+    with pytest.raises(ValueError, match=r"frames: -1 does not fit uint32_t"):
+        audio.max_output_frames(-1)
+    assert chain.metrics()[0]["frames"] == 0, "nothing reached the chain"
+
+
+def test_chain_text_must_be_text_without_nul(registry):
+    with pytest.raises(TypeError, match=r"chain: expected a str, got int"):
+        registry.video_chain(123)
+    with pytest.raises(ValueError, match=r"chain: a NUL character at offset 6; C strings end there"):
+        registry.video_chain("mirror\0,scale=width=2")
+    chain = registry.video_chain("mirror")
+    with pytest.raises(ValueError, match=r"value: a NUL character at offset 4"):
+        chain.set_parameter("mirror.vertical", "true\0false")
+    with pytest.raises(TypeError, match=r"stage: expected a str, got NoneType"):
+        chain.set_bypass(None)
+
+
+def test_thread_counts_outside_1_to_64_are_refused_and_change_nothing():
+    before = rawfx.thread_count()
+    for count in (0, 65, 1000):
+        with pytest.raises(ValueError, match="count %d is not a thread count: expected 1 \\(no pool\\) to 64" % count):
+            rawfx.set_thread_count(count)
+    assert rawfx.thread_count() == before

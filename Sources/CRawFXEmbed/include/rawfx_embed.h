@@ -11,7 +11,12 @@
  *   is created by a *_open / *_create function and freed by its *_close / *_destroy; a
  *   chain keeps what it needs of its registry, so the registry may be closed first.
  * - Structs the caller fills in start with `uint32_t struct_size`, set to sizeof as the
- *   caller compiled it; fields beyond it read as zero, so new fields are appended.
+ *   caller compiled it; fields beyond it read as zero, so new fields are appended. A
+ *   struct_size larger than this library's sizeof is refused (RAWFX_E_INVALID_ARGUMENT):
+ *   it comes from a newer header, whose fields this library would ignore; such a program
+ *   checks rawfx_embed_version() first.
+ * - Frames: 1 to 16384 pixels each way; each plane's row stride from the plane's width to
+ *   65536 bytes (a tile of a wide canvas fits; anything larger is refused, never used).
  * - Every function that can fail returns rawfx_result. On failure (anything but RAWFX_OK) it
  *   stores a message for the calling thread that rawfx_last_error() returns: it names what
  *   was wrong and what was expected. Bad arguments are reported, never a crash.
@@ -97,8 +102,8 @@ void rawfx_log_sync(void);
  * host extension rawfx.thread-pool/1), and an isolated stage its copy of a borrowed frame
  * into the helper's shared memory (docs/isolation.md). 1, the default, runs everything on
  * the process thread. Workers start here, never on a frame path; lowering the count parks
- * them. One pool per process, shared by every chain and hook; a count above 64 is taken as
- * 64. RAWFX_E_INVALID_ARGUMENT for 0. */
+ * them. One pool per process, shared by every chain and hook. RAWFX_E_INVALID_ARGUMENT for
+ * a count outside 1 to 64 (1.2 took a larger one as 64), changing nothing. */
 rawfx_result rawfx_set_thread_count(uint32_t count);
 
 /* [any] (since 1.2) The thread pool's size, the calling thread included (1: no pool). */
