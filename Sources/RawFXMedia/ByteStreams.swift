@@ -435,11 +435,12 @@ public enum TemporaryFiles {
         }
     }
 
-    /// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the files in the table,
-    /// then end the process by the same signal (its status says it was killed).
+    /// Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT (Ctrl-\\) that remove the files
+    /// in the table, then end the process by the same signal (its status says it was killed;
+    /// SIGQUIT still dumps core where cores are enabled).
     public static func removeOnTerminatingSignals() {
         _ = table  // initialized here, never in the handler
-        for sig in [SIGINT, SIGTERM, SIGHUP] {
+        for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
             // A signal ignored by whoever started rawfx (nohup, a background job) stays ignored.
             let previous = signal(sig, SIG_IGN)
             if let previous, unsafeBitCast(previous, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self) { continue }

@@ -20,6 +20,6 @@ import RawFXMedia
 LoggingSystem.bootstrap(StandardErrorLogHandler.init)
 signal(SIGPIPE, SIG_IGN)
 signal(SIGXFSZ, SIG_IGN)
-// Killed (Ctrl-C, SIGTERM, SIGHUP): outputs being written are removed, their targets untouched.
+// Killed (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT): outputs being written are removed, their targets untouched.
 TemporaryFiles.removeOnTerminatingSignals()
 exit(RawfxCommand.runReportingErrors(CommandLine.arguments.dropFirst().map { $0 }))

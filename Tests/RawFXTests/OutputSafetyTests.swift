@@ -201,7 +201,7 @@ final class OutputSafetyTests: XCTestCase, RawfxCommandTesting {
     func testAKilledRunLeavesTheTargetAsItWasAndNothingBeside() throws {
         let dir = temporaryDirectory()
         let bytes = try Data(contentsOf: URL(fileURLWithPath: try makeY4M(dir, frames: 3)))
-        for sig in [SIGINT, SIGTERM, SIGHUP] {
+        for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
             let out = dir.appendingPathComponent("out.y4m")
             let precious = Data("old content\n".utf8)
             try precious.write(to: out)
