@@ -155,6 +155,10 @@ public enum RawFXLog {
 
     /// [service thread] One record to the replacement handler, or to its `Logger`.
     static func deliver(_ record: Record) {
+        // Every byte of a line may be a plugin's: escaped once, here, for every handler.
+        var record = record
+        record.source = terminalSafe(record.source)
+        record.message = terminalSafe(record.message)
         if let replacement = handler.withLock({ $0 }) {
             replacement(record)
             return
@@ -207,8 +211,8 @@ public struct StandardErrorLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        let source = event.metadata?["rawfx.source"].map { "\($0)" } ?? label
-        let flat = "\(event.message)".split(whereSeparator: \.isNewline).joined(separator: " ")
+        let source = terminalSafe(event.metadata?["rawfx.source"].map { "\($0)" } ?? label)
+        let flat = terminalSafe("\(event.message)".split(whereSeparator: \.isNewline).joined(separator: " "))
         let line = Array("rawfx: \(source.isEmpty ? "plugin" : source): \(flat)\n".utf8)
         var done = 0
         while done < line.count {

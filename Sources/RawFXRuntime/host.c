@@ -151,6 +151,33 @@ void rfx_runtime_set_log_sink(rfx_log_sink sink) {
     atomic_store_explicit(&log_sink, sink, memory_order_release);
 }
 
+/* Writes `text` to `out` with every control character (C0, DEL, C1) and bidirectional
+ * formatting character escaped, as terminalSafe does in Swift: a plugin's bytes cannot drive
+ * the terminal or forge a line. */
+static void write_escaped(FILE *out, const char *text) {
+    const unsigned char *p = (const unsigned char *)text;
+    while (*p) {
+        unsigned c = p[0];
+        if (c < 0x20 || c == 0x7F) {
+            fprintf(out, c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : "\\x%02x", c);
+            p++;
+        } else if (c == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {                       /* C1 */
+            fprintf(out, "\\x%02x", p[1]);
+            p += 2;
+        } else if (c == 0xD8 && p[1] == 0x9C) {                                        /* U+061C */
+            fputs("\\u{61C}", out);
+            p += 2;
+        } else if (c == 0xE2 && ((p[1] == 0x80 && (p[2] == 0x8E || p[2] == 0x8F || (p[2] >= 0xAA && p[2] <= 0xAE)))
+                                 || (p[1] == 0x81 && p[2] >= 0xA6 && p[2] <= 0xA9))) { /* bidi */
+            fprintf(out, "\\u{%X}", ((unsigned)(p[1] & 0x3F) << 6 | (p[2] & 0x3F)) | 0x2000);
+            p += 3;
+        } else {
+            fputc((int)c, out);
+            p++;
+        }
+    }
+}
+
 /* [service, drain_mutex held] Delivers every line in the ring to the sink. */
 static void drain_log(void) {
     for (;;) {
@@ -160,8 +187,13 @@ static void drain_log(void) {
         if ((intptr_t)sequence - (intptr_t)(position + 1) < 0) return; /* empty */
         rfx_log_sink sink = atomic_load_explicit(&log_sink, memory_order_acquire);
         if (sink != NULL) sink(slot->severity, slot->origin, slot->source, slot->message);
-        else if (slot->severity >= RAWFX_LOG_WARNING)
-            fprintf(stderr, "rawfx: %s: %s\n", slot->source[0] ? slot->source : "plugin", slot->message);
+        else if (slot->severity >= RAWFX_LOG_WARNING) {
+            fputs("rawfx: ", stderr);
+            write_escaped(stderr, slot->source[0] ? slot->source : "plugin");
+            fputs(": ", stderr);
+            write_escaped(stderr, slot->message);
+            fputc('\n', stderr);
+        }
         atomic_store_explicit(&ring_dequeue, position + 1, memory_order_relaxed);
         atomic_store_explicit(&slot->sequence, position + RING_SLOTS, memory_order_release);
         atomic_fetch_add_explicit(&lines_delivered, 1, memory_order_relaxed);

@@ -1,4 +1,5 @@
 import Foundation
+import RawFX
 
 /// One conformance check of `rawfx validate`, in the order they are reported.
 /// docs/validate.md says what each one does and why.
@@ -34,11 +35,14 @@ public struct CheckResult: Codable, Hashable, Sendable {
     public var outcome: Outcome
     public var reason: String
 
+    /// `subject` and `reason` carry bytes the plugin chose (its id, names, messages): they
+    /// are escaped here (`terminalSafe`), so no plugin can forge or hide a line of the report,
+    /// in text or JSON.
     public init(subject: String, check: Check, outcome: Outcome, reason: String) {
-        self.subject = subject
+        self.subject = terminalSafe(subject)
         self.check = check
         self.outcome = outcome
-        self.reason = reason
+        self.reason = terminalSafe(reason)
     }
 
     public var line: String { "\(outcome.label) \(subject) \(check.rawValue): \(reason)" }
@@ -78,8 +82,8 @@ public struct ValidationReport: Codable, Sendable {
     private enum Keys: String, CodingKey { case path, plugin, results, seconds, allowSkips, passed, failed, skipped, succeeded }
 
     public init(path: String, plugin: String?, results: [CheckResult], seconds: Double, allowSkips: Bool) {
-        self.path = path
-        self.plugin = plugin
+        self.path = terminalSafe(path)
+        self.plugin = plugin.map(terminalSafe)
         self.results = results
         self.seconds = seconds
         self.allowSkips = allowSkips

@@ -42,6 +42,8 @@ struct PluginsCommand: ParsableCommand {
     }
 
     private func printText(_ registry: PluginRegistry) {
+        // Names, versions, summaries, help and failure reasons are the plugins' own bytes.
+        func print(_ line: String) { Swift.print(terminalSafe(line)) }
         print("Plugin path: \(registry.searchPath.joined(separator: ":"))")
         let types = registry.filterTypes
         if types.isEmpty { print("\nNo filters found.") }

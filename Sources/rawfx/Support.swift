@@ -31,14 +31,17 @@ func writeStandardError(_ text: String) {
     }
 }
 
-/// Writes one line to stderr (newlines inside collapse to spaces so it stays one line).
+/// Writes one line to stderr: newlines inside collapse to spaces so it stays one line, and
+/// the rest of what the message carries from outside (a plugin's error, a chain, a path) is
+/// escaped (`terminalSafe`).
 func printError(_ message: String) {
     let flat = message.split(whereSeparator: \.isNewline).joined(separator: " ")
-    writeStandardError("rawfx: error: \(flat)\n")
+    writeStandardError("rawfx: error: \(terminalSafe(flat))\n")
 }
 
 func printWarning(_ message: String) {
-    writeStandardError("rawfx: warning: \(message)\n")
+    let flat = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+    writeStandardError("rawfx: warning: \(terminalSafe(flat))\n")
 }
 
 extension RawfxCommand {

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import ArgumentParser
 import Foundation
+import RawFX
 import RawFXValidate
 
 struct ValidateCommand: ParsableCommand {
@@ -70,7 +71,7 @@ struct ValidateCommand: ParsableCommand {
         var headed = false
         let printLines: ([CheckResult]) -> Void = { lines in
             guard !json else { return }
-            if !headed { print("rawfx validate \(plugin)") }
+            if !headed { print("rawfx validate \(terminalSafe(plugin))") }
             headed = true
             for line in lines { print(line.line) }
             fflush(nil)
