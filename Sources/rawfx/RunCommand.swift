@@ -201,7 +201,7 @@ struct RunCommand: ParsableCommand {
         guard outputKind == kind else {
             throw CLIError("the input is \(kind) and the output '\(output)' is \(outputKind); rawfx runs Y4M to Y4M and WAV to WAV")
         }
-        try checkDistinctFiles(source)
+        try checkDistinctFiles(source, registry: registry)
         switch kind {
         case .y4m:
             if audioChain != nil {
@@ -440,7 +440,7 @@ struct RunCommand: ParsableCommand {
     /// Refuses an output or a snapshot that is the input file (however named: a link, a `>>`
     /// redirection of standard output), or a snapshot that is the output: writing it would
     /// destroy what rawfx reads or writes.
-    private func checkDistinctFiles(_ source: MediaInput) throws {
+    private func checkDistinctFiles(_ source: MediaInput, registry: PluginRegistry) throws {
         let inputFile = FileIdentity(regularFile: source.fileDescriptor)
         let outputFile = output == "-" ? FileIdentity(regularFile: STDOUT_FILENO) : FileIdentity(path: output)
         if let inputFile, outputFile == inputFile {
@@ -449,7 +449,13 @@ struct RunCommand: ParsableCommand {
             }
             throw CLIError("the output '\(output)' is the input file; writing it would destroy the input")
         }
+        let readByChain = chainFiles(registry).map { (identity: FileIdentity(path: $0), path: $0) }
+        var taken: [(identity: FileIdentity, frame: Int, path: String)] = []
         for (frame, path) in try parsedSnapshots() where path != "-" {
+            var st = stat()
+            if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO {
+                throw CLIError("--snapshot \(frame):\(path) is a FIFO; a snapshot is a whole PNG file (written beside it, then renamed into place): give a file path")
+            }
             let snapshot = FileIdentity(path: path)
             if snapshot == inputFile {
                 throw CLIError("--snapshot \(frame):\(path) is the input file; writing it would destroy the input")
@@ -457,7 +463,30 @@ struct RunCommand: ParsableCommand {
             if snapshot == outputFile {
                 throw CLIError("--snapshot \(frame):\(path) is the output file \(output); give the PNG another name")
             }
+            if let read = readByChain.first(where: { $0.identity == snapshot }) {
+                throw CLIError("--snapshot \(frame):\(path) is \(read.path), a file the chain reads; writing it would change what the chain reads: give the PNG another name")
+            }
+            if let earlier = taken.first(where: { $0.identity == snapshot }) {
+                throw CLIError("--snapshot \(earlier.frame):\(earlier.path) and --snapshot \(frame):\(path) name the same file; give each frame a PNG of its own")
+            }
+            taken.append((snapshot, frame, path))
         }
+    }
+
+    /// The files the chain's filters read: the values of their path parameters
+    /// (RAWFX_PARAM_FLAG_PATH, a watermark's image), by name or by position.
+    private func chainFiles(_ registry: PluginRegistry) -> [String] {
+        guard let specs = try? FilterSpec.parseChain(videoChain ?? audioChain ?? "") else { return [] }
+        var paths: [String] = []
+        for spec in specs {
+            guard let type = try? registry.filterType(spec.name) else { continue }
+            for (index, argument) in spec.arguments.enumerated() {
+                let parameter = argument.key.map { type.parameter(named: $0) }
+                    ?? (index < type.parameters.count ? type.parameters[index] : nil)
+                if let parameter, parameter.isPath { paths.append(argument.value) }
+            }
+        }
+        return paths
     }
 }
 

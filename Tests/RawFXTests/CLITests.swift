@@ -310,6 +310,34 @@ final class CLITests: XCTestCase, RawfxCommandTesting {
         XCTAssertEqual(try frames(of: dir.appendingPathComponent("o2.y4m").path).count, 3, "the video is still written")
     }
 
+    /// A snapshot never overwrites what the run reads or another snapshot: the chain's own
+    /// files (a watermark's image) and the same path twice are refused before anything is
+    /// written, and so is a FIFO (a snapshot is a whole file, renamed into place).
+    func testSnapshotsRefuseTheChainsFilesAFIFOAndOnePathTwice() throws {
+        let dir = temporaryDirectory()
+        let input = try makeY4M(dir, frames: 3)
+        let out = dir.appendingPathComponent("out.y4m").path
+        let logo = dir.appendingPathComponent("logo.png").path
+        try FileManager.default.copyItem(atPath: repositoryRoot.appendingPathComponent("docs/images/before-640x360.png").path,
+                                         toPath: logo)
+        let original = try Data(contentsOf: URL(fileURLWithPath: logo))
+        for chain in ["watermark=image=\(logo):opacity=0.5", "watermark=\(logo)"] {
+            let overwrite = try rawfx("run", "--vf", chain, "--snapshot", "1:\(dir.path)/./logo.png", input, out)
+            assertOneErrorLine(overwrite, "--snapshot 1:\(dir.path)/./logo.png is \(logo), a file the chain reads")
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: logo)), original, "the chain's image is untouched")
+
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("x"), withIntermediateDirectories: false)
+        let twice = try rawfx("run", "--snapshot", "0:\(dir.path)/a.png", "--snapshot", "2:\(dir.path)/x/../a.png", input, out)
+        assertOneErrorLine(twice, "--snapshot 0:\(dir.path)/a.png and --snapshot 2:\(dir.path)/x/../a.png name the same file")
+
+        let fifo = dir.appendingPathComponent("snap.fifo").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let piped = try rawfx("run", "--snapshot", "0:\(fifo)", input, out)
+        assertOneErrorLine(piped, "--snapshot 0:\(fifo) is a FIFO")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out), "nothing was written")
+    }
+
     func testWAVRunAndPipes() throws {
         let dir = temporaryDirectory()
         let (input, samples) = try makeWAV(dir, rate: 44100, channels: 2, seconds: 0.3)
