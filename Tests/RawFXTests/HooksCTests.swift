@@ -64,15 +64,17 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
 
     // MARK: The C++ adapter against rawfx run
 
-    private func buildAdapterTest() throws -> URL {
+    private func buildAdapterTest(sanitizeAddress: Bool = false) throws -> URL {
         guard rawfx_built_with_sanitizer() == 0 else { throw XCTSkip("the C++ adapter test is not built against a sanitized librawfx") }
         guard FileManager.default.fileExists(atPath: EmbedTests.library.path) else {
             XCTFail("\(EmbedTests.library.path) is not built; run `swift build`")
             throw CocoaError(.fileNoSuchFile)
         }
-        let output = directory.appendingPathComponent("adapter_test")
+        let output = directory.appendingPathComponent(sanitizeAddress ? "adapter_test_asan" : "adapter_test")
         let libraryDirectory = EmbedTests.library.deletingLastPathComponent().path
-        try runCompiler("c++", ["-std=c++17"] + EmbedTests.warnings
+        // ASan instruments the adapter and the test's fake SDK (librawfx itself is not).
+        let sanitizer = sanitizeAddress ? ["-fsanitize=address", "-fno-omit-frame-pointer", "-g"] : []
+        try runCompiler("c++", ["-std=c++17"] + sanitizer + EmbedTests.warnings
                             + (EmbedTests.includes + [Self.standin.path]).flatMap { ["-I", $0] }
                             + [Self.standin.appendingPathComponent("adapter_test.cpp").path,
                                "-o", output.path, "-L", libraryDirectory, "-lRawFXEmbed", "-Wl,-rpath," + libraryDirectory])
@@ -86,6 +88,28 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         let left = try Data(contentsOf: URL(fileURLWithPath: a)), right = try Data(contentsOf: URL(fileURLWithPath: b))
         XCTAssertGreaterThan(left.count, 1000, "\(what): \(a) is almost empty", line: line)
         XCTAssertTrue(left == right, "\(what): \(a) (\(left.count) bytes) differs from \(b) (\(right.count) bytes)", line: line)
+    }
+
+    /// Subscribing a stream that is already subscribed is refused and leaves the live
+    /// subscription working (its delegate was freed while still the SDK's: a use after free),
+    /// through both SDKs' receive paths, sync and async, under AddressSanitizer.
+    func testASecondSubscriptionOfOneStreamIsRefusedAndTheFirstLivesUnderASan() throws {
+        try makeInputs()
+        let program = try buildAdapterTest(sanitizeAddress: true)
+        let reference = path("ref-receive.y4m")
+        let run = try rawfx("run", "--vf", EmbedTests.videoChain, path("in.y4m"), reference)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        for sdk in ["video", "meeting"] {
+            for mode in ["receive", "receive-async"] {
+                let output = path("out-asan-\(mode)-\(sdk)")
+                let outcome = try runProgram(program, [mode, sdk, EmbedTests.videoChain, path("in.y4m"), output],
+                                             environment: [PluginRegistry.environmentVariable: nil,
+                                                           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"])
+                XCTAssertEqual(outcome.status, 0, "\(mode) \(sdk): \(outcome.stderr)")
+                XCTAssertFalse(outcome.stderr.contains("AddressSanitizer"), "\(mode) \(sdk): \(outcome.stderr)")
+                try assertSameFile(output, reference, "\(mode) through the \(sdk) SDK's interface under ASan")
+            }
+        }
     }
 
     func testCPlusPlusAdapterWritesWhatRawfxRunWrites() throws {

@@ -473,16 +473,13 @@ public:
     // data); `format` (may be null) is what the chain is negotiated for now. Throws rawfx::error.
     void subscribe(ZOOMVIDEOSDK::IZoomVideoSDKRawDataPipe *pipe, uint64_t user_id, int32_t pipe_kind,
                    ZOOMVIDEOSDK::ZoomVideoSDKResolution resolution, const rawfx_video_format *format = nullptr) {
+        // Kept here only once the hook took it: a refusal (this pipe already subscribed, say)
+        // frees the new delegate and leaves the live subscription as it was.
         auto made = std::make_unique<subscription>(pipe);
-        subscription *s = made.get();
+        check(rawfx_receive_video_subscribe(get(), made.get(), &subscription::subscribe, &subscription::unsubscribe, user_id,
+                                            pipe_kind, static_cast<int32_t>(resolution), format),
+              "rawfx_receive_video_subscribe");
         subscriptions_[{user_id, pipe_kind}] = std::move(made);
-        rawfx_result result = rawfx_receive_video_subscribe(get(), s, &subscription::subscribe, &subscription::unsubscribe,
-                                                            user_id, pipe_kind, static_cast<int32_t>(resolution), format);
-        if (result != RAWFX_OK) {
-            error failure("rawfx_receive_video_subscribe", result);
-            subscriptions_.erase({user_id, pipe_kind});
-            throw failure;
-        }
     }
     // [control] A user's video (or share) pipe, keyed by rawfx_user_key of its id.
     void subscribe(ZOOMVIDEOSDK::IZoomVideoSDKUser *user, int32_t pipe_kind, ZOOMVIDEOSDK::ZoomVideoSDKResolution resolution) {
@@ -614,16 +611,13 @@ public:
         ZOOMSDK::SDKError created = create_(&renderer, made.get());
         if (created != ZOOMSDK::SDKERR_SUCCESS || !renderer) throw error("createRenderer", RAWFX_E_PROCESS);
         made->renderer.store(renderer);
-        delegate *d = made.get();
         int32_t kind = pipe_kind(type);
+        // Kept here only once the hook took it: a refusal (this stream already subscribed, say)
+        // destroys the new delegate and its renderer, and leaves the live subscription as it was.
+        check(rawfx_receive_video_subscribe(get(), made.get(), &delegate::subscribe, &delegate::unsubscribe, subscribe_id, kind,
+                                            static_cast<int32_t>(resolution), format),
+              "rawfx_receive_video_subscribe");
         subscriptions_[{subscribe_id, kind}] = std::move(made);
-        rawfx_result result = rawfx_receive_video_subscribe(get(), d, &delegate::subscribe, &delegate::unsubscribe, subscribe_id,
-                                                            kind, static_cast<int32_t>(resolution), format);
-        if (result != RAWFX_OK) {
-            error failure("rawfx_receive_video_subscribe", result);
-            subscriptions_.erase({subscribe_id, kind});
-            throw failure;
-        }
     }
     // [control] Unsubscribes one renderer and destroys it; false if it was not subscribed.
     bool unsubscribe(uint32_t subscribe_id, ZOOMSDK::ZoomSDKRawDataType type) {

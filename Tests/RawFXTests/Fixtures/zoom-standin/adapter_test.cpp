@@ -510,6 +510,15 @@ static int run_receive(rawfx_registry *registry, const char *chain, const y4m &i
         }
         EXPECT(refused, "a subscription at Auto was not refused with the pipe's answer");
         receiver.subscribe(&pipe, 16778240, RAWFX_PIPE_VIDEO, ZOOMVIDEOSDK::ZoomVideoSDKResolution_360P);
+        // The same pipe again: refused, and the live subscription keeps working (its delegate
+        // stays the pipe's; under ASan a freed one shows).
+        bool duplicate = false;
+        try {
+            receiver.subscribe(&pipe, 16778240, RAWFX_PIPE_VIDEO, ZOOMVIDEOSDK::ZoomVideoSDKResolution_360P);
+        } catch (const rawfx::error &e) {
+            duplicate = e.code() == RAWFX_E_STATE && std::strstr(e.what(), "already subscribed") != nullptr;
+        }
+        EXPECT(duplicate, "a second subscription of the same pipe was not refused as already subscribed");
         for (const auto &frame : in.frames) {
             auto *data = new fake_yuv_raw_data(frame, in.width, in.height, !in.full_range);
             pipe.delegate->onRawDataFrameReceived(data);
@@ -597,6 +606,15 @@ static int run_meeting_receive(rawfx_registry *registry, const char *chain, cons
         EXPECT(refused && destroyed == 1, "a subscription at NoUse was not refused, or its renderer not destroyed (%d)", destroyed);
         receiver.subscribe(16778240, ZOOMSDK::RAW_DATA_TYPE_VIDEO, ZOOMSDK::ZoomSDKResolution_360P);
         renderer = renderers.back().get();
+        // The same stream again: refused, its new renderer destroyed, the live one untouched.
+        bool duplicate = false;
+        try {
+            receiver.subscribe(16778240, ZOOMSDK::RAW_DATA_TYPE_VIDEO, ZOOMSDK::ZoomSDKResolution_360P);
+        } catch (const rawfx::error &e) {
+            duplicate = e.code() == RAWFX_E_STATE && std::strstr(e.what(), "already subscribed") != nullptr;
+        }
+        EXPECT(duplicate && destroyed == 2 && renderers.back()->torn_down && !renderer->torn_down,
+               "a second subscription of the same stream was not refused, or the wrong renderer destroyed (%d)", destroyed);
         EXPECT(renderer->subscribed && renderer->id == 16778240 && renderer->resolution == ZOOMSDK::ZoomSDKResolution_360P,
                "the renderer was not subscribed to the user at 360P");
         EXPECT(receiver.renderer(16778240, ZOOMSDK::RAW_DATA_TYPE_VIDEO) == renderer, "renderer()");
@@ -618,7 +636,7 @@ static int run_meeting_receive(rawfx_registry *registry, const char *chain, cons
         std::fprintf(stderr, "adapter_test: %s\n", receiver.metrics_json().c_str());
         EXPECT(receiver.unsubscribe(16778240, ZOOMSDK::RAW_DATA_TYPE_VIDEO), "unsubscribe");
     }
-    EXPECT(renderer->unsubscribes == (async ? 0 : 1) && destroyed == (async ? 1 : 2), "unSubscribe %d, destroyRenderer %d",
+    EXPECT(renderer->unsubscribes == (async ? 0 : 1) && destroyed == (async ? 2 : 3), "unSubscribe %d, destroyRenderer %d",
            renderer->unsubscribes, destroyed);
     EXPECT(live_video_objects == 0, "%d YUVRawDataI420 objects were never released", live_video_objects.load());
     EXPECT(received.size() == in.frames.size(), "%zu frames received for %zu delivered", received.size(), in.frames.size());
