@@ -37,8 +37,9 @@ public enum AudioStreamID: Hashable, Sendable, CustomStringConvertible {
 /// own instance of the audio chain, so stateful filters (denoise, re-blocking) never mix one
 /// stream's history into another's. A stream's chain is created on its first audio
 /// (negotiated for it there) and released when the user leaves (`onUserLeave` /
-/// `removeStream`), after its pending samples are flushed to the sink. A change of rate or
-/// channel count flushes the stream's chain and renegotiates it before the next block.
+/// `removeStream`) or the hook closes, after every sample still in it (the latency tail
+/// included) went to the sink. A change of rate or channel count drains the stream's chain
+/// the same way and renegotiates it before the next block.
 ///
 /// Run-time control, from any thread: `setParameter` and `setBypass` go to every stream's
 /// running chain (each keeps its history: a denoiser's noise estimate survives a level
@@ -354,8 +355,8 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
             if stream.slot.hasPending { stream.slot.takePending { old in self.flush(old, of: id) } }
             let chain = stream.slot.current
             if let current = chain.inputFormat, current != format {
-                // Rate or channels changed: finish the old format's blocks, then renegotiate.
-                try chain.flush { sink(id, $0) }
+                // Rate or channels changed: everything of the old format comes out, then renegotiate.
+                flush(chain, of: id)
             }
             try chain.process(block) { sink(id, $0) }
             if chain.inputFormat != stream.knownFormat { stream.knownFormat = chain.inputFormat }
@@ -365,10 +366,20 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
         }
     }
 
-    /// Pushes a chain's pending samples to the sink, with its stream's source and user.
+    /// Ends a stream's chain: every sample it was given comes out to the sink, with the
+    /// stream's source and user, the samples still inside its filters (a denoiser's 10 ms of
+    /// latency) included: the chain is drained with silence and its last block cut where the
+    /// input ended (`AudioChain.drain`), so the stream's output has its input's length plus
+    /// the chain's latency, the silence it began with.
     private func flush(_ chain: AudioChain, of id: AudioStreamID) {
-        guard chain.inputFormat != nil else { return }
-        do { try chain.flush { sink(id, $0) } } catch {
+        guard let format = chain.inputFormat else { return }
+        do {
+            try withUnsafeTemporaryAllocation(of: Int16.self, capacity: 1) { (none) throws(ChainError) in
+                let template = AudioBlock(samples: none.baseAddress!, frameCount: 0, format: format, source: id.source,
+                                          userID: id.userID, timestampMicroseconds: 0)
+                try chain.drain(template: template) { sink(id, $0) }
+            }
+        } catch {
             stats.recordError()
             lastErrorStore.withLock { $0 = error }
         }

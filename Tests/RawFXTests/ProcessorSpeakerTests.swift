@@ -121,8 +121,8 @@ final class ProcessorSpeakerTests: XCTestCase {
         XCTAssertTrue(recorder.all.isEmpty, "half a block is still in the re-block FIFO")
         hook.onUserLeave([SDKUser(5)])
         XCTAssertEqual(hook.activeStreams, [.oneWay(SDKUser(6))])
-        // The leaving user's pending half block was flushed (padded with silence).
-        XCTAssertEqual(recorder.samples(of: .oneWay(SDKUser(5))), pcm + [Int16](repeating: 0, count: 240))
+        // The leaving user's pending half block came out: every sample, none added.
+        XCTAssertEqual(recorder.samples(of: .oneWay(SDKUser(5))), pcm)
         XCTAssertNil(hook.metrics(for: .oneWay(SDKUser(5))))
         // Audio after a rejoin starts a fresh stream.
         deliverPCM(emulator, hook, .oneWay(SDKUser(5)), pcm[...], mono48, ms: 20)
@@ -161,6 +161,39 @@ final class ProcessorSpeakerTests: XCTestCase {
         XCTAssertTrue(emulator.violations.isEmpty, "\(emulator.violations)")
     }
 
+    /// A stream through a chain with latency (SpeexDSP's denoiser: 10 ms) gives back every
+    /// sample when its user leaves, in sync and async mode, and when the hook closes: the
+    /// stream's output is what `AudioChain` gives for the same input, drained (the input's
+    /// length plus the latency it began with). It used to stop 10 ms short.
+    func testALeavingUsersLatencyTailReachesTheSink() throws {
+        let chainText = "denoise=level=-30"
+        let noise = TestAudio.whiteNoise(count: 4800 + 333, rms: 2000, seed: 4)
+        let reference = try AudioChain(chainText, registry: builtPlugins)
+        try reference.negotiate(mono48)
+        var expected: [Int16] = []
+        try noise.withUnsafeBufferPointer { pointer in
+            let block = AudioBlock(samples: UnsafeMutablePointer(mutating: pointer.baseAddress!), frameCount: noise.count, format: mono48)
+            try reference.process(block) { expected += Array($0.buffer) }
+        }
+        try reference.drain { expected += Array($0.buffer) }
+        XCTAssertEqual(expected.count, noise.count + 480)
+        for (mode, leave) in [(ProcessingMode.sync, true), (.asyncAudioDefault, true), (.sync, false)] {
+            let recorder = SinkRecorder()
+            let hook = try VirtualSpeakerHook(chain: chainText, registry: builtPlugins, mode: mode, sink: recorder.sink)
+            let emulator = SDKSessionEmulator()
+            var start = 0
+            while start < noise.count {
+                let end = min(start + 480, noise.count)
+                deliverPCM(emulator, hook, .oneWay(SDKUser(3)), noise[start..<end], mono48, ms: UInt64(start / 48))
+                start = end
+            }
+            if leave { hook.onUserLeave([SDKUser(3)]) }
+            hook.drain()
+            hook.close()
+            XCTAssertEqual(recorder.samples(of: .oneWay(SDKUser(3))), expected, "\(mode), \(leave ? "user left" : "hook closed")")
+        }
+    }
+
     func testRateAndChannelChangesRenegotiateBetweenBlocks() throws {
         let recorder = SinkRecorder()
         let hook = try VirtualSpeakerHook(chain: "gain=db=0:block=480", registry: processorRegistry(), sink: recorder.sink)
@@ -169,14 +202,14 @@ final class ProcessorSpeakerTests: XCTestCase {
         // 48 kHz mono: 720 frames → one block out, 240 pending.
         deliverPCM(emulator, hook, .mixed, a[0..<360], mono48, ms: 0)
         deliverPCM(emulator, hook, .mixed, a[360..<720], mono48, ms: 7)
-        // Then 32 kHz stereo: the pending 48 kHz samples are flushed first.
+        // Then 32 kHz stereo: the pending 48 kHz samples come out first, exactly.
         let stereo = AudioFormat(sampleRate: 32000, channels: 2)
         let b = [Int16](repeating: 5, count: 960)
         deliverPCM(emulator, hook, .mixed, b[...], stereo, ms: 15)
         let blocks = recorder.all
         XCTAssertEqual(blocks.map(\.format), [mono48, mono48, stereo])
         XCTAssertEqual(blocks[0].samples, Array(a[0..<480]))
-        XCTAssertEqual(blocks[1].samples, Array(a[480..<720]) + [Int16](repeating: 0, count: 240))
+        XCTAssertEqual(blocks[1].samples, Array(a[480..<720]))
         XCTAssertEqual(blocks[2].samples, b)
         XCTAssertEqual(hook.metrics.hook.errors, 0)
     }
@@ -297,7 +330,7 @@ final class ProcessorSpeakerTests: XCTestCase {
         for i in 0..<5 { deliverPCM(emulator, hook, .oneWay(SDKUser(1)), pcm[...], mono48, ms: UInt64(i * 5)) }
         hook.onUserLeave([SDKUser(1)])
         hook.drain()
-        XCTAssertEqual(recorder.samples(of: .oneWay(SDKUser(1))), [Int16](repeating: 4, count: 1200) + [Int16](repeating: 0, count: 240))
+        XCTAssertEqual(recorder.samples(of: .oneWay(SDKUser(1))), [Int16](repeating: 4, count: 1200))
         XCTAssertTrue(hook.activeStreams.isEmpty)
         hook.close()
     }

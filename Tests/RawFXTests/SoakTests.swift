@@ -225,6 +225,9 @@ final class SoakTests: XCTestCase {
         // hook) for three streams; the app re-registers the speaker with the next chain at each
         // control tick, as it would to change the speaker's chain.
         let speakerSink = SpeakerCounts()
+        // Each hook's streams come out as their input plus the chain's latency (the silence
+        // they begin with; the tail is drained when the hook closes): summed here per hook.
+        let speakerLatencyFrames = Atomic<Int>(0)
         let speakerThread = SoakThread("soak-speaker") {
             let streams: [AudioStreamID] = [.mixed, .oneWay(SDKUser(1)), .shared]
             let speech = ArrayPCMSource(speechAt: audioFormat, seconds: 2, seed: 11, loop: true)
@@ -238,8 +241,12 @@ final class SoakTests: XCTestCase {
                 if speaker == nil || wanted != generation {
                     generation = wanted
                     do {
-                        speaker = try processor.configureVirtualSpeaker(chain: speakerChains[generation % speakerChains.count],
-                                                                        mode: .asyncAudioDefault, retainInAsync: true, sink: speakerSink.sink)
+                        let chain = speakerChains[generation % speakerChains.count]
+                        speaker = try processor.configureVirtualSpeaker(chain: chain, mode: .asyncAudioDefault, retainInAsync: true,
+                                                                        sink: speakerSink.sink)
+                        let latency = try AudioChain(chain, registry: registry)
+                        try latency.negotiate(audioFormat)
+                        speakerLatencyFrames.add(latency.latency, ordering: .relaxed)
                         leakWatch.watch(speaker!, "virtual speaker \(generation)")
                     } catch { fail("virtual speaker chain \(generation): \(error)") }
                 }
@@ -344,9 +351,9 @@ final class SoakTests: XCTestCase {
         XCTAssertEqual(micSession.sender.sent.count, pushedChunks, "virtual mic chunks sent")
         XCTAssertEqual(studioSession.sender.sentAudio.count, pushedChunks, "production studio audio chunks sent")
         XCTAssertEqual(counts.directAudioOut.load(ordering: .relaxed), counts.audioPushedFrames.load(ordering: .relaxed), "direct audio chain frames")
-        let speakerIn = counts.speakerFramesIn.load(ordering: .relaxed)
+        let speakerOut = counts.speakerFramesIn.load(ordering: .relaxed) + speakerLatencyFrames.load(ordering: .relaxed)
         for stream in ["mixed", "user 1", "shared"] {
-            XCTAssertEqual(speakerSink.frames(stream), speakerIn, "virtual speaker frames, stream \(stream)")
+            XCTAssertEqual(speakerSink.frames(stream), speakerOut, "virtual speaker frames, stream \(stream): input plus latency")
         }
         for metrics in processor.metrics where metrics.name != "virtualSpeaker" {
             XCTAssertEqual(metrics.hook.errors + metrics.hook.drops + metrics.refused + metrics.overflows + metrics.sendRejected, 0,
@@ -357,7 +364,7 @@ final class SoakTests: XCTestCase {
             XCTAssertEqual(emulator.violations.map(\.description), [])
             XCTAssertEqual(emulator.ledger.outstandingReferences, 0, "raw data references never released")
         }
-        figures.speakerFrames = speakerIn
+        figures.speakerFrames = counts.speakerFramesIn.load(ordering: .relaxed)
         figures.micChunks = micSession.sender.sent.count
         processor.close()
         return figures

@@ -161,7 +161,8 @@ class VirtualSpeaker(Hook):
         self._call("rawfx_speaker_receive", stream, user_id, ctypes.byref(data))
 
     def remove_stream(self, stream, user_id=0):
-        """A user left (onUserLeave) or a stream ended: its pending samples go to the sink."""
+        """A user left (onUserLeave) or a stream ended: every sample still in its chain (the
+        latency tail included) goes to the sink, then the chain is released."""
         self._call("rawfx_speaker_remove_stream", stream, user_id)
 
     def drain(self):

@@ -184,9 +184,10 @@ rawfx_result rawfx_speaker_create(rawfx_registry *registry, const char *chain_te
  * copying). A malformed block is RAWFX_E_INVALID_ARGUMENT. */
 rawfx_result rawfx_speaker_receive(rawfx_hook *hook, int32_t stream, uint64_t user_id, const rawfx_audio_raw_data *data);
 
-/* [control] A user left (`onUserLeave`), or a stream ended: its pending samples (padded with
- * silence through the chain) go to the sink, then its chain is released. Async: after the
- * audio queued before it. */
+/* [control] A user left (`onUserLeave`), or a stream ended: every sample still in its chain
+ * (the latency tail included: the chain is drained with silence, its last block cut where
+ * the input ended) goes to the sink, then its chain is released. Async: after the audio
+ * queued before it. */
 rawfx_result rawfx_speaker_remove_stream(rawfx_hook *hook, int32_t stream, uint64_t user_id);
 
 /* [control] Async: waits until the worker has processed everything queued (not from the
