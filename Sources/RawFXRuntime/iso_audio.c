@@ -90,7 +90,7 @@ static const char *audio_answer_violation(const iso_instance *inst, const rawfx_
 
 /* [process, in a call; or configure, with no frames flowing] Waits for the answer to the
  * pipelined block in flight (at most the deadline, counted from now: the helper has had the
- * whole interval since the call that posted it) and keeps it in pipe_out for the next process
+ * whole interval since the call that posted it) and keeps it in pipe.out for the next process
  * call. A helper that restarted since never answers it: that block is lost, and the next
  * call passes it through from the delay line. */
 static void pipe_collect(iso_instance *inst) {

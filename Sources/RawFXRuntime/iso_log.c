@@ -28,7 +28,7 @@ static void log_lock(iso_instance *inst) {
 }
 static void log_unlock(iso_instance *inst) { atomic_store_explicit(&inst->log.draining, 0, memory_order_release); }
 
-/* [lock held] Forwards what the helper logged into the engine's log (real-time: the
+/* [log.draining held] Forwards what the helper logged into the engine's log (real-time: the
  * runtime's ring), at most one ring's worth, as the plugin's own lines: named by the filter,
  * never as the engine. Nothing of the slot is trusted: the strings are cut and terminated
  * here, the severity and origin clamped. */
