@@ -9,7 +9,11 @@
 //
 // Layout
 //   Sources/CRawFX          the plugin ABI: one C99 header, rawfx.h
-//   Sources/RawFXRuntime    the host object plugins call (log ring, callbacks, thread pool), in C
+//   Sources/RawFXRuntime    the host object plugins call (log ring, callbacks, thread pool), in C,
+//                           and the engine's side of an isolated stage (iso_*.c: channel, log,
+//                           supervisor, handshake, proxy, audio, group)
+//   Sources/RawFXIsolationChannel  the channel an isolated stage's two processes share (layout, futex)
+//   Sources/RawFXIsolateHelper     the helper's half of an isolated stage, linked by rawfx-isolate only
 //   Sources/RawFX           the engine: typed Swift over the ABI, loader, chains (no SDK code)
 //   Sources/RawFXSDK        the SDK layer: Zoom-style hook protocols and the adapters that run chains at them
 //   Sources/RawFXObservability  swift-metrics export of the engine's and hooks' figures
@@ -75,7 +79,14 @@ let package = Package(
                        providers: [.apt(["libpng-dev"])]),
 
         // The engine: the C runtime behind rawfx_host, then the Swift engine.
-        .target(name: "RawFXRuntime", dependencies: ["CRawFX"], path: "Sources/RawFXRuntime"),
+        .target(name: "RawFXRuntime", dependencies: ["CRawFX", "RawFXIsolationChannel"], path: "Sources/RawFXRuntime"),
+        // An isolated stage's channel, what the engine and the helper agree on: the control
+        // block's layout and the futex primitives (a header; its .c only checks the layout).
+        .target(name: "RawFXIsolationChannel", dependencies: ["CRawFX"], path: "Sources/RawFXIsolationChannel"),
+        // The helper's half of an isolated stage (its end of the channel, log forwarding,
+        // seccomp): only rawfx-isolate links it, never the engine.
+        .target(name: "RawFXIsolateHelper", dependencies: ["RawFXRuntime", "RawFXIsolationChannel"],
+                path: "Sources/RawFXIsolateHelper"),
         // swift-log here: the engine's and plugins' lines leave the log ring as swift-log records.
         .target(name: "RawFX",
                 dependencies: ["CRawFX", "RawFXRuntime", .product(name: "Logging", package: "swift-log")],
@@ -104,7 +115,8 @@ let package = Package(
             path: "Sources/rawfx"),
 
         .executableTarget(name: "rawfx-isolate",
-                         dependencies: ["RawFX", "RawFXRuntime", .product(name: "Logging", package: "swift-log")],
+                         dependencies: ["RawFX", "RawFXRuntime", "RawFXIsolationChannel", "RawFXIsolateHelper",
+                                        .product(name: "Logging", package: "swift-log")],
                          path: "Sources/rawfx-isolate"),
 
         // Counts heap allocations per thread (malloc interposition) for tests and bench.

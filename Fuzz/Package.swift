@@ -23,7 +23,8 @@ let package = Package(
     targets: [
         .target(name: "CRawFX", path: "Sources/CRawFX"),
         .systemLibrary(name: "CLibPNG", path: "Sources/CLibPNG", pkgConfig: "libpng"),
-        .target(name: "RawFXRuntime", dependencies: ["CRawFX"], path: "Sources/RawFXRuntime"),
+        .target(name: "RawFXRuntime", dependencies: ["CRawFX", "RawFXIsolationChannel"], path: "Sources/RawFXRuntime"),
+        .target(name: "RawFXIsolationChannel", dependencies: ["CRawFX"], path: "Sources/RawFXIsolationChannel"),
         .target(name: "RawFX", dependencies: ["CRawFX", "RawFXRuntime", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/RawFX"),
         .target(name: "RawFXMedia", dependencies: ["RawFX", "CLibPNG"], path: "Sources/RawFXMedia"),

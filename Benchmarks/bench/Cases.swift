@@ -337,7 +337,7 @@ func videoCases() -> [BenchCase] {
                     let isolated = plain.replacingOccurrences(of: filter, with: "\(filter)@isolate(deadline=1000ms)", options: .anchored)
                     let e = try engine(context, isolated, r)
                     let inProcess = try engine(context, plain, r)
-                    // The copy in split over the engine's pool (isolation.c, copy_frame_in).
+                    // The copy in split over the engine's pool (iso_proxy.c, copy_frame_in).
                     let twoThreads = try EngineVideo(chain: VideoChain(isolated, registry: context.registry), pool: e.pool, threads: 2)
                     return .init(chain: isolated, engine: e, direct: inProcess, filterCount: 1,
                                  references: [.init(short: "2 threads", label: "the same isolated stage with RawFXThreadPool.threadCount = 2 (the copy in split over the pool)",

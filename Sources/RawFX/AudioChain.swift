@@ -85,7 +85,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         self.specs = specs
         let instances = try makeInstances(specs, registry: registry, kind: .audio)
         stages = instances.map { Stage($0) }
-        control = Locked(ChainControlState(instances: instances))
+        control = Locked(ChainControlState(instances: instances, groups: stageGroupPolicy(for: specs)))
         for index in stages.indices { watchReconfigureRequests(stages[index].instance, stage: index) }
     }
 

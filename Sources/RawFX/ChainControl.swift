@@ -174,8 +174,8 @@ final class ChainEdit {
     let value: CParameterValue?
     /// `.bypass`
     let bypass: Bool
-    /// `.setParameter` of a RECONFIGURE parameter of an isolation group's stage: the group
-    /// (whose first stage this is) negotiates again, in its helper, before the next frame.
+    /// `.setParameter` of a RECONFIGURE parameter of a grouped stage (`StageGroupPolicy`): the
+    /// group (whose first stage this is) negotiates again, as a whole, before the next frame.
     var renegotiateGroup: Int?
     /// `.replace`: prepared stages for `stage..<stage + replacements.count`; after the swap
     /// they hold the old ones, released on the control side with the batch.
@@ -222,11 +222,12 @@ struct ChainControlState {
     var inputs: [StreamFormat?]
     var outputs: [StreamFormat?]
     var latencies: [Int]
-    /// For each stage in an isolation group of several, the group's first stage; nil otherwise.
+    /// For each stage in a group of several (`StageGroupPolicy.groupStart`), the group's first
+    /// stage; nil otherwise.
     let groupStarts: [Int?]
 
-    init(instances: [FilterInstance]) {
-        groupStarts = instances.indices.map { k in instances[k].isolationGroupPosition.map { k - $0.member } }
+    init(instances: [FilterInstance], groups: any StageGroupPolicy) {
+        groupStarts = instances.indices.map { k in groups.groupStart(of: instances[k], at: k) }
         types = instances.map(\.type)
         values = instances.map(\.values)
         bypassed = Array(repeating: false, count: instances.count)
@@ -288,8 +289,8 @@ extension RunTimeControllable {
             let descriptor = type.parameters[index]
             let value = try descriptor.parse(text, filter: type.id)
             if descriptor.needsReconfigure, let group = state.groupStarts[stage] {
-                // In an isolation group: the value goes to the stage in its helper, and the
-                // group negotiates again there (a new instance would mean a new group).
+                // In a group: the value goes to the stage where the group runs it, and the
+                // group negotiates again (a new instance would mean a new group).
                 state.values[stage][name] = value
                 let edit = ChainEdit(setParameter: stage, index: index, value: CParameterValue(value))
                 edit.renegotiateGroup = group
@@ -340,8 +341,8 @@ extension RunTimeControllable {
             state.latencies[index] = planned.latency
             format = planned.output
             index += 1
-            // Later stages are rebuilt only when the format reaching them changed; an isolation
-            // group renegotiates as a whole instead (VideoChain.swapIn).
+            // Later stages are rebuilt only when the format reaching them changed; a group
+            // renegotiates as a whole instead (VideoChain.swapIn).
             guard changed, index < stageCount, state.groupStarts[index] == nil else { break }
             instance = try state.makeInstance(stage: index)
         }

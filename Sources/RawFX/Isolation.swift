@@ -5,7 +5,7 @@ import Foundation
 import RawFXRuntime
 
 /// Isolated stages (`name@isolate`, docs/isolation.md): the filter runs in a `rawfx-isolate`
-/// helper process behind a proxy instance (Sources/RawFXRuntime/isolation.c), so a crash or a
+/// helper process behind a proxy instance (Sources/RawFXRuntime/iso_*.c), so a crash or a
 /// hang in it costs frames passed through unchanged, never the host.
 public enum Isolation {
     /// The environment variable naming the helper executable explicitly.
@@ -228,5 +228,32 @@ extension FilterInstance {
         raw.color_range = format.colorRange.rawValue
         raw.rotation = UInt32(format.rotation)
         return VideoBuffer(format: format, planes: raw, owner: self)
+    }
+}
+
+/// The chains' view of isolated stages (`StageGroupPolicy`): an isolation group's stages run in
+/// one helper behind the first stage's proxy, and an isolated stage reads its input from, and
+/// writes its output to, its shared memory.
+struct IsolationStageGroups: StageGroupPolicy {
+    func groupStart(of instance: FilterInstance, at index: Int) -> Int? {
+        instance.isolationGroupPosition.map { index - $0.member }
+    }
+
+    func memberNegotiation(of instance: FilterInstance) -> (input: StreamFormat, output: StreamFormat, latency: Int)? {
+        instance.isolationGroupNegotiation
+    }
+
+    func failedMemberOffset(of instance: FilterInstance) -> Int? { instance.isolationGroupFailedStage }
+
+    func setBypassInGroup(_ instance: FilterInstance, _ bypassed: Bool) -> Bool {
+        guard instance.isolationGroupPosition != nil else { return false }
+        instance.setIsolationGroupBypass(bypassed)
+        return true
+    }
+
+    func hasOwnFrameMemory(_ instance: FilterInstance) -> Bool { instance.isIsolated }
+
+    func sharedVideoInput(of instance: FilterInstance, format: VideoFormat) -> VideoBuffer? {
+        instance.sharedVideoInput(format: format)
     }
 }

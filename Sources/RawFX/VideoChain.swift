@@ -22,8 +22,8 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         @exclusivity(unchecked) var timing: TimingRecorder
         @exclusivity(unchecked) var output: VideoBuffer?
         @exclusivity(unchecked) var bypassed = false
-        /// A bypassed stage of an isolation group: its helper skips it, the chain still calls
-        /// the group's proxy (and this stage's shell) and counts the frame as bypassed.
+        /// A stage bypassed inside its group (`StageGroupPolicy.setBypassInGroup`): the group
+        /// skips it, the chain still calls it and counts the frame as bypassed.
         @exclusivity(unchecked) var bypassedInGroup = false
         init(_ instance: FilterInstance, timing: TimingRecorder = TimingRecorder()) {
             self.instance = instance
@@ -45,6 +45,8 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
 
     let control: Locked<ChainControlState>
     let edits = Mailbox<ChainEditBatch>()
+    /// How stages that run together outside the chain reach it (isolation groups).
+    let groups: any StageGroupPolicy
     var mediaKind: MediaKind { .video }
 
     /// Builds a chain from its text, e.g. `watermark=image=logo.png,scale=width=1280:height=720`.
@@ -57,7 +59,8 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         self.specs = specs
         let instances = try makeInstances(specs, registry: registry, kind: .video)
         stages = instances.map { Stage($0) }
-        control = Locked(ChainControlState(instances: instances))
+        groups = stageGroupPolicy(for: specs)
+        control = Locked(ChainControlState(instances: instances, groups: groups))
         frames = .allocate(capacity: stages.count + 1)
         frames.initialize(repeating: rawfx_video_frame(), count: stages.count + 1)
         for index in stages.indices { watchReconfigureRequests(stages[index].instance, stage: index) }
@@ -87,7 +90,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             do {
                 plan = try VideoChain.plan(stage.instance, input: format, reusing: stage.output, allocating: allocatingBuffers)
             } catch .refused(_, let input, let message) {
-                // An isolation group's proxy refuses for the stage of the group that did.
+                // A group's first stage refuses for the stage of the group that did.
                 throw .refused(filter: stageThatFailed(index).instance.type.id, input: input, message: message)
             }
             stage.negotiation = plan.negotiation
@@ -97,10 +100,10 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             latencies.append(plan.negotiation.latency)
             format = plan.output
         }
-        // The stages of an isolation group as their helper negotiated them (the chain itself
-        // sees the group's output at its first stage): what bypass and latency checks read.
+        // The stages of a group as the group negotiated them (the chain itself sees the
+        // group's output at its first stage): what bypass and latency checks read.
         for index in stages.indices {
-            guard let grouped = stages[index].instance.isolationGroupNegotiation else { continue }
+            guard let grouped = groups.memberNegotiation(of: stages[index].instance) else { continue }
             inputs[index] = grouped.input
             outputs[index] = grouped.output
             latencies[index] = grouped.latency
@@ -158,8 +161,8 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
                 output.pointee = buffer.raw
                 output.pointee.timestamp_us = input.pointee.timestamp_us
                 status = stage.instance.processVideo(input, output)
-                // An isolated stage's proxy answers with planes in its shared memory (or, while
-                // its helper is down, the input's): the view then keeps the instance alive.
+                // A stage with frame memory of its own (an isolated one) answers with planes
+                // there (or, passing through, the input's): the view then keeps it alive.
                 let planes = output.pointee.planes.0
                 if planes == buffer.raw.planes.0 {
                     storage = buffer
@@ -192,9 +195,9 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// `format` first when needed. Ask again after a format change; the buffer keeps the stage's
     /// memory mapped, and its pixels are overwritten by the next frame processed.
     public func sharedInputBuffer(for format: VideoFormat) throws(ChainError) -> VideoBuffer? {
-        guard let first = stages.first, first.instance.isIsolated else { return nil }
+        guard let first = stages.first, groups.hasOwnFrameMemory(first.instance) else { return nil }
         if inputFormat != format || anyFilterNeedsConfigure { try negotiate(format) }
-        return first.instance.sharedVideoInput(format: format)
+        return groups.sharedVideoInput(of: first.instance, format: format)
     }
 
     /// At the end of a stream, pushes the frames a delaying filter still holds out of the
@@ -204,10 +207,10 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         for _ in 0..<latency { try emit(try process(last)) }
     }
 
-    /// The stage whose filter returned the error stage `index` reported: in an isolation group,
-    /// whose proxy (its first stage) runs every stage, the one that did.
+    /// The stage whose filter returned the error stage `index` reported: in a group, whose
+    /// first stage reports for every stage, the one that did.
     private func stageThatFailed(_ index: Int) -> Stage {
-        guard let member = stages[index].instance.isolationGroupFailedStage, index + member < stages.count else { return stages[index] }
+        guard let member = groups.failedMemberOffset(of: stages[index].instance), index + member < stages.count else { return stages[index] }
         return stages[index + member]
     }
 
@@ -283,8 +286,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
 
     func setStageBypassed(_ index: Int, _ bypassed: Bool) {
         let stage = stages[index]
-        if stage.instance.isolationGroupPosition != nil {
-            stage.instance.setIsolationGroupBypass(bypassed)
+        if groups.setBypassInGroup(stage.instance, bypassed) {
             stage.bypassedInGroup = bypassed
         } else {
             stage.bypassed = bypassed
@@ -304,10 +306,10 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             swap(&stage.negotiation, &fresh.negotiation)
             k += 1
         }
-        // An isolation group right below is not rebuilt with the stages above it (its helper
-        // holds all its stages): the chain negotiates again when what reaches it changed.
+        // A group right below is not rebuilt with the stages above it (it holds all its
+        // stages): the chain negotiates again when what reaches it changed.
         let below = edit.stage + edit.replacements.count
-        let groupInputChanged = below < stages.count && stages[below].instance.isolationGroupNegotiation.map {
+        let groupInputChanged = below < stages.count && groups.memberNegotiation(of: stages[below].instance).map {
             $0.input != stages[below - 1].negotiation?.output
         } == true
         if stale || groupInputChanged { inputFormat = nil } else { placeOutputsInSharedMemory() }
@@ -331,22 +333,22 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         timestamps.resize(total)
     }
 
-    /// An out-of-place stage just upstream of an isolated one writes its output into that
-    /// stage's shared memory, so the frame crosses to the helper with no copy
-    /// (docs/isolation.md). An isolated stage's own output already lies in its own memory, so
-    /// two isolated stages in a row still copy once. Runs where the chain negotiates or swaps
-    /// stages in; never waits for a restarting helper.
+    /// An out-of-place stage just upstream of one with frame memory of its own (an isolated
+    /// stage's shared memory) writes its output there, so the frame crosses to the helper with
+    /// no copy (docs/isolation.md). Such a stage's own output already lies in its own memory,
+    /// so two isolated stages in a row still copy once. Runs where the chain negotiates or
+    /// swaps stages in; never waits for a restarting helper.
     private func placeOutputsInSharedMemory() {
         var index = 0
         while index + 1 < stages.count {
             let upstream = stages[index]
             index += 1
-            guard let buffer = upstream.output, !upstream.instance.isIsolated else { continue }
+            guard let buffer = upstream.output, !groups.hasOwnFrameMemory(upstream.instance) else { continue }
             let downstream = stages[index].instance
-            if let shared = downstream.sharedVideoInput(format: buffer.format) {
+            if let shared = groups.sharedVideoInput(of: downstream, format: buffer.format) {
                 upstream.output = shared
             } else if let owner = buffer.owner, owner !== downstream {
-                // The isolated stage below was replaced (a RECONFIGURE swap) by one that offers
+                // The stage below was replaced (a RECONFIGURE swap) by one that offers
                 // none yet: memory of the chain's own, not the old stage's (which it would keep
                 // alive, helper and all).
                 upstream.output = VideoBuffer(format: buffer.format)
@@ -355,7 +357,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     }
 
     /// Configures `instance` for `input` and sizes its output buffer (reusing `existing` when
-    /// it fits; never one in an isolated stage's memory, which `placeOutputsInSharedMemory` hands out). Runs on whichever thread negotiates: control for a prepared replacement.
+    /// it fits; never one in another stage's memory, which `placeOutputsInSharedMemory` hands out). Runs on whichever thread negotiates: control for a prepared replacement.
     static func plan(_ instance: FilterInstance, input: VideoFormat, reusing existing: VideoBuffer?,
                      allocating: Bool = true) throws(ChainError)
         -> (negotiation: Negotiation, output: VideoFormat, buffer: VideoBuffer?) {
@@ -395,62 +397,5 @@ struct TimestampDelay {
         ring[next] = timestamp
         next = next + 1 == ring.count ? 0 : next + 1
         return out
-    }
-}
-
-/// Creates and parameterizes one instance per spec; shared by video and audio chains. The
-/// stages of an isolation group (`@isolate(group=NAME)`) get one proxy and shells
-/// (`Isolation.makeGroup`).
-func makeInstances(_ specs: [FilterSpec], registry: PluginRegistry, kind: MediaKind) throws(ChainError) -> [FilterInstance] {
-    let groups = try FilterSpec.checkIsolationGroups(specs)
-    var instances: [FilterInstance] = []
-    while instances.count < specs.count {
-        let index = instances.count, spec = specs[index]
-        if let group = groups.first(where: { $0.lowerBound == index }) {
-            var types: [FilterType] = []
-            for member in group {
-                let type = try registry.filterType(specs[member].name)
-                guard type.mediaKind == kind else {
-                    throw .wrongMediaKind(filter: type.id, filterKind: type.mediaKind, chainKind: kind)
-                }
-                types.append(type)
-            }
-            let made = try Isolation.makeGroup(types, spec.isolation!, allowUntrusted: registry.allowsUntrustedPlugins)
-            for (member, instance) in zip(group, made) { try setArguments(of: specs[member], on: instance) }
-            instances += made
-            continue
-        }
-        var type = try registry.filterType(spec.name)
-        if let isolation = spec.isolation {
-            type = try Isolation.proxyType(for: type, isolation, allowUntrusted: registry.allowsUntrustedPlugins)
-        }
-        guard type.mediaKind == kind else {
-            throw .wrongMediaKind(filter: type.id, filterKind: type.mediaKind, chainKind: kind)
-        }
-        let instance = try type.makeInstance()
-        try setArguments(of: spec, on: instance)
-        instances.append(instance)
-    }
-    return instances
-}
-
-/// Sets a spec's arguments (by name or position) on its instance; every required one must be there.
-private func setArguments(of spec: FilterSpec, on instance: FilterInstance) throws(ChainError) {
-    let type = instance.type
-    var position = 0
-    for argument in spec.arguments {
-        if let key = argument.key {
-            try instance.set(key, text: argument.value)
-        } else {
-            guard position < type.parameters.count else {
-                throw .tooManyValues(filter: type.id, count: spec.arguments.filter { $0.key == nil }.count,
-                                     parameters: type.parameters.map(\.id))
-            }
-            try instance.set(type.parameters[position].id, text: argument.value)
-            position += 1
-        }
-    }
-    for p in type.parameters where p.isRequired && instance.values[p.id] == nil && p.defaultValue == nil {
-        throw .missingParameter(filter: type.id, parameter: p.id)
     }
 }

@@ -1,6 +1,6 @@
 // rawfx-isolate: the helper process of an isolated stage (docs/isolation.md).
 //
-// Started by the engine's supervisor thread (Sources/RawFXRuntime/isolation.c) with the
+// Started by the engine's supervisor thread (Sources/RawFXRuntime/iso_supervisor.c) with the
 // shared memory as fd 3: `rawfx-isolate --plugin PATH --filter ID [--plugin PATH --filter ID ...]
 // [--allow-untrusted] [--seccomp-strict]`, one pair per stage (several for an isolation group,
 // `@isolate(group=NAME)`, run in order on the shared frame). It loads the plugins with the
@@ -12,6 +12,8 @@ import Glibc
 #endif
 import Logging
 import RawFX
+import RawFXIsolateHelper
+import RawFXIsolationChannel
 import RawFXRuntime
 
 // Only this helper's own start-up failures reach stderr (`report`, inherited from the host).

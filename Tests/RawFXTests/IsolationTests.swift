@@ -383,7 +383,7 @@ final class IsolationTests: XCTestCase {
     }
 
     /// With the engine's pool at 2 threads the borrowed frame is copied in bands that the
-    /// workers and the processing thread share (isolation.c, copy_frame_in): every byte lands
+    /// workers and the processing thread share (iso_proxy.c, copy_frame_in): every byte lands
     /// where one thread would put it, for rows that lie alike (one copy per band) and rows
     /// that do not (odd sizes, a wider source stride).
     func testCopyInSplitOverThePoolGivesTheInProcessOutput() throws {

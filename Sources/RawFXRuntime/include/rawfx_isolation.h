@@ -13,14 +13,12 @@
 #define RAWFX_ISOLATION_H
 
 #include "rawfx.h"
+#include "rawfx_iso_channel.h" /* the control block's layout, shared with the helper; RFX_ISO_GROUP_MAX */
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Most stages one helper runs (an isolation group, `@isolate(group=NAME)`). */
-#define RFX_ISO_GROUP_MAX 16
 
 /* One stage of an isolation group: the real filter and its plugin file. */
 typedef struct rfx_isolation_member {
@@ -125,118 +123,6 @@ int32_t rfx_isolation_video_input_frame(const rawfx_filter *filter, rawfx_video_
 
 /* [any] Reads the counters of a proxy through its extension pointer. */
 void rfx_isolation_read_counters(const void *extension, rfx_isolation_counters *out);
-
-/* ------------------------------------------------------- helper's side -- */
-
-/* Commands of the protocol (rfx_iso_control.command). */
-enum {
-    RFX_ISO_HELLO = 1,       /* load the plugin, create the instance */
-    RFX_ISO_SET_PARAM = 2,
-    RFX_ISO_CONFIGURE = 3,
-    RFX_ISO_MAP = 4,         /* the memfd grew to data_size: map it again */
-    RFX_ISO_PROCESS_VIDEO = 5,
-    RFX_ISO_PROCESS_AUDIO = 6,
-    RFX_ISO_RESET = 7
-};
-
-#define RFX_ISO_MAGIC 0x52465849u   /* "RFXI" */
-#define RFX_ISO_STRING_MAX 4096
-#define RFX_ISO_ERROR_MAX 512
-/* reply_seq after the supervisor reaped the helper. */
-#define RFX_ISO_DEAD 0xFFFFFFFFu
-
-/* The helper's log lines (docs/isolation.md, "Log lines"): a bounded ring of slots in the
- * control block (Dmitry Vyukov's queue, as the engine's own log ring). The helper's threads
- * claim slots with a CAS on log_enqueue and publish each with its sequence; the host drains
- * them after each call and before it reports a fault, into its own log with the filter's
- * name, and keeps its read position to itself. A full ring drops the line (log_dropped). */
-#define RFX_ISO_LOG_SLOTS 32u       /* a power of two */
-#define RFX_ISO_LOG_SOURCE_MAX 64
-
-typedef struct rfx_iso_log_slot {
-    uint32_t sequence;        /* position + 1 once written; position + SLOTS once read */
-    int32_t severity;         /* rawfx_log_severity */
-    int32_t origin;           /* rfx_log_origin in the helper */
-    uint32_t reserved;
-    char source[RFX_ISO_LOG_SOURCE_MAX];
-    char message[RAWFX_LOG_MESSAGE_MAX];
-} rfx_iso_log_slot;
-
-/* The control block at offset 0 of the shared memory. Offsets, not pointers:
- * the two processes map it at different addresses. The host never trusts what
- * the helper wrote: it copies each field once and checks it. */
-typedef struct rfx_iso_control {
-    uint32_t magic;
-    uint32_t request_seq;     /* host: bumped after writing a command; futex word */
-    uint32_t reply_seq;       /* helper: set to request_seq when done; futex word */
-    uint32_t command;
-    int32_t status;           /* reply: a rawfx_status */
-    uint32_t mapped_size_lo;  /* MAP: the size to map (bytes) */
-    uint32_t mapped_size_hi;
-    /* Wake-up hints (docs/isolation.md, Cost): the host skips its FUTEX_WAKE while the
-     * helper polls, and stamps each request so the helper learns the cadence. */
-    uint32_t helper_polling;  /* helper: 1 while it polls request_seq */
-    int32_t helper_cpu;       /* helper: the CPU it polled or replied on last (sched_getcpu) */
-    int64_t posted_ns;        /* host: CLOCK_MONOTONIC when it bumped request_seq */
-    int32_t host_cpu;         /* host: the CPU its processing thread runs a frame on; -1 between frames */
-    uint32_t helper_may_sleep; /* host: 1 when no caller waits for the answer (`@isolate(pipeline)`):
-                                * the helper sleeps until woken, with no cadence polling */
-    /* SET_PARAM */
-    uint32_t param_index;
-    rawfx_param_type param_type;
-    int64_t param_int;
-    double param_float;
-    char param_string[RFX_ISO_STRING_MAX];
-    /* CONFIGURE */
-    rawfx_format input;
-    rawfx_negotiation negotiation; /* reply */
-    /* PROCESS_VIDEO: frames at offsets from the start of the mapping */
-    rawfx_video_frame video_in;    /* planes as offsets (uintptr_t) */
-    rawfx_video_frame video_out;   /* in: layout; reply: what the filter left */
-    /* PROCESS_AUDIO */
-    rawfx_audio_frame audio_in;    /* samples as an offset */
-    rawfx_audio_frame audio_out;
-    char error[RFX_ISO_ERROR_MAX]; /* reply: the filter's message on failure */
-    /* An isolation group: the stages run in order (CONFIGURE, PROCESS_VIDEO, RESET: all;
-     * SET_PARAM: param_index counts the stages' parameters one after another). */
-    uint32_t member_count;
-    uint32_t member;          /* helper: the stage it is running now (names a crash's stage) */
-    uint32_t bypass_mask;     /* PROCESS_VIDEO: bit k skips stage k */
-    uint32_t reserved_group;
-    rawfx_negotiation member_negotiation[RFX_ISO_GROUP_MAX]; /* CONFIGURE reply, per stage */
-    rawfx_video_frame member_out[RFX_ISO_GROUP_MAX];         /* PROCESS_VIDEO: each out-of-place
-                                                              * stage's output layout (offsets) */
-    /* Log lines, helper to host (above). The host resets them before each helper starts. */
-    uint32_t log_enqueue;     /* helper: the next position to claim */
-    uint32_t log_dropped;     /* helper: lines dropped because the ring was full */
-    rfx_iso_log_slot log[RFX_ISO_LOG_SLOTS];
-} rfx_iso_control;
-
-/* [helper] Accessors for Swift (which sees the arrays above as tuples). */
-static inline rawfx_negotiation *rfx_iso_member_negotiation(rfx_iso_control *control, uint32_t member) {
-    return &control->member_negotiation[member];
-}
-static inline rawfx_video_frame *rfx_iso_member_out(rfx_iso_control *control, uint32_t member) {
-    return &control->member_out[member];
-}
-
-/* [helper] Waits for the next command (request_seq != reply_seq); returns it. */
-uint32_t rfx_iso_helper_wait(rfx_iso_control *control);
-/* [helper] Publishes the reply to the command being served. */
-void rfx_iso_helper_reply(rfx_iso_control *control, int32_t status);
-/* [helper] From now on every line logged in the helper (the plugins' host objects, the
- * loader) goes into `control`'s log ring instead of the helper's stderr. Call again after the
- * control block is mapped anew. */
-void rfx_iso_helper_forward_log(rfx_iso_control *control);
-/* [helper] Least privilege before the plugin loads: no new privileges, die with
- * the host's supervisor thread. Returns 0, or -1 when the kernel refuses. */
-int rfx_iso_helper_restrict(void);
-/* [helper] Installs the strict seccomp filter (`@isolate(seccomp=strict)`, docs/isolation.md):
- * an allow-list of what filters need (memory, threads, futex, clocks, files, signals to itself,
- * exit); any other system call (exec, fork, sockets, ptrace, ...) kills the helper
- * (SECCOMP_RET_KILL_PROCESS), which the host counts as a fault. Call before any plugin code
- * runs, on the only thread. Returns 0, or -1 with errno when the kernel refuses. */
-int rfx_iso_helper_seccomp_strict(void);
 
 #ifdef __cplusplus
 }
