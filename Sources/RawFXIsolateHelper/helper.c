@@ -17,13 +17,13 @@
 
 /* How long the helper polls for the request after a wake-up that brought none: the host
  * wakes it early, before it copies a frame in (the FUTEX_WAKE in proxy_process_video), so
- * that the helper's wake-up (40-140 us on an idle VM) overlaps the copy instead of
- * following it. */
+ * that the helper's wake-up (slow on an idle VM) overlaps the copy instead of following
+ * it. */
 #define EARLY_WAKE_POLL_NS 1000000
 
 /* Frames and blocks come at a cadence (a 10 ms audio block, a video frame every 33 ms), and
- * on an idle VM waking a sleeping thread costs 100-300 us (the vCPU is halted; a futex
- * wake-up and a timer alike), more than an audio block's whole budget. So the helper
+ * on an idle VM waking a sleeping thread (the vCPU is halted; a futex wake-up and a timer
+ * alike) can cost more than an audio block's whole budget. So the helper
  * learns the interval between process requests (the host stamps each one) and, after a
  * reply, sleeps until shortly before the next is due, then polls for it: the request is
  * seen within a microsecond, and the host skips its FUTEX_WAKE. The window is a margin
@@ -31,8 +31,8 @@
  * ends earlier still by how late the helper's own timed wake-ups have been. A request
  * further than PREDICT_OUTLIER_NS from its prediction (a late or skipped frame) does not
  * move the cadence; two in a row start it over. Polling costs the margin and the wake-up
- * allowance in CPU per request: on the 2-vCPU VM of docs/isolation.md about 0.5 ms per
- * 10 ms audio block; on a machine whose threads wake fast, much less. */
+ * allowance in CPU per request (docs/isolation.md has the figures); on a machine whose
+ * threads wake fast, much less. */
 #define PREDICT_MARGIN_MIN_NS 100000
 #define PREDICT_OUTLIER_NS 500000
 #define PREDICT_OVERSLEEP_MAX_NS 1000000
@@ -116,9 +116,8 @@ uint32_t rfx_iso_helper_wait(rfx_iso_control *control) {
             return command;
         }
         /* A pipelined stage's answer is wanted a whole block after its request, so the
-         * helper sleeps until woken. Polling would spare the host's FUTEX_WAKE (A/B on the
-         * 2-vCPU VM, paced 48 kHz denoise: 25 against 39 us p50 on the calling thread) for
-         * about 0.9 ms of helper CPU per 10 ms block: 9 % of a core per stream. */
+         * helper sleeps until woken. Polling would spare the host's FUTEX_WAKE on the
+         * calling thread, but cost a large share of a core per stream in helper CPU. */
         if (__atomic_load_n(&control->helper_may_sleep, __ATOMIC_RELAXED)) {
             rfx_iso_futex_wait(&control->request_seq, request, -1);
             continue;

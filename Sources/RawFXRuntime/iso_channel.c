@@ -63,7 +63,7 @@ void iso_channel_renew(iso_channel *chan, int helper_may_sleep) {
 /* Rows and planes in shared memory start on 64-byte boundaries, as in the engine's own
  * buffers (VideoBuffer): a transpose writes 16- and 32-byte pieces down a column, and with
  * rows of a 1080-wide frame at 1080-byte strides every other piece straddled two cache
- * lines (rotate 90 of 1080p in a helper took 1.7 ms, against 0.74 ms in process). */
+ * lines (a quarter turn in a helper took more than twice its time in process). */
 #define ISO_ROW_ALIGN 64u
 
 static size_t align_row(size_t n) { return (n + ISO_ROW_ALIGN - 1) & ~(size_t)(ISO_ROW_ALIGN - 1); }
@@ -121,9 +121,9 @@ uint32_t iso_post(iso_instance *inst, uint32_t command) {
 static __thread int on_supervisor;
 
 /* How long the processing thread polls for a reply before it sleeps on the futex. On a
- * VM whose other vCPU is idle, a futex wake-up takes 40-140 us (the vCPU is halted and must
- * be woken through the hypervisor); a reply that arrives while the waiter still polls costs
- * nothing of that. The processing thread would be blocked anyway: polling costs only the
+ * VM whose other vCPU is idle, a futex wake-up is slow (the vCPU is halted and must be woken
+ * through the hypervisor); a reply that arrives while the waiter still polls costs nothing
+ * of that. The processing thread would be blocked anyway: polling costs only the
  * core it already holds. Not on the supervisor thread, which waits for restarts. */
 #define REPLY_POLL_NS 250000
 

@@ -169,8 +169,8 @@ static void video_passthrough(iso_instance *inst, const rawfx_video_frame *in, r
 }
 
 static void copy_plane(uint8_t *dst, int32_t dst_stride, const uint8_t *src, int32_t src_stride, uint32_t w, uint32_t h) {
-    /* One memcpy when the rows lie alike (10-15 % faster than row by row for a cold 1080p
-     * frame here): the padding between rows goes along, the last row stops at its width. */
+    /* One memcpy when the rows lie alike (faster than row by row for a cold frame): the
+     * padding between rows goes along, the last row stops at its width. */
     if (dst_stride == src_stride && dst_stride > 0 && (uint32_t)dst_stride >= w && h > 0) {
         memcpy(dst, src, (size_t)dst_stride * (h - 1) + w);
         return;
@@ -197,10 +197,9 @@ static void copy_in_band(void *context, uint32_t index) {
 
 /* [process] The one copy of a borrowed frame into shared memory. With the engine's thread
  * pool at 2 or more threads it is cut into bands that the workers and this thread take
- * as they come (rfx_runtime_run_jobs): one thread copying a cold 1080p frame is held to
- * about 370 us by memory latency here, two take about 220 us (C microbench, 2-vCPU AMD
- * EPYC). A worker that is asleep or busy costs nothing but its wake-up post: this thread
- * takes the bands it leaves. */
+ * as they come (rfx_runtime_run_jobs): one thread copying a cold frame is held back by
+ * memory latency, and two keep more misses in flight. A worker that is asleep or busy costs
+ * nothing but its wake-up post: this thread takes the bands it leaves. */
 static void copy_frame_in(iso_instance *inst, const rawfx_video_frame *in, const rawfx_video_frame *layout) {
     iso_copy_in_plan *plan = &inst->copy_in;
     size_t bytes = 0;
@@ -309,8 +308,8 @@ static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_
         }
     }
     /* Between calls this thread may sleep or run anywhere: a stale CPU here made a helper
-     * that woke early on that CPU give up its poll (288 of 306 paced audio blocks were then
-     * seen 12-15 us late, after a FUTEX_WAKE; with -1, 294 of 306 were seen by the poll). */
+     * that woke early on that CPU give up its poll, so most paced blocks were seen late,
+     * after a FUTEX_WAKE, instead of by the poll. */
     __atomic_store_n(&c->host_cpu, -1, __ATOMIC_RELAXED);
     iso_drain_log(inst);
     iso_leave_call(inst);
