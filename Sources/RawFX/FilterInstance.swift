@@ -141,6 +141,11 @@ package final class FilterInstance: @unchecked Sendable {
         if type.processing == .inPlace, output != input {
             throw .refused(filter: type.id, input: input, message: "an in-place filter changed the format to \(output)")
         }
+        // Before any FIFO, delay line or drain is sized from them (rawfx.h's caps).
+        var problem = [CChar](repeating: 0, count: 256)
+        if rfx_negotiation_cap_violation(&cInput, &result, &problem, problem.count) != nil {
+            throw .refused(filter: type.id, input: input, message: String(cString: problem))
+        }
         let n = Negotiation(output: output, blockFrames: Int(result.block_frames),
                             maxOutputFrames: Int(result.max_output_frames), latency: Int(result.latency))
         negotiation = n

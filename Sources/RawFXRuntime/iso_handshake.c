@@ -61,6 +61,12 @@ int32_t iso_negotiate(iso_instance *inst, const rawfx_format *input, rawfx_negot
             const rawfx_audio_format *o = &n.output.audio;
             if (o->channels == 0 || o->channels > 64 || o->sample_rate == 0 || o->sample_rate > 1000000) problem = "answered an impossible audio format";
         }
+        /* Before anything here is sized from it: the caps every configure keeps. */
+        char beyond[200], capped[240];
+        if (!problem && rfx_negotiation_cap_violation(&stage_input, &n, beyond, sizeof beyond)) {
+            snprintf(capped, sizeof capped, "answered configure with %s", beyond);
+            problem = capped;
+        }
         if (problem) {
             iso_take_down_in(inst, (int)k, problem);
             snprintf(inst->error, sizeof inst->error, "the isolated helper %s", problem);
@@ -86,6 +92,12 @@ int32_t iso_negotiate(iso_instance *inst, const rawfx_format *input, rawfx_negot
         }
         if (answered.block_frames == 0) answered.block_frames = (i->sample_rate + 99) / 100;
         answered.latency += answered.block_frames;
+    }
+    /* The stages' latencies add up (and a pipeline adds a block): the sum keeps the caps too. */
+    char beyond[200];
+    if (rfx_negotiation_cap_violation(input, &answered, beyond, sizeof beyond)) {
+        snprintf(inst->error, sizeof inst->error, "the isolated stages together answer %s", beyond);
+        return RAWFX_ERR_UNSUPPORTED;
     }
     size_t header = iso_round_page(sizeof(rfx_iso_control));
     size_t in_size, out_size = 0;

@@ -1,5 +1,6 @@
 import RawFX
 import RawFXAllocCounter
+import RawFXRuntime
 
 /// A parameter value the user gave with `--set FILTER.PARAM=VALUE`.
 struct Setting {
@@ -289,6 +290,12 @@ final class FilterValidation {
             if a.sampleRate < 1 || a.channels < 1 {
                 outputFormat.fail("\(where_): negotiated \(a.sampleRate) Hz x\(a.channels), an impossible output")
             }
+        }
+        // The caps every host applies (rawfx.h): a host refuses such a configure.
+        var cInput = input.cValue, answer = negotiation
+        var problem = [CChar](repeating: 0, count: 256)
+        if rfx_negotiation_cap_violation(&cInput, &answer, &problem, problem.count) != nil {
+            outputFormat.fail("\(where_): \(String(cString: problem)); a host refuses this configure", kind: "cap")
         }
     }
 

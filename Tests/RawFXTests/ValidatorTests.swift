@@ -107,6 +107,8 @@ final class ValidatorTests: XCTestCase {
             (["BREAK_INPLACE_FORMAT"], .outputFormat, "an in-place filter changed the frame: rotation 0 → 90"),
             (["PROBE_AUDIO", "BREAK_INPLACE_FORMAT"], .outputFormat, "an in-place filter changed the block: frame_count 80 → 40"),
             (["PROBE_OUT_OF_PLACE", "BREAK_OUTPUT_SIZE"], .outputFormat, "the output frame is not the negotiated one: width"),
+            (["BREAK_LATENCY_CAP"], .outputFormat, "a latency of 4294967295 frames is over the host's cap of 64 frames (RAWFX_MAX_VIDEO_LATENCY_FRAMES); a host refuses this configure"),
+            (["PROBE_AUDIO", "BREAK_LATENCY_CAP"], .outputFormat, "a latency of 4294967295 frames is over the host's cap of 1048576 frames (RAWFX_MAX_AUDIO_FRAMES)"),
             (["BREAK_DETERMINISM"], .determinism, "two fresh instances gave different outputs on the same input (320x240 limited), call 1"),
             (["BREAK_RESET"], .reset, "after reset on the process thread the output differs from a fresh instance's"),
             (["BREAK_ALLOC_PROCESS"], .realTime, "process allocated 8 times in 8 calls"),

@@ -180,6 +180,14 @@ typedef struct rawfx_negotiation {
     uint32_t latency;
 } rawfx_negotiation;
 
+/* The caps a host puts on a negotiation's numbers, since it sizes buffers and drains from
+ * them: a configure that answers more is refused with a message naming the cap (rawfx
+ * validate reports it too). Video: latency at most RAWFX_MAX_VIDEO_LATENCY_FRAMES frames.
+ * Audio: block_frames, max_output_frames and latency at most RAWFX_MAX_AUDIO_FRAMES each
+ * (about 21 s at 48 kHz: far past any real filter, and a buffer a host can hold). */
+#define RAWFX_MAX_VIDEO_LATENCY_FRAMES 64u
+#define RAWFX_MAX_AUDIO_FRAMES (1u << 20)
+
 /* ----------------------------------------------------------------- frames -- */
 
 /* An I420 picture. planes[0] is Y (width x height), planes[1] U and planes[2]

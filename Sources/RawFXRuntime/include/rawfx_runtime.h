@@ -81,6 +81,14 @@ typedef enum rfx_log_origin {
     RFX_LOG_PLUGIN_LIBRARY = 2
 } rfx_log_origin;
 
+/* [any] Whether a filter's answer `n` to `input` keeps the caps of rawfx.h
+ * (RAWFX_MAX_VIDEO_LATENCY_FRAMES, RAWFX_MAX_AUDIO_FRAMES): NULL when it does, else
+ * `message` (capacity bytes), which
+ * names the number, the cap and why. The engine checks every configure with it, and an
+ * isolated stage's proxy the helper's answer, before either sizes anything from it. */
+const char *rfx_negotiation_cap_violation(const rawfx_format *input, const rawfx_negotiation *n, char *message,
+                                          size_t capacity);
+
 /* Log lines reach the sink on the service thread, in order. The default sink
  * (NULL) writes warnings and errors to stderr as "rawfx: <source>: <message>". */
 typedef void (*rfx_log_sink)(rawfx_log_severity severity, rfx_log_origin origin,

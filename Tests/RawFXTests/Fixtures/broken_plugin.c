@@ -11,6 +11,7 @@
  *   -DBREAK_INPUT_WRITE       guard-bytes         out of place, writes into its input
  *   -DBREAK_INPLACE_FORMAT    output-format       in place, changes the frame's rotation (audio: frame_count)
  *   -DBREAK_OUTPUT_SIZE       output-format       out of place, writes and reports half the negotiated size
+ *   -DBREAK_LATENCY_CAP       output-format       answers a latency of 0xFFFFFFFF (past rawfx.h's cap)
  *   -DBREAK_DETERMINISM       determinism         output depends on a counter shared by all instances
  *   -DBREAK_RESET             reset               reset forgets to clear the frame counter
  *   -DBREAK_ALLOC_PROCESS     real-time           process mallocs
@@ -160,6 +161,9 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *input, 
     if (p->host) p->host->log(p->host, RAWFX_LOG_DEBUG, "configured");
 #endif
     p->frames = 0;
+#ifdef BREAK_LATENCY_CAP
+    result->latency = 0xFFFFFFFFu;
+#endif
     return RAWFX_OK;
 }
 

@@ -14,6 +14,8 @@
  *   filter forbids it); fault=exec runs /bin/true in place of the process.
  *   faulty_video and faulty_audio with say=1 log a warning through the host object just before
  *   the fault: "<fault> on call N" (a plugin's last words, for the isolation log tests).
+ * Built with -DFAULTY_CLAIM_LATENCY=N, -DFAULTY_CLAIM_BLOCK=N or -DFAULTY_CLAIM_MAX_OUTPUT=N,
+ * configure answers that number with nothing behind it (a hostile or broken plugin).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -95,7 +97,16 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *in, raw
         s->ring = s->latency > 0 ? calloc((size_t)s->latency, sizeof(int16_t)) : NULL;
         s->position = 0;
         r->latency = (uint32_t)s->latency;
+#ifdef FAULTY_CLAIM_BLOCK
+        r->block_frames = (uint32_t)(FAULTY_CLAIM_BLOCK);
+#endif
+#ifdef FAULTY_CLAIM_MAX_OUTPUT
+        r->max_output_frames = (uint32_t)(FAULTY_CLAIM_MAX_OUTPUT);
+#endif
     }
+#ifdef FAULTY_CLAIM_LATENCY
+    r->latency = (uint32_t)(FAULTY_CLAIM_LATENCY);
+#endif
     if (s->fault == FAULT_CONFIGURE) {
         FILE *exists = fopen(s->marker, "r");
         if (exists) fclose(exists);
