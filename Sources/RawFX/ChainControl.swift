@@ -236,6 +236,22 @@ struct ChainControlState {
         latencies = Array(repeating: 0, count: instances.count)
     }
 
+    /// The refusal of a bypass of a stage that turns `input` into `output`.
+    static func bypassRefusal(_ id: String, _ input: StreamFormat, _ output: StreamFormat) -> ChainError {
+        .contract("cannot bypass \(id): it turns \(input) into \(output), and a bypass must not change the format")
+    }
+
+    /// [control, at a negotiation] A stage bypassed before the formats were known that turns
+    /// out to change the format: the same refusal `setBypass` gives once they are known.
+    func bypassThatChangesTheFormat() -> ChainError? {
+        for stage in types.indices where bypassed[stage] {
+            if let input = inputs[stage], let output = outputs[stage], input != output {
+                return Self.bypassRefusal(types[stage].id, input, output)
+            }
+        }
+        return nil
+    }
+
     /// A new instance of stage `index` with the recorded values (plus `override`), created and
     /// parameterized on the calling (control) thread.
     func makeInstance(stage index: Int, override: (Int, ParameterValue)? = nil) throws(ChainError) -> FilterInstance {
@@ -312,7 +328,7 @@ extension RunTimeControllable {
         try control.withLock { (state: inout ChainControlState) throws(ChainError) in
             let stage = try address.resolve(in: state.types)
             if on, let input = state.inputs[stage], let output = state.outputs[stage], input != output {
-                throw .contract("cannot bypass \(state.types[stage].id): it turns \(input) into \(output), and a bypass must not change the format")
+                throw ChainControlState.bypassRefusal(state.types[stage].id, input, output)
             }
             state.bypassed[stage] = on
             post(ChainEdit(bypass: stage, on))

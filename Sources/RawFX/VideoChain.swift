@@ -109,11 +109,15 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             latencies[index] = grouped.latency
         }
         if allocatingBuffers { placeOutputsInSharedMemory() }
-        control.withLock { state in
+        let refusal = control.withLock { state in
             state.inputs = inputs
             state.outputs = outputs
             state.latencies = latencies
+            return state.bypassThatChangesTheFormat()
         }
+        // A bypass set before the formats were known is held to the rule setBypass applies
+        // after: the chain stays unnegotiated rather than pass a frame of the wrong size.
+        if let refusal { throw refusal }
         updateLatency()
         outputFormat = format
         if allocatingBuffers { inputFormat = input }

@@ -276,6 +276,22 @@ final class RunTimeControlTests: XCTestCase {
         XCTAssertThrowsChainError(try scaler.setBypass("scale", true)) {
             XCTAssertTrue($0.description.hasPrefix("cannot bypass scale: it turns 64x36"), $0.description)
         }
+        // Bypassed before the formats were known: refused with the same words when they are,
+        // and no frame passes at the input's size (it used to, the output keeping 64x36).
+        let early = try VideoChain("scale=width=32:height=18", registry: builtPlugins)
+        try early.setBypass("scale", true)
+        let frame = patternBuffer(width: 64, height: 36)
+        XCTAssertThrowsChainError(try early.process(frame.frame)) {
+            XCTAssertTrue($0.description.hasPrefix("cannot bypass scale: it turns 64x36"), $0.description)
+        }
+        try early.setBypass("scale", false)
+        XCTAssertEqual(try early.process(frame.frame).width, 32, "re-enabled: the chain negotiates and scales")
+        // Audio alike: a resampler bypassed early.
+        let resampler = try AudioChain("resample=rate=16000", registry: builtPlugins)
+        try resampler.setBypass("resample", true)
+        XCTAssertThrowsChainError(try resampler.negotiate(AudioFormat(sampleRate: 48000, channels: 1))) {
+            XCTAssertTrue($0.description.hasPrefix("cannot bypass resample: it turns"), $0.description)
+        }
     }
 
     func testRequestReconfigureRebuildsTheStageOffTheProcessThread() throws {

@@ -230,7 +230,9 @@ rawfx_result rawfx_video_chain_drain(rawfx_video_chain *chain, const rawfx_video
 rawfx_result rawfx_video_chain_set_parameter(rawfx_video_chain *chain, const char *address, const char *value);
 
 /* [control, concurrent] Bypasses (nonzero) or re-enables (0) a stage: "watermark" or "0". A
- * stage that changes the size cannot be bypassed (RAWFX_E_CHAIN). */
+ * stage that changes the size cannot be bypassed (RAWFX_E_CHAIN); bypassed before the chain
+ * knows its formats, the refusal comes from the negotiation (or the first frame), and no
+ * frame passes until the bypass is lifted. */
 rawfx_result rawfx_video_chain_set_bypass(rawfx_video_chain *chain, const char *stage, int32_t bypassed);
 
 /* [control, concurrent] Replaces the whole chain with one built from `chain_text`, from the
