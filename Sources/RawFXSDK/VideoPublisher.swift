@@ -106,13 +106,9 @@ final class VideoPublishPipeline: @unchecked Sendable {
     private var tail: PublishTail
     private var seenInput: VideoFormat?
     private var epoch: UInt64 = 0
-    /// `.even`: the fit to the chain's output cut to even sizes, and its packed picture, made
-    /// when the output size is first seen.
-    private var evenFit: VideoChain?
-    private var evenFitSize: (width: Int, height: Int)?
+    /// `.even`: the packed picture of the chain's output cut to even sizes, made when the
+    /// output size is first seen.
     private var evenPacked: PackedPicture?
-    /// `evenFit`, for metrics from any thread (written when it is made).
-    private let evenFitForMetrics = Locked<VideoChain?>(nil)
 
     init(chain: VideoChain, registry: PluginRegistry) {
         self.registry = registry
@@ -157,8 +153,7 @@ final class VideoPublishPipeline: @unchecked Sendable {
                 return m
             }
         }
-        let fit = tail?.fit ?? evenFitForMetrics.withLock { $0 }
-        return chain.latest.metrics + renamed(fit?.metrics, " (fit)") + renamed(tail?.rangeChain?.metrics, " (range)")
+        return chain.latest.metrics + renamed(tail?.fit?.metrics, " (fit)") + renamed(tail?.rangeChain?.metrics, " (range)")
     }
 
     static func makeFit(width: Int, height: Int, registry: PluginRegistry) throws(ChainError) -> VideoChain {
@@ -186,7 +181,6 @@ final class VideoPublishPipeline: @unchecked Sendable {
             self.epoch = epoch
             userChain.reset()
             tail.fit?.reset()
-            evenFit?.reset()
         }
         if frame.format != seenInput {
             seenInput = frame.format
@@ -200,22 +194,18 @@ final class VideoPublishPipeline: @unchecked Sendable {
         }
         guard w > 0, h > 0 else { throw .contract("the chain's output \(out.width)x\(out.height) is too small to send") }
         if out.width != w || out.height != h {
-            let fit: VideoChain
             if case .exact = tail.target {
-                guard let exact = tail.fit else { throw tail.fitError ?? .contract("no fit scaler to \(w)x\(h)") }
-                fit = exact
-            } else {
-                if evenFit == nil || evenFitSize?.width != w || evenFitSize?.height != h {
-                    let made = try Self.makeFit(width: w, height: h, registry: registry)
-                    evenFit = made
-                    evenFitSize = (w, h)
-                    evenFitForMetrics.withLock { $0 = made }
+                guard let fit = tail.fit else { throw tail.fitError ?? .contract("no fit scaler to \(w)x\(h)") }
+                out = try fit.process(out)
+                guard out.width == w, out.height == h else {
+                    throw .contract("the fit scaler produced \(out.width)x\(out.height), the sender needs exactly \(w)x\(h)")
                 }
-                fit = evenFit!
-            }
-            out = try fit.process(out)
-            guard out.width == w, out.height == h else {
-                throw .contract("the fit scaler produced \(out.width)x\(out.height), the sender needs exactly \(w)x\(h)")
+            } else {
+                // Cut to even: the last column and row go, with the chroma column and row that
+                // covered only them. The same planes and strides, read narrower: no sample
+                // changes and nothing is copied.
+                out.raw.width = UInt32(w)
+                out.raw.height = UInt32(h)
             }
         }
         if let range = tail.range, out.format.colorRange != range {

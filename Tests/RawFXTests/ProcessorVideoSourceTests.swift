@@ -365,9 +365,20 @@ final class ProcessorVideoSourceTests: XCTestCase {
         let emulator = SDKSessionEmulator()
         let session = emulator.shareSession(share)
         session.start()
-        XCTAssertEqual(share.push(patternBuffer(width: 41, height: 31)), .sent)
+        let input = patternBuffer(width: 41, height: 31)
+        XCTAssertEqual(share.push(input), .sent)
         XCTAssertEqual(session.sender.sent.map { [$0.width, $0.height] }, [[40, 30]])
         XCTAssertTrue(emulator.violations.isEmpty, "\(emulator.violations)")
+        // Cropped, not rescaled: every sent sample is the input's at the same place (the last
+        // column and row, and the chroma column and row that covered only them, are gone).
+        let sent = try XCTUnwrap(session.sender.sent.first)
+        var expected: [UInt8] = []
+        for (p, (w, h)) in [(0, (40, 30)), (1, (20, 15)), (2, (20, 15))] {
+            for row in 0..<h {
+                expected += UnsafeBufferPointer(start: input.frame.plane(p) + row * input.frame.stride(p), count: w)
+            }
+        }
+        XCTAssertTrue(Array(sent.bytes) == expected, "the sent picture is the input cropped to 40x30")
     }
 
     func testSenderRejectionIsReportedAndCounted() throws {
