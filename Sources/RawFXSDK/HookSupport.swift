@@ -228,6 +228,12 @@ public enum Refusal: Sendable, Equatable, CustomStringConvertible {
     case stopped
     /// The hook was closed.
     case closed
+    /// The share source's onShareSendStarted came without a sender (nil).
+    case shareStartedWithoutSender
+    /// The share source's onShareSendStopped came.
+    case shareStopped
+    /// Production studio's onStartPSModeResult(false): the SDK refused the mode.
+    case productionStudioRefused
 
     public var description: String {
         switch self {
@@ -235,6 +241,11 @@ public enum Refusal: Sendable, Equatable, CustomStringConvertible {
         case .notStarted: return "the SDK has not called onStartSend yet"
         case .stopped: return "the SDK called onStopSend; nothing is sent until it starts sending again"
         case .closed: return "the hook is closed"
+        case .shareStartedWithoutSender:
+            return "the SDK called onShareSendStarted without a sender (nil); nothing is sent until it calls it with one"
+        case .shareStopped: return "the SDK called onShareSendStopped; nothing is sent until onShareSendStarted comes again"
+        case .productionStudioRefused:
+            return "the SDK answered onStartPSModeResult(false): production studio mode did not start, so nothing is sent"
         }
     }
 }
@@ -251,6 +262,27 @@ final class SendGate<Sender>: @unchecked Sendable {
     enum State: Int { case noSender = 0, initialized = 1, sending = 2, stopped = 3, closed = 4 }
     private let lock = HookLock(recursive: true)
     private let stateBits = Atomic<Int>(State.noSender.rawValue)
+    /// The SDK event behind a refusal, when one names it better than the state does
+    /// (`refuse(because:)`); cleared when sending starts.
+    private let causeBits = Atomic<Int>(0)
+    /// The causes by their code in `causeBits` (a switch, not an array: read on the frame path).
+    private static func cause(_ code: Int) -> Refusal? {
+        switch code {
+        case 1: return .shareStartedWithoutSender
+        case 2: return .shareStopped
+        case 3: return .productionStudioRefused
+        default: return nil
+        }
+    }
+
+    private static func code(of cause: Refusal?) -> Int {
+        switch cause {
+        case .shareStartedWithoutSender?: return 1
+        case .shareStopped?: return 2
+        case .productionStudioRefused?: return 3
+        default: return 0
+        }
+    }
     /// Incremented by every `start`; lets a worker tell one sending period from the next.
     private let epochBits = Atomic<UInt64>(0)
     private var sender: Sender?
@@ -258,8 +290,19 @@ final class SendGate<Sender>: @unchecked Sendable {
     var state: State { State(rawValue: stateBits.load(ordering: .acquiring))! }
     var epoch: UInt64 { epochBits.load(ordering: .acquiring) }
 
-    /// The refusal for the current state, or nil while sending.
-    var refusal: Refusal? { Self.refusal(for: state) }
+    /// The refusal for the current state (named by the SDK event behind it, when one was
+    /// given), or nil while sending.
+    var refusal: Refusal? {
+        let state = self.state
+        if state != .sending, state != .closed, let cause = Self.cause(causeBits.load(ordering: .acquiring)) { return cause }
+        return Self.refusal(for: state)
+    }
+
+    /// Names the SDK event that closed the gate (`nil`: the state says it): an
+    /// `onShareSendStarted(nil)`, an `onShareSendStopped`, an `onStartPSModeResult(false)`.
+    func refuse(because cause: Refusal?) {
+        causeBits.store(Self.code(of: cause), ordering: .releasing)
+    }
 
     static func refusal(for state: State) -> Refusal? {
         switch state {
@@ -286,6 +329,7 @@ final class SendGate<Sender>: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard sender != nil, state == .initialized || state == .stopped else { return false }
+        causeBits.store(0, ordering: .releasing)
         epochBits.add(1, ordering: .releasing)
         stateBits.store(State.sending.rawValue, ordering: .releasing)
         return true

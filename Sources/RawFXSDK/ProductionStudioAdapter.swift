@@ -144,6 +144,8 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
     /// `onStartPSModeResult` [SDK thread].
     public func onStartPSModeResult(_ success: Bool) {
         state.withLock { $0.accepted = success }
+        video.gate.refuse(because: success ? nil : .productionStudioRefused)
+        audio.gate.refuse(because: success ? nil : .productionStudioRefused)
         lifecycle.emit(.productionStudioModeResult(success: success))
     }
 

@@ -178,6 +178,7 @@ public final class ShareSourceAdapter: VideoPublishingSource<any SDKShareSender>
     /// `onShareSendStarted` [SDK thread]: frames are sent from now on (nil sender: nothing is).
     public func onShareSendStarted(_ sender: (any SDKShareSender)?) {
         publisher.gate.initialize(sender)
+        publisher.gate.refuse(because: sender == nil ? .shareStartedWithoutSender : nil)
         publisher.gate.start()
         lifecycle.emit(.shareStarted(hasSender: sender != nil))
     }
@@ -185,6 +186,7 @@ public final class ShareSourceAdapter: VideoPublishingSource<any SDKShareSender>
     /// `onShareSendStopped` [SDK thread]: once it returns nothing more is sent.
     public func onShareSendStopped() {
         publisher.gate.uninitialize()
+        publisher.gate.refuse(because: .shareStopped)
         publisher.discardQueued()
         lifecycle.emit(.shareStopped)
     }

@@ -73,6 +73,9 @@ final class ProcessorProductionStudioTests: XCTestCase {
         session.startResult(false)
         session.startSend()
         XCTAssertFalse(ps.isSending)
+        // The refusal names the SDK's answer.
+        XCTAssertEqual(ps.push(picture), .refused(.productionStudioRefused))
+        XCTAssertTrue(Refusal.productionStudioRefused.description.contains("onStartPSModeResult(false)"))
         session.stopSend()
 
         for _ in 0..<3 {

@@ -350,11 +350,16 @@ final class ProcessorVideoSourceTests: XCTestCase {
         session.start()
         XCTAssertEqual(share.pushFrame(picture.frame), .sent)
         session.stop()
-        XCTAssertTrue(share.pushFrame(picture.frame).isRefused)
+        // The refusal names the SDK event behind it.
+        XCTAssertEqual(share.pushFrame(picture.frame), .refused(.shareStopped))
+        XCTAssertTrue(Refusal.shareStopped.description.contains("onShareSendStopped"))
         XCTAssertEqual(session.sender.sent.map { [$0.width, $0.height, $0.dataLength] }, [[40, 30, 1800]])
-        // A nil sender (the SDK could not start) keeps it refusing.
+        // A nil sender (the SDK could not start) keeps it refusing, and says so.
         share.onShareSendStarted(nil)
-        XCTAssertTrue(share.pushFrame(picture.frame).isRefused)
+        XCTAssertEqual(share.pushFrame(picture.frame), .refused(.shareStartedWithoutSender))
+        XCTAssertTrue(Refusal.shareStartedWithoutSender.description.contains("onShareSendStarted without a sender"))
+        session.start()
+        XCTAssertEqual(share.pushFrame(picture.frame), .sent, "a start with a sender clears it")
         XCTAssertTrue(emulator.violations.isEmpty, "\(emulator.violations)")
     }
 
