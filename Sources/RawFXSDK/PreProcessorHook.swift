@@ -55,6 +55,8 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
         control.withLock {
             $0.chain = built
             $0.text = chain
+            // What setChain checks a new chain against until the first frame says otherwise.
+            $0.lastFormat = frameFormat
         }
     }
 

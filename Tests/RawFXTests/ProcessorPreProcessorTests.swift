@@ -96,6 +96,19 @@ final class ProcessorPreProcessorTests: XCTestCase {
         XCTAssertEqual(planeBytes(out, 0)[0], planeBytes(picture.frame, 0)[0] &+ 1)
     }
 
+    /// Before the first frame, setChain checks a new chain against the format the hook was
+    /// created with (it used the probe sizes, refusing a scale to that very size).
+    func testSetChainBeforeTheFirstFrameUsesTheFormatTheHookWasCreatedWith() throws {
+        let registry = processorRegistry()
+        try XCTSkipUnless(hasFilter("scale", in: registry), "the YUV plugin (scale) is not built yet")
+        let hook = try PreProcessorHook(chain: "", registry: registry, frameFormat: VideoFormat(width: 320, height: 240))
+        XCTAssertNoThrow(try hook.setChain("scale=width=320:height=240"), "keeps the camera's 320x240")
+        XCTAssertEqual(hook.chainText, "scale=width=320:height=240")
+        XCTAssertThrowsChainError(try hook.setChain("scale=width=160:height=120")) {
+            XCTAssertEqual($0.description, "pre-processing cannot resize: chain output 160x120, frame 320x240")
+        }
+    }
+
     func testChainSwapTakesEffectAtTheNextFrame() throws {
         let hook = try PreProcessorHook(chain: "test_gate=add=1", registry: processorRegistry())
         let emulator = SDKSessionEmulator()
