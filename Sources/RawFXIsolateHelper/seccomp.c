@@ -1,6 +1,7 @@
 /*
- * seccomp.c — the strict seccomp filter of a helper (`@isolate(seccomp=strict)`,
- * rfx_iso_helper_seccomp_strict in rawfx_isolate_helper.h, docs/isolation.md).
+ * seccomp.c — a helper's seccomp filters (rawfx_isolate_helper.h, docs/isolation.md): the
+ * default one, which keeps the helper's signals and debugging calls inside its own session,
+ * and the strict allow-list of `@isolate(seccomp=strict)`.
  */
 #define _GNU_SOURCE
 #include "rawfx_isolate_helper.h"
@@ -62,6 +63,68 @@ static const int strict_allowed[] = {
 #define BPF_ARG_LO(n) BPF_LOAD(offsetof(struct seccomp_data, args[n]))
 /* if (A == value) skip `t` instructions else skip `f` */
 #define BPF_IF_EQ(value, t, f) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(value), t, f)
+
+int rfx_iso_helper_seccomp_default(void) {
+#ifndef ISO_AUDIT_ARCH
+    errno = ENOSYS;
+    return -1;
+#else
+    /* The helper leads its own session and process group (the host spawns it so), so its
+     * pid is also its group's id; its children stay in that group, since setsid and
+     * setpgid are refused below, and die with it (the supervisor kills the group). */
+    const uint32_t self = (uint32_t)getpid(), own_group = (uint32_t)-(int32_t)getpid();
+    struct sock_filter program[64];
+    size_t n = 0;
+#define EMIT(instruction) program[n++] = (struct sock_filter)instruction
+    EMIT(BPF_LOAD(offsetof(struct seccomp_data, arch)));
+    EMIT(BPF_IF_EQ(ISO_AUDIT_ARCH, 1, 0));
+    EMIT(BPF_ERRNO(ENOSYS));
+    EMIT(BPF_LOAD(offsetof(struct seccomp_data, nr)));
+#if defined(__x86_64__)
+    EMIT(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u /* x32 */, 0, 1));
+    EMIT(BPF_ERRNO(ENOSYS));
+#endif
+    /* kill: itself, its own group (0, or minus its pid), nothing else: never the host or its
+     * group. tgkill and the sigqueue calls: its own threads only. */
+    EMIT(BPF_IF_EQ(__NR_kill, 0, 6));
+    EMIT(BPF_ARG_LO(0));
+    EMIT(BPF_IF_EQ(self, 3, 0));
+    EMIT(BPF_IF_EQ(0, 2, 0));
+    EMIT(BPF_IF_EQ(own_group, 1, 0));
+    EMIT(BPF_ERRNO(EPERM));
+    EMIT(BPF_ALLOW);
+    EMIT(BPF_IF_EQ(__NR_tgkill, 2, 0));
+    EMIT(BPF_IF_EQ(__NR_rt_sigqueueinfo, 1, 0));
+    EMIT(BPF_IF_EQ(__NR_rt_tgsigqueueinfo, 0, 4));
+    EMIT(BPF_ARG_LO(0));
+    EMIT(BPF_IF_EQ(self, 0, 1));
+    EMIT(BPF_ALLOW);
+    EMIT(BPF_ERRNO(EPERM));
+    /* Refused outright: signals by thread id alone or through a pidfd, reading or writing
+     * another process, and leaving the group (which would let a child outlive the helper). */
+    static const int refused[] = {
+        __NR_tkill, __NR_ptrace, __NR_process_vm_readv, __NR_process_vm_writev, __NR_setsid, __NR_setpgid,
+#ifdef __NR_pidfd_send_signal
+        __NR_pidfd_send_signal,
+#endif
+#ifdef __NR_pidfd_open
+        __NR_pidfd_open,
+#endif
+#ifdef __NR_pidfd_getfd
+        __NR_pidfd_getfd,
+#endif
+    };
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        EMIT(BPF_IF_EQ(refused[k], 0, 1));
+        EMIT(BPF_ERRNO(EPERM));
+    }
+    EMIT(BPF_ALLOW);
+#undef EMIT
+    struct sock_fprog fprog = { (unsigned short)n, program };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog);
+#endif
+}
 
 int rfx_iso_helper_seccomp_strict(void) {
 #ifndef ISO_AUDIT_ARCH

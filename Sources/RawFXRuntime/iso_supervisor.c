@@ -60,13 +60,20 @@ void iso_claim_fault(iso_instance *inst, int member, const char *reason) {
 }
 
 
+/* The helper and what it started: it leads its own process group (POSIX_SPAWN_SETSID), so
+ * minus its pid names them all, children included, for as long as any of them lives. */
+static void kill_helper_and_group(int pid) {
+    kill(pid, SIGKILL);
+    kill(-pid, SIGKILL);
+}
+
 /* [process or control] The helper is faulty: down, and killed (it may hang). The
  * pid cannot be reused yet: the supervisor reaps only after in_call drops. */
 void iso_take_down_in(iso_instance *inst, int member, const char *reason) {
     iso_claim_fault(inst, member, reason);
     atomic_store(&inst->sup.state, STATE_DOWN);
     int pid = atomic_load(&inst->sup.pid);
-    if (pid > 0) kill(pid, SIGKILL);
+    if (pid > 0) kill_helper_and_group(pid);
 }
 
 void iso_take_down(iso_instance *inst, const char *reason) { iso_take_down_in(inst, -1, reason); }
@@ -102,7 +109,9 @@ static int spawn_helper(iso_instance *inst) {
     sigfillset(&defaults);
     posix_spawnattr_setsigmask(&attributes, &none);
     posix_spawnattr_setsigdefault(&attributes, &defaults);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    /* Its own session and process group: a signal to the host's group (Ctrl-C in a
+     * terminal) does not reach it, and killing its group takes anything it started. */
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
     /* --plugin PATH --filter ID per stage, in the group's order. */
     char *argv[4 * RFX_ISO_GROUP_MAX + 4] = { t->helper_path };
     int argc = 1;
@@ -192,9 +201,11 @@ static void *supervise(void *argument) {
                 inst->sup.exit_status = iso_wait_status_of(&info);
                 rfx_iso_store_release(&inst->chan.control->reply_seq, RFX_ISO_DEAD);
                 rfx_iso_futex_wake(&inst->chan.control->reply_seq);
+                /* Anything it started goes with it. */
+                kill(-pid, SIGKILL);
                 pthread_mutex_lock(&inst->sup.lock);
             } else {
-                kill(pid, SIGKILL);
+                kill_helper_and_group(pid);
             }
             int status = 0;
             while (atomic_load(&inst->sup.in_call)) {
@@ -232,7 +243,7 @@ void iso_supervisor_stop(iso_instance *inst) {
     pthread_mutex_lock(&inst->sup.lock);
     atomic_store(&inst->sup.state, STATE_QUIT);
     int pid = atomic_load(&inst->sup.pid);
-    if (pid > 0) kill(pid, SIGKILL);
+    if (pid > 0) kill_helper_and_group(pid);
     pthread_cond_broadcast(&inst->sup.changed);
     pthread_mutex_unlock(&inst->sup.lock);
     pthread_join(inst->sup.thread, NULL);

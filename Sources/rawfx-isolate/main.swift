@@ -58,6 +58,12 @@ if rfx_iso_helper_restrict() != 0 { report("the kernel refused a restriction (no
 if seccompStrict, rfx_iso_helper_seccomp_strict() != 0 {
     fail("the kernel refused the seccomp filter (\(String(cString: strerror(errno)))); the stage asked for seccomp=strict")
 }
+// Otherwise the default filter: the plugin cannot signal, stop or trace the host or its
+// group, and what it starts stays in the helper's group. Refused is fatal too: a helper
+// never runs a plugin that could kill the call it serves.
+if !seccompStrict, rfx_iso_helper_seccomp_default() != 0 {
+    fail("the kernel refused the default seccomp filter (\(String(cString: strerror(errno))))")
+}
 
 let sharedFD: Int32 = 3
 var mapping = UnsafeMutableRawPointer(bitPattern: 1)!

@@ -458,7 +458,45 @@ final class IsolationTests: XCTestCase {
         let reference = try VideoChain("faulty_video", registry: registry)
         for seed in 1...6 { XCTAssertEqual(try runFrame(chain, reference: reference, seed: seed), .processed) }
         XCTAssertEqual(chain.filters[0].isolation?.faults, 0)
-        XCTAssertEqual(try seccompMode(of: chain.filters[0]), "0", "no filter unless asked for")
+        XCTAssertEqual(try seccompMode(of: chain.filters[0]), "2", "the default filter, which allows sockets")
+    }
+
+    /// With the default settings a helper cannot kill, stop or signal the host or its process
+    /// group (it leads its own session, and its filter refuses signals outside it): the
+    /// plugin's kill fails, the host lives, and every frame is processed. Before, SIGKILL to
+    /// the parent ended the test run itself.
+    func testAHelperCannotKillOrStopTheHostOrItsGroup() throws {
+        let registry = try faultyRegistry()
+        for fault in ["killparent", "stopgroup"] {
+            let chain = try VideoChain("faulty_video@isolate(deadline=10000ms)=fault=\(fault):at=2", registry: registry)
+            let reference = try VideoChain("faulty_video", registry: registry)
+            for seed in 1...4 { XCTAssertEqual(try runFrame(chain, reference: reference, seed: seed), .processed, fault) }
+            XCTAssertEqual(chain.filters[0].isolation?.faults, 0, fault)
+            let pid = try XCTUnwrap(chain.filters[0].isolation?.pid)
+            XCTAssertEqual(getpgid(pid_t(pid)), pid_t(pid), "\(fault): the helper leads its own process group")
+            XCTAssertNotEqual(getsid(pid_t(pid)), getsid(0), "\(fault): and its own session")
+        }
+    }
+
+    /// A child the helper starts stays in its group (setsid is refused) and is killed with it
+    /// when the helper crashes.
+    func testChildrenAHelperLeavesBehindAreKilledWithIt() throws {
+        let registry = try faultyRegistry()
+        let marker = temporaryDirectory().appendingPathComponent("child.pid").path
+        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms)=fault=orphan:at=2:marker=\(marker)", registry: registry)
+        let reference = try VideoChain("faulty_video", registry: registry)
+        XCTAssertEqual(try runFrame(chain, reference: reference, seed: 1), .processed)
+        XCTAssertEqual(try runFrame(chain, reference: reference, seed: 2), .passedThrough, "the helper crashed after the fork")
+        let child = try XCTUnwrap(pid_t(try String(contentsOfFile: marker, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        waitUntilUp(chain.filters[0])
+        // Dead, or a zombie waiting for whoever inherited it: either way not running.
+        func running(_ pid: pid_t) -> Bool {
+            guard kill(pid, 0) == 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
+            return !stat.contains(") Z ")
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while running(child), Date() < deadline { usleep(10_000) }
+        XCTAssertFalse(running(child), "the helper's child \(child) outlived it")
     }
 
     /// The kernel's word on the helper: `Seccomp:` in /proc/PID/status (0 none, 2 a filter).

@@ -25,6 +25,12 @@ void rfx_iso_helper_forward_log(rfx_iso_control *control);
 /* [helper] Least privilege before the plugin loads: no new privileges, die with
  * the host's supervisor thread. Returns 0, or -1 when the kernel refuses. */
 int rfx_iso_helper_restrict(void);
+/* [helper] Installs the default seccomp filter, which every helper gets: a signal only to
+ * itself or its own process group (it leads its own session), no tkill, pidfd signals,
+ * ptrace or process_vm_* (EPERM), and no setsid or setpgid, so the children it starts stay
+ * in its group and die with it. Everything else a plugin needs stays allowed. Call before any
+ * plugin code runs, on the only thread. Returns 0, or -1 with errno when the kernel refuses. */
+int rfx_iso_helper_seccomp_default(void);
 /* [helper] Installs the strict seccomp filter (`@isolate(seccomp=strict)`, docs/isolation.md):
  * an allow-list of what filters need (memory, threads, futex, clocks, files, signals to itself,
  * exit); any other system call (exec, fork, sockets, ptrace, ...) kills the helper

@@ -11,22 +11,29 @@
  *                 ring; the negotiation says so); on block `at` it does `fault` (segv, hang,
  *                 exit).
  *   fault=socket opens a TCP socket in process (and closes it: harmless unless a seccomp
- *   filter forbids it); fault=exec runs /bin/true in place of the process.
+ *   filter forbids it); fault=exec runs /bin/true in place of the process. fault=killparent
+ *   sends SIGKILL to its parent (the host, when isolated), fault=stopgroup SIGSTOP to the
+ *   parent's process group and the parent, fault=orphan forks a child that waits forever
+ *   (its pid written to `marker`), then crashes.
  *   faulty_video and faulty_audio with say=1 log a warning through the host object just before
  *   the fault: "<fault> on call N" (a plugin's last words, for the isolation log tests).
  * Built with -DFAULTY_CLAIM_LATENCY=N, -DFAULTY_CLAIM_BLOCK=N or -DFAULTY_CLAIM_MAX_OUTPUT=N,
  * configure answers that number with nothing behind it (a hostile or broken plugin).
  */
+#define _GNU_SOURCE /* kill, getpgid, fork, setsid, pause under -std=c99 */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "rawfx.h"
 
-enum { FAULT_NONE, FAULT_SEGV, FAULT_HANG, FAULT_EXIT, FAULT_CONFIGURE, FAULT_SOCKET, FAULT_EXEC };
-static const char *const fault_names[] = { "none", "segv", "hang", "exit", "configure", "socket", "exec" };
+enum { FAULT_NONE, FAULT_SEGV, FAULT_HANG, FAULT_EXIT, FAULT_CONFIGURE, FAULT_SOCKET, FAULT_EXEC,
+       FAULT_KILL_PARENT, FAULT_STOP_GROUP, FAULT_ORPHAN, FAULT_COUNT };
+static const char *const fault_names[] = { "none", "segv", "hang", "exit", "configure", "socket", "exec",
+                                           "killparent", "stopgroup", "orphan" };
 
 typedef struct faulty {
     rawfx_filter filter;
@@ -43,7 +50,7 @@ static const rawfx_param_descriptor params[] = {
     { sizeof(rawfx_param_descriptor), "at", "At", "The frame (from 1) the fault happens on.", "",
       RAWFX_PARAM_INT, 0, 5.0, 1.0, 1000000.0, NULL, NULL, 0 },
     { sizeof(rawfx_param_descriptor), "fault", "Fault", "What goes wrong.", "",
-      RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, 7 },
+      RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, FAULT_COUNT },
     { sizeof(rawfx_param_descriptor), "marker", "Marker", "fault=configure: crash while this file does not exist.", "",
       RAWFX_PARAM_STRING, 0, 0.0, 0.0, 0.0, "", NULL, 0 },
     { sizeof(rawfx_param_descriptor), "say", "Say", "1: log a warning just before the fault.", "",
@@ -135,6 +142,27 @@ static void maybe_fail(faulty *s) {
         if (fd >= 0) close(fd);
     }
     if (s->fault == FAULT_EXEC) execl("/bin/true", "true", (char *)NULL);
+    /* A hostile plugin: the host itself, the host's whole process group, a child left behind
+     * (its pid written to `marker`) before the helper crashes. */
+    if (s->fault == FAULT_KILL_PARENT) kill(getppid(), SIGKILL);
+    if (s->fault == FAULT_STOP_GROUP) {
+        pid_t group = getpgid(getppid());
+        if (group > 0) kill(-group, SIGSTOP);
+        kill(getppid(), SIGSTOP);
+    }
+    if (s->fault == FAULT_ORPHAN) {
+        pid_t child = fork();
+        if (child == 0) {
+            setsid();  /* refused by the helper's filter: it stays in the helper's group */
+            for (;;) pause();
+        }
+        FILE *out = fopen(s->marker, "w");
+        if (out) {
+            fprintf(out, "%d\n", (int)child);
+            fclose(out);
+        }
+        crash();
+    }
 }
 
 static rawfx_status process_video(const rawfx_filter *f, const rawfx_video_frame *in, rawfx_video_frame *out) {
