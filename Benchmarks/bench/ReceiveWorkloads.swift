@@ -2,6 +2,7 @@
 // directly. Both paths run the same chain text, one chain instance per user.
 import RawFX
 import RawFXSDK
+import Synchronization
 
 /// A participant's frame as the SDK lends it: planes from the bench's pool. Not retainable by
 /// default (the hook copies or processes it in the callback); `retainable` is the SDK's heap
@@ -89,11 +90,80 @@ final class DirectPerUserChains: Workload {
     }
 }
 
+/// A received frame the SDK lends with reference counting, counted: the callback path picks
+/// a frame object nobody holds (the hook keeps one with `addRef` until its worker is done).
+final class CountedRawData: VideoRawData, @unchecked Sendable {
+    let references = Atomic<Int>(0)
+    var frame = VideoFrame(rawfx_video_frame())
+    var streamWidth: Int { frame.width }
+    var streamHeight: Int { frame.height }
+    var yBuffer: UnsafeMutablePointer<CChar>? { UnsafeMutableRawPointer(frame.plane(0)).assumingMemoryBound(to: CChar.self) }
+    var uBuffer: UnsafeMutablePointer<CChar>? { UnsafeMutableRawPointer(frame.plane(1)).assumingMemoryBound(to: CChar.self) }
+    var vBuffer: UnsafeMutablePointer<CChar>? { UnsafeMutableRawPointer(frame.plane(2)).assumingMemoryBound(to: CChar.self) }
+    var yStride: Int { frame.stride(0) }
+    var uStride: Int { frame.stride(1) }
+    var vStride: Int { frame.stride(2) }
+    var rotation: SDKVideoRawDataRotation { .none }
+    var isLimitedI420: Bool { true }
+    var timeStamp: UInt64 = 0
+    func canAddRef() -> Bool { true }
+    func addRef() -> Bool {
+        references.add(1, ordering: .acquiringAndReleasing)
+        return true
+    }
+    func releaseRef() -> Int { references.subtract(1, ordering: .acquiringAndReleasing).newValue }
+}
+
+/// What `onRawDataFrameReceived` costs the SDK's thread in async mode while the worker is
+/// busy: a chain far slower than frames arrive (an upscale to 4K), one worker, frames
+/// delivered back to back. A unit is one callback; the queue drops the oldest, so the
+/// callback never waits for the worker, and its p99 is what the SDK's thread pays.
+final class ReceiveCallbackUnderLoad: Workload {
+    let hook: ReceiveVideoHook
+    let pool: FramePool
+    private let pipe = BenchPipe()
+    private let frames = (0..<32).map { _ in CountedRawData() }
+    private var next = 0
+
+    init(chain: String, registry: PluginRegistry, pool: FramePool) throws {
+        self.pool = pool
+        hook = try ReceiveVideoHook(chain: chain, registry: registry, mode: .async(capacity: 4, workers: 1)) { _, _ in }
+        try hook.subscribe(pipe, user: SDKUser(1), resolution: .p360,
+                           format: VideoFormat(width: pool.format.width, height: pool.format.height))
+    }
+
+    deinit { hook.close() }
+
+    func run(_ i: Int) throws {
+        // The next frame object the hook does not hold (it holds at most capacity + 1).
+        var raw = frames[next & 31]
+        while raw.references.load(ordering: .acquiring) > 0 {
+            next &+= 1
+            raw = frames[next & 31]
+        }
+        next &+= 1
+        raw.frame = pool.frame(i)
+        raw.timeStamp = UInt64(i) &* 33
+        pipe.delegate!.onRawDataFrameReceived(raw)
+    }
+}
+
 func receiveCases() -> [BenchCase] {
     let users = 8
     let r = Resolution.p360
     let chain = "rotate=angle=auto"
+    let slow = "scale=width=3840:height=2160:filter=bilinear:mode=stretch"
     return [BenchCase(
+        name: "receive-async-callback-busy-worker", kind: .video, filters: ["scale"], unit: "callback",
+        summary: "onRawDataFrameReceived in async mode (addRef, 1 worker, queue of 4 dropping the oldest) while the worker runs "
+            + "`\(slow)` on 360p frames, far slower than they arrive: the time the SDK's thread spends per callback "
+            + "(goal: p99 at most 50 µs)",
+        directSummary: nil,
+        make: { context in
+            let pool = context.framePool(width: r.width, height: r.height)
+            let engine = try ReceiveCallbackUnderLoad(chain: slow, registry: context.registry, pool: pool)
+            return .init(chain: slow, engine: engine, direct: nil, filterCount: 0)
+        }), BenchCase(
         name: "receive-\(users)users-\(r.name)", kind: .video, filters: ["rotate"], unit: "frame",
         summary: "\(users) users' received \(r.name) video, each through its own `\(chain)` (frames rotated 90), via onRawDataFrameReceived (sync)",
         directSummary: "\(users) VideoChains of the same text, called directly",

@@ -492,6 +492,36 @@ final class ReceiveVideoTests: XCTestCase {
         }
     }
 
+    /// Async: the SDK's callback never waits for a worker. With the only worker held inside
+    /// the chain's sink, a burst of frames (more than the queue holds: the oldest are dropped)
+    /// is delivered on another thread, which must finish while the worker is still held.
+    func testAsyncDeliveriesNeverWaitForABusyWorker() throws {
+        let recorder = ReceivedFrames()
+        let hook = try ReceiveVideoHook(chain: "mirror", registry: registry, mode: .async(capacity: 4, workers: 1),
+                                        sink: recorder.sink)
+        let pipe = EmulatedVideoPipe(user: SDKUser(11), ledger: ledger)
+        let id = ReceiveStreamID(user: SDKUser(11))
+        try hook.subscribe(pipe, user: SDKUser(11), resolution: .p90)
+        let format = VideoFormat(width: 32, height: 18)
+        recorder.gate.withLock { $0 = false }
+        deliver(pipe, format, seed: 0)
+        while recorder.enteredCount(id) == 0 { usleep(100) }   // the worker holds frame 0
+        let delivered = DispatchSemaphore(value: 0)
+        let ledger: ContractLedger = self.ledger
+        Thread.detachNewThread {
+            for seed in 1...20 { _ = deliverFrame(pipe, format, seed: seed, memoryMode: .heap, padding: 16, ledger: ledger) }
+            delivered.signal()
+        }
+        let outcome = delivered.wait(timeout: .now() + 20)
+        recorder.gate.withLock { $0 = true }
+        XCTAssertEqual(outcome, .success, "a delivery waited for the held worker")
+        if outcome != .success { _ = delivered.wait(timeout: .now() + 20) }
+        hook.waitUntilIdle()
+        XCTAssertEqual(hook.metrics(for: id)?.hook.drops, 16, "20 frames into a queue of 4: the 16 oldest dropped")
+        hook.close()
+        XCTAssertEqual(self.ledger.outstandingReferences, 0)
+    }
+
     func testStatusOffDiscardsQueuedFramesAndReleasesThem() throws {
         let recorder = ReceivedFrames()
         let hook = try ReceiveVideoHook(chain: "mirror", registry: registry, mode: .async(capacity: 8), sink: recorder.sink)
