@@ -311,8 +311,9 @@ extension RunTimeControllable {
                 let edit = ChainEdit(setParameter: stage, index: index, value: CParameterValue(value))
                 edit.renegotiateGroup = group
                 post(edit)
-            } else if descriptor.needsReconfigure {
-                // A new instance configured here, swapped in between two frames.
+            } else if descriptor.needsReconfigure || !type.setParameterIsRealTime {
+                // A new instance configured here, swapped in between two frames (an ABI 1.0
+                // plugin's set_param too: it may allocate, so never on the process thread).
                 let instance = try state.makeInstance(stage: stage, override: (index, value))
                 let edit = try prepareReplacement(start: stage, first: instance, state: &state)
                 state.values[stage][name] = value

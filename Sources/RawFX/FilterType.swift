@@ -1,3 +1,5 @@
+import RawFXRuntime
+
 /// A kind of filter a plugin provides (`rawfx_filter_descriptor`): its identity, its
 /// parameters, and the factory for instances.
 public final class FilterType: @unchecked Sendable, CustomStringConvertible {
@@ -75,6 +77,13 @@ public final class FilterType: @unchecked Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(id) (\(mediaKind), \(processing)) from \(library.path)" }
+
+    /// Whether `set_param` of a parameter without RECONFIGURE may be called on a live instance
+    /// on the process thread: the REAL-TIME rule of ABI 1.1, for plugins that declare it. A 1.0
+    /// plugin's set_param may allocate (the 1.0 header did not make it real-time), so its values
+    /// are set on a new instance on a control thread instead (docs/plugin-abi.md). An isolated
+    /// stage's proxy hands the value to its helper, which is real-time on the host's side.
+    var setParameterIsRealTime: Bool { abiMinor >= 1 || rfx_isolation_is_proxy(descriptor) != 0 }
 
     public func parameter(named id: String) -> ParameterDescriptor? {
         parameters.first { $0.id == id }

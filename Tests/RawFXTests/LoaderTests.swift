@@ -135,6 +135,26 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(luma.after, luma.before &+ 9)
     }
 
+    /// The real-time set_param rule is 1.1's: a plugin built against the 1.0 header gets a
+    /// value change on a new instance, configured off the process thread and swapped in (its
+    /// set_param may allocate); a 1.1 plugin gets it on the live instance. Both then apply it.
+    func testAnABI10PluginsParameterChangeGoesToANewInstance() throws {
+        for (name, include, live) in [("abi10.so", [abi10HeaderDirectory], false), ("abi11.so", [URL](), true)] {
+            let registry = PluginRegistry.empty(environment: [:])
+            try registry.load(path: try fixture(name, includeFirst: include))
+            let chain = try VideoChain("stamp=value=9", registry: registry)
+            let buffer = patternBuffer(width: 16, height: 8)
+            let before = buffer.frame.plane(0)[0]
+            _ = try chain.process(buffer.frame)
+            let first = ObjectIdentifier(chain.filters[0])
+            try chain.setParameter("stamp.value", "3")
+            let again = patternBuffer(width: 16, height: 8)
+            let out = try chain.process(again.frame)
+            XCTAssertEqual(out.plane(0)[0], before &+ 3, name)
+            XCTAssertEqual(ObjectIdentifier(chain.filters[0]) == first, live, "\(name): the live instance \(live ? "kept" : "replaced")")
+        }
+    }
+
     /// A plugin written for 1.1 refuses a 1.0 host in init (called here as a 1.0 host would,
     /// with a 1.0-sized rawfx_host_info), and loads in this 1.1 host.
     func testPluginNeedingABI11RefusesA10HostAndAcceptsThisOne() throws {
