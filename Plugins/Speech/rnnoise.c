@@ -220,5 +220,6 @@ RAWFX_HELPER_HIDDEN const rawfx_filter_descriptor rfx_speech_rnnoise_descriptor 
     "rnnoise", "Denoise (RNNoise)", "1.0.0",
     "Speech noise suppression by RNNoise (librnnoise.so from the PyPI wheel pyrnnoise, loaded at run time), "
     "with a mix gated by its voice activity. Any rate from 8 to 192 kHz (resampled to 48 kHz inside), 1-8 "
-    "channels with one model state each, 10 ms blocks; latency about 21-25 ms, reported exactly.",
+    "channels with one model state each, 10 ms blocks; latency 20 ms at 48 kHz, 32-41 ms at other rates, "
+    "reported exactly.",
     RAWFX_MEDIA_AUDIO, RAWFX_PROCESS_IN_PLACE, rnnoise_params, rnnoise_create_instance);
