@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -484,9 +485,52 @@ void speech_stage_on_callback(speech_stage *s)
 
 /* ----------------------------------------------------------------- library -- */
 
+/* The engine's rule for plugin files (docs/cli.md, Sources/RawFX/PluginTrust.swift) for the
+ * library a filter opens, which runs code in the host just as a plugin does: the file and
+ * every directory above it owned by root or us and writable by nobody else (a sticky
+ * directory excepted), unless RAWFX_ALLOW_UNTRUSTED_PLUGINS=1. Returns 1, or 0 with why. */
+static int trusted(const char *filter_id, const char *path, char *error, size_t capacity)
+{
+    const char *allow = getenv("RAWFX_ALLOW_UNTRUSTED_PLUGINS");
+    if (allow != NULL && strcmp(allow, "1") == 0)
+        return 1;
+    char real[PATH_MAX];
+    if (realpath(path, real) == NULL) {
+        snprintf(error, capacity, "%s: cannot resolve %s: %s", filter_id, path, strerror(errno));
+        return 0;
+    }
+    const uid_t me = geteuid();
+    for (int file = 1;; file = 0) {
+        struct stat st;
+        if (stat(real, &st) != 0) {
+            snprintf(error, capacity, "%s: cannot check %s: %s", filter_id, real, strerror(errno));
+            return 0;
+        }
+        const int sticky = !file && (st.st_mode & S_ISVTX);
+        const char *broken = st.st_uid != 0 && st.st_uid != me ? "owned by another user"
+                             : (st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky ? "writable by group or others" : NULL;
+        if (broken != NULL) {
+            snprintf(error, capacity, "%s: refusing to load %s: %s is %s (mode %04o, uid %u); like a plugin "
+                     "file, the library and its directories must be owned by root or uid %u and writable by "
+                     "nobody else (RAWFX_ALLOW_UNTRUSTED_PLUGINS=1 lifts this)", filter_id, path, real, broken,
+                     (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)me);
+            return 0;
+        }
+        if (strcmp(real, "/") == 0)
+            return 1;
+        char *slash = strrchr(real, '/');
+        if (slash == real)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+    }
+}
+
 static int open_library(const char *filter_id, const char *path, const char *const *names, void **out, int count,
                         const char *install_hint, char *error, size_t capacity)
 {
+    if (!trusted(filter_id, path, error, capacity))
+        return 0;
     /* Never unloaded: the libraries keep thread-locals and run-time state. */
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (handle == NULL) {

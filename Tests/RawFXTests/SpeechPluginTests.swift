@@ -73,6 +73,35 @@ final class SpeechPluginTests: XCTestCase, RawfxCommandTesting {
         }
     }
 
+    /// The library runs code in the host as a plugin does, so the plugin files' trust rule
+    /// applies: a library in a directory anyone may write is refused (before dlopen, so any file
+    /// shows it), unless RAWFX_ALLOW_UNTRUSTED_PLUGINS=1.
+    func testLibraryInAWorldWritableDirectoryIsRefused() throws {
+        try requireRawfx()
+        let dir = temporaryDirectory().appendingPathComponent("open")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        chmod(dir.path, 0o777)
+        let library = dir.appendingPathComponent("librnnoise.so").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: library, contents: Data("not a library".utf8)))
+        let wav = temporaryDirectory().appendingPathComponent("in.wav").path
+        let writer = try WAVWriter(path: wav, format: AudioFormat(sampleRate: 48000, channels: 1))
+        try writer.write(TestAudio.speech(sampleRate: 48000, seconds: 0.1, seed: 4))
+        try writer.close()
+        let out = temporaryDirectory().appendingPathComponent("out.wav").path
+        let refused = try runProgram(rawfxBinary, ["run", "--af", "rnnoise", wav, out],
+                                     environment: [PluginRegistry.environmentVariable: nil, "RAWFX_RNNOISE_LIBRARY": library])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("refusing to load \(library)"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("is writable by group or others (mode 0777"), refused.stderr)
+        // Allowed, the file is opened and is not a library: dlopen's own error, named.
+        let allowed = try runProgram(rawfxBinary, ["run", "--af", "rnnoise", wav, out],
+                                     environment: [PluginRegistry.environmentVariable: nil, "RAWFX_RNNOISE_LIBRARY": library,
+                                                   "RAWFX_ALLOW_UNTRUSTED_PLUGINS": "1"])
+        XCTAssertNotEqual(allowed.status, 0)
+        XCTAssertTrue(allowed.stderr.contains("could not load \(library)"), allowed.stderr)
+        XCTAssertTrue(allowed.stderr.contains("pyrnnoise"), allowed.stderr)
+    }
+
     // MARK: Exact alignment against the wheel's library called directly
 
     /// At 48 kHz, `rawfx run` gives exactly the model's answer: sample i of the output is the
