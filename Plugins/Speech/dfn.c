@@ -21,8 +21,10 @@
  * (counted with a malloc interposer), so it cannot run on the process thread.
  * It runs on the stage's worker, one hop behind (10 ms more latency at any
  * rate). The parameters reach the model on the worker: set_param stores them,
- * and the worker applies a changed value before its next hop, so df_set_*
- * never races df_process_frame. There is no call that clears a DFState, so
+ * each hop carries the values they had when process handed it over, and the
+ * worker applies a changed value before that hop, so df_set_* never races
+ * df_process_frame and a change between two blocks takes effect at the same
+ * hop however late the worker runs. There is no call that clears a DFState, so
  * reset swaps in spare states built in on_callback (about 0.8 s each).
  */
 #define _GNU_SOURCE
@@ -126,13 +128,19 @@ static void destroy_state(speech_stage *stage, void *state)
     free(ch);
 }
 
+static void snapshot(speech_stage *stage, float *params)
+{
+    dfn_instance *d = (dfn_instance *)stage;
+    params[P_ATTEN_LIM] = atomic_load_explicit(&d->atten_lim, memory_order_relaxed);
+    params[P_POST_FILTER] = atomic_load_explicit(&d->post_filter, memory_order_relaxed);
+}
+
 /* On the worker. */
-static void run(speech_stage *stage, void *state, float *in, float *out)
+static void run(speech_stage *stage, void *state, const float *params, float *in, float *out)
 {
     dfn_instance *d = (dfn_instance *)stage;
     channel_state *ch = (channel_state *)state;
-    const float atten_lim = atomic_load_explicit(&d->atten_lim, memory_order_relaxed);
-    const float post_filter = atomic_load_explicit(&d->post_filter, memory_order_relaxed);
+    const float atten_lim = params[P_ATTEN_LIM], post_filter = params[P_POST_FILTER];
     if (!(ch->atten_lim == atten_lim)) {
         d->set_atten_lim(ch->df, atten_lim);
         ch->atten_lim = atten_lim;
@@ -146,7 +154,8 @@ static void run(speech_stage *stage, void *state, float *in, float *out)
 
 static const speech_model_ops dfn_ops = {
     .hop = HOP, .delay = DELAY, .scale = 1.0f / 32768.0f, .on_worker = 1,
-    .create_state = create_state, .destroy_state = destroy_state, .reset_state = NULL, .run = run,
+    .create_state = create_state, .destroy_state = destroy_state, .reset_state = NULL,
+    .snapshot = snapshot, .run = run,
 };
 
 static void dfn_destroy_instance(const rawfx_filter *filter)

@@ -114,13 +114,19 @@ static void reset_state(speech_stage *stage, void *state)
     ch->gain = 1.0f;
 }
 
-static void run(speech_stage *stage, void *state, float *in, float *out)
+static void snapshot(speech_stage *stage, float *params)
+{
+    rnnoise_instance *r = (rnnoise_instance *)stage;
+    params[P_MIX] = atomic_load_explicit(&r->mix, memory_order_relaxed);
+    params[P_VAD_THRESHOLD] = atomic_load_explicit(&r->vad_threshold, memory_order_relaxed);
+}
+
+static void run(speech_stage *stage, void *state, const float *params, float *in, float *out)
 {
     rnnoise_instance *r = (rnnoise_instance *)stage;
     channel_state *ch = (channel_state *)state;
     const float p = r->process(ch->model, out, in);
-    const float mix = atomic_load_explicit(&r->mix, memory_order_relaxed);
-    const float threshold = atomic_load_explicit(&r->vad_threshold, memory_order_relaxed);
+    const float mix = params[P_MIX], threshold = params[P_VAD_THRESHOLD];
     float *dry = ch->dry[ch->next];
     const float target = ch->probability[ch->next] >= threshold ? mix : 1.0f;
     if (target < 1.0f || ch->gain < 1.0f) {
@@ -138,7 +144,8 @@ static void run(speech_stage *stage, void *state, float *in, float *out)
 
 static const speech_model_ops rnnoise_ops = {
     .hop = HOP, .delay = DELAY, .scale = 1.0f, .on_worker = 0,
-    .create_state = create_state, .destroy_state = destroy_state, .reset_state = reset_state, .run = run,
+    .create_state = create_state, .destroy_state = destroy_state, .reset_state = reset_state,
+    .snapshot = snapshot, .run = run,
 };
 
 static void rnnoise_destroy_instance(const rawfx_filter *filter)

@@ -59,7 +59,7 @@ static void run_hop(speech_stage *s, speech_slot *slot)
 {
     const uint32_t hop = s->ops->hop;
     for (uint32_t c = 0; c < s->channels; c++)
-        s->ops->run(s, s->live->channel[c], slot->in + (size_t)c * hop, slot->out + (size_t)c * hop);
+        s->ops->run(s, s->live->channel[c], slot->params, slot->in + (size_t)c * hop, slot->out + (size_t)c * hop);
 }
 
 /* The worker runs hops in the order process submitted them; the semaphores
@@ -325,6 +325,7 @@ static void model_hop(speech_stage *s, const float *frames)
     const uint32_t hop = s->ops->hop, channels = s->channels, slots = s->queue + 1;
     speech_slot *slot = &s->slots[s->submitted % slots];
     const float scale = s->ops->scale;
+    s->ops->snapshot(s, slot->params);
     for (uint32_t c = 0; c < channels; c++)
         for (uint32_t i = 0; i < hop; i++)
             slot->in[(size_t)c * hop + i] = frames[(size_t)i * channels + c] * scale;

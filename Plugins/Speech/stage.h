@@ -53,16 +53,24 @@ typedef struct speech_model_ops {
     void (*destroy_state)(speech_stage *stage, void *state);
     /* [real time, or the worker] Forgets history in place; NULL if the model cannot. */
     void (*reset_state)(speech_stage *stage, void *state);
-    /* One hop of one channel: `in` (hop samples, may be overwritten) to `out`. */
-    void (*run)(speech_stage *stage, void *state, float *in, float *out);
+    /* [process thread] Copies the live parameters into `params` when a hop is handed
+     * over, so that a change between two blocks applies from the next block's hops on,
+     * whenever the worker gets to them. */
+    void (*snapshot)(speech_stage *stage, float *params);
+    /* One hop of one channel: `in` (hop samples, may be overwritten) to `out`, with the
+     * parameters snapshot took for this hop. */
+    void (*run)(speech_stage *stage, void *state, const float *params, float *in, float *out);
 } speech_model_ops;
 
 typedef struct speech_state_set {
     void *channel[SPEECH_MAX_CHANNELS];
 } speech_state_set;
 
+#define SPEECH_MAX_PARAMS 4
+
 typedef struct speech_slot {
     float *in, *out;   /* planar: channels * hop */
+    float params[SPEECH_MAX_PARAMS];
 } speech_slot;
 
 struct speech_stage {

@@ -233,6 +233,34 @@ final class SpeechPluginTests: XCTestCase, RawfxCommandTesting {
         }
     }
 
+    /// A live `atten_lim` change between two blocks reaches the model at exactly the next
+    /// block's hop, however late the worker runs it (each hop carries the values of its hand-
+    /// over): the output is the library's with df_set_atten_lim called before that same hop.
+    func testDFNParameterChangeTakesEffectAtTheNextBlockExactly() throws {
+        try requireModel("dfn")
+        let format = AudioFormat(sampleRate: 48000, channels: 1)
+        let blocks = 120, change = 50
+        let input = noisySpeech(rate: 48000, frames: blocks * 480, channels: 1, seed: 95)
+        let chain = try AudioChain("dfn", registry: registry)
+        try chain.negotiate(format)
+        let latency = try XCTUnwrap(chain.filters[0].negotiation).latency
+        var output: [Int16] = []
+        var copy = input
+        try copy.withUnsafeMutableBufferPointer { buffer in
+            for b in 0..<blocks {
+                if b == change { try chain.setParameter("dfn.atten_lim", "6") }
+                try chain.process(AudioBlock(samples: buffer.baseAddress! + b * 480, frameCount: 480, format: format)) {
+                    output.append(contentsOf: $0.buffer)
+                }
+            }
+        }
+        let expected = try DirectModel("dfn").run(input, attenuationLimit: (hop: change, db: 6))
+        let aligned = Array(output[latency...])
+        assertSamplesEqual(aligned, Array(expected[..<aligned.count]), "dfn, atten_lim 100 -> 6 at block \(change)")
+        let unchanged = try DirectModel("dfn").run(input)
+        XCTAssertNotEqual(aligned, Array(unchanged[..<aligned.count]), "the change had an effect")
+    }
+
     /// The VAD-gated mix: with mix 0 the speech keeps the input (delayed) while pauses stay
     /// denoised, so the output has more noise than mix 1 but less than the input.
     func testRNNoiseMixKeepsInputOnlyInSpeech() throws {
@@ -349,7 +377,8 @@ private struct DirectModel {
 
     /// The model's output for `input`, its delay (960 frames for RNNoise, 1440 for
     /// DeepFilterNet) taken off, rounded to 16 bits as the plugin does: `input.count` samples.
-    func run(_ input: [Int16]) -> [Int16] {
+    /// DeepFilterNet: `attenuationLimit` is set with df_set_atten_lim before that hop.
+    func run(_ input: [Int16], attenuationLimit: (hop: Int, db: Float)? = nil) -> [Int16] {
         let delay = filter == "dfn" ? 1440 : 960
         let hops = (input.count + delay + 479) / 480
         var x = [Float](repeating: 0, count: hops * 480)
@@ -361,7 +390,9 @@ private struct DirectModel {
                 .appendingPathComponent("_models/DeepFilterNet3_onnx.tar.gz").path
             let state = symbol("df_create", DFCreate.self)(model, 100, nil)!
             let process = symbol("df_process_frame", DFProcess.self)
+            typealias SetLimit = @convention(c) (OpaquePointer, Float) -> Void
             for h in 0..<hops {
+                if let limit = attenuationLimit, limit.hop == h { symbol("df_set_atten_lim", SetLimit.self)(state, limit.db) }
                 x.withUnsafeMutableBufferPointer { xp in
                     y.withUnsafeMutableBufferPointer { yp in _ = process(state, xp.baseAddress! + h * 480, yp.baseAddress! + h * 480) }
                 }
