@@ -98,6 +98,10 @@ struct speech_stage {
     _Atomic(speech_state_set *) spare;
     _Atomic(speech_state_set *) retired;
     int dirty;
+    /* During configure only: never-used states of the previous spare set, which configure
+     * hands on (a model state does not depend on the stream's format). */
+    void *pool[SPEECH_MAX_CHANNELS];
+    uint32_t pool_count;
 
     /* the worker (ops->on_worker) */
     int worker_running;
