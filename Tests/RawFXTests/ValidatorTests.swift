@@ -244,9 +244,11 @@ final class ValidatorTests: XCTestCase {
             var arguments = [path, "--json"]
             if path.hasSuffix("libRawFXWatermark.so") { arguments += ["--set", "watermark.image=\(Self.watermarkImage)"] }
             // dfn loads DeepFilterNet's model (0.8 s, several times that under a sanitizer's
-            // malloc) for each of the ~160 states validate makes: over the 300 s hang guard
-            // under ASan on 2 cores. The timeout only tells a hang from slow work.
-            if path.hasSuffix("libRawFXSpeech.so"), rawfx_built_with_sanitizer() != 0 { arguments += ["--timeout", "1500"] }
+            // malloc) for each of the ~160 states validate makes: 6.4 min under ASan on 2 cores.
+            // Under a sanitizer only rnnoise is validated (the same stage.c: resampling, FIFOs,
+            // formats); dfn's worker and spares run under the sanitizers in SpeechPluginTests,
+            // and dfn is validated in the plain run and by CI's `rawfx validate` loop.
+            if path.hasSuffix("libRawFXSpeech.so"), rawfx_built_with_sanitizer() != 0 { arguments += ["--filter", "rnnoise"] }
             let run = try validateCommand(arguments)
             let report = try XCTUnwrap(run.report, run.stderr)
             XCTAssertEqual(run.status, 0, report.text)
