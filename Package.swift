@@ -59,6 +59,7 @@ let package = Package(
         plugin("RawFXYUV", target: "YUVPlugin"),
         plugin("RawFXSpeex", target: "SpeexPlugin"),
         plugin("RawFXBasics", target: "BasicsPlugin"),
+        plugin("RawFXSpeech", target: "SpeechPlugin"),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -133,6 +134,9 @@ let package = Package(
         .target(name: "SpeexPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speex",
                 linkerSettings: [.linkedLibrary("speexdsp")]),
         .target(name: "BasicsPlugin", dependencies: ["RawFXPluginKit"], path: "Plugins/Basics"),
+        // dfn and rnnoise: their libraries (PyPI wheels) are opened with dlopen, never linked.
+        .target(name: "SpeechPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speech",
+                linkerSettings: [.linkedLibrary("speexdsp"), .linkedLibrary("dl"), .linkedLibrary("pthread")]),
 
         .executableTarget(
             name: "bench",

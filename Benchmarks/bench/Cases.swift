@@ -473,6 +473,25 @@ func audioCases() -> [BenchCase] {
             return .init(chain: chain + " + setParameter per block", engine: e,
                          direct: DirectDenoise(pool: pool, level: -30, alternateLevel: -20), sampleRate: 48_000, filterCount: 1)
         }))
+    // The speech models (issue #30). Back to back, a block's time is the model's (dfn's process
+    // waits for its worker's answer to the previous hop); paced like the SDK, dfn's worker has
+    // the 10 ms between blocks and what is left on the process thread is the hand-over.
+    for (filter, what) in [("rnnoise", "rnnoise_process_frame"), ("dfn", "df_process_frame")] {
+        for paced in [false, true] where !paced || filter == "dfn" {
+            cases.append(BenchCase(
+                name: "\(filter)-48k" + (paced ? "-paced" : ""), kind: .audio, filters: [filter], unit: "block",
+                summary: "\(filter), 48kHz mono in 10 ms blocks" + (paced ? ", one every 10 ms" : ""),
+                directSummary: "\(what) of the wheel's library on the same blocks, on this thread" + (paced ? ", paced alike" : ""),
+                make: { context in
+                    let pool = context.audioPool(sampleRate: 48_000, multiple: 480)
+                    let e = try EngineAudio(chain: AudioChain(filter, registry: context.registry), pool: pool, chunkSizes: [480])
+                    let direct = try DirectSpeechModel(pool: pool, filter: filter)
+                    guard paced else { return .init(chain: filter, engine: e, direct: direct, sampleRate: 48_000, filterCount: 1) }
+                    return .init(chain: filter + ", paced 10 ms", engine: Paced(e, intervalNanoseconds: 10_000_000),
+                                 direct: Paced(direct, intervalNanoseconds: 10_000_000), sampleRate: 48_000, filterCount: 1)
+                }))
+        }
+    }
     // Back to back, and one block every 10 ms as the SDK delivers them (the helper between
     // blocks as it would be); pipelined (one block late, never waited for) at that cadence.
     for (paced, pipelined) in [(false, false), (true, false), (true, true)] {

@@ -160,3 +160,14 @@ func runProgram(_ executable: URL, _ arguments: [String], stdin: String? = nil, 
     return ProgramOutcome(status: process.terminationStatus, exitedNormally: process.terminationReason == .exit,
                           stdout: try Data(contentsOf: out), stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
 }
+
+/// Equal sample arrays; on a difference says where, not the whole arrays.
+func assertSamplesEqual(_ got: [Int16], _ expected: [Int16], _ what: String,
+                        file: StaticString = #filePath, line: UInt = #line) {
+    XCTAssertEqual(got.count, expected.count, what, file: file, line: line)
+    if let first = zip(got, expected).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
+        let differing = zip(got, expected).filter { $0.0 != $0.1 }.count
+        XCTFail("\(what): \(differing) samples differ, the first at \(first) (\(got[first]) instead of \(expected[first]))",
+                file: file, line: line)
+    }
+}
