@@ -31,7 +31,10 @@ final class SinkRecorder: @unchecked Sendable {
 
 /// Runs `signal` through a fresh chain in chunks of `chunk` frames: the reference output of
 /// one stream processed alone.
-func separateChainOutput(_ chain: String, registry: PluginRegistry, signal: [Int16], format: AudioFormat, chunk: Int) throws -> [Int16] {
+/// What one chain of `chain` makes of `signal` fed in `chunk`s; `drained`: then drained, as a
+/// speaker stream is when it ends (its latency tail out, nothing added).
+func separateChainOutput(_ chain: String, registry: PluginRegistry, signal: [Int16], format: AudioFormat, chunk: Int,
+                         drained: Bool = false) throws -> [Int16] {
     let c = try AudioChain(chain, registry: registry)
     var out: [Int16] = []
     var copy = signal
@@ -45,6 +48,7 @@ func separateChainOutput(_ chain: String, registry: PluginRegistry, signal: [Int
             offset += n
         }
     }
+    if drained { try c.drain { out.append(contentsOf: $0.buffer) } }
     return out
 }
 

@@ -194,7 +194,10 @@ final class SpeechPluginTests: XCTestCase, RawfxCommandTesting {
             let latency = try XCTUnwrap(hook.latency(for: user))
             hook.close()
             let got = recorder.samples(of: user)
-            XCTAssertEqual(got, try separateChainOutput(filter, registry: registry, signal: input, format: format, chunk: 480))
+            // The stream ended at close: drained, so the tail inside the model came out too.
+            XCTAssertEqual(got, try separateChainOutput(filter, registry: registry, signal: input, format: format, chunk: 480,
+                                                        drained: true))
+            XCTAssertEqual(got.count, input.count + latency, "\(filter): every input sample came out, after the latency")
             let aligned = try runFile(filter, input, rate: 48000, channels: 1)
             XCTAssertGreaterThan(latency, 0)
             assertSamplesEqual(Array(got[latency...]), Array(aligned[..<(got.count - latency)]), "\(filter) hook shifted by \(latency)")
