@@ -9,6 +9,9 @@ import Synchronization
 /// memory mode, where `addRef` succeeds and the hook queues the frame itself.
 final class BenchVideoRawData: VideoRawData {
     let retainable: Bool
+    /// References the hook holds (`addRef` minus `releaseRef`): a workload that reuses frame
+    /// objects picks one nobody holds.
+    let references = Atomic<Int>(0)
     init(retainable: Bool = false, rotation: SDKVideoRawDataRotation = .rotation90) {
         self.retainable = retainable
         rotationValue = rotation
@@ -27,8 +30,12 @@ final class BenchVideoRawData: VideoRawData {
     var isLimitedI420: Bool { true }
     var timeStamp: UInt64 = 0
     func canAddRef() -> Bool { retainable }
-    func addRef() -> Bool { retainable }
-    func releaseRef() -> Int { 0 }
+    func addRef() -> Bool {
+        guard retainable else { return false }
+        references.add(1, ordering: .acquiringAndReleasing)
+        return true
+    }
+    func releaseRef() -> Int { references.subtract(1, ordering: .acquiringAndReleasing).newValue }
 }
 
 /// The smallest pipe: it keeps the delegate the hook subscribes and calls it.
@@ -90,30 +97,6 @@ final class DirectPerUserChains: Workload {
     }
 }
 
-/// A received frame the SDK lends with reference counting, counted: the callback path picks
-/// a frame object nobody holds (the hook keeps one with `addRef` until its worker is done).
-final class CountedRawData: VideoRawData, @unchecked Sendable {
-    let references = Atomic<Int>(0)
-    var frame = VideoFrame(rawfx_video_frame())
-    var streamWidth: Int { frame.width }
-    var streamHeight: Int { frame.height }
-    var yBuffer: UnsafeMutablePointer<CChar>? { UnsafeMutableRawPointer(frame.plane(0)).assumingMemoryBound(to: CChar.self) }
-    var uBuffer: UnsafeMutablePointer<CChar>? { UnsafeMutableRawPointer(frame.plane(1)).assumingMemoryBound(to: CChar.self) }
-    var vBuffer: UnsafeMutablePointer<CChar>? { UnsafeMutableRawPointer(frame.plane(2)).assumingMemoryBound(to: CChar.self) }
-    var yStride: Int { frame.stride(0) }
-    var uStride: Int { frame.stride(1) }
-    var vStride: Int { frame.stride(2) }
-    var rotation: SDKVideoRawDataRotation { .none }
-    var isLimitedI420: Bool { true }
-    var timeStamp: UInt64 = 0
-    func canAddRef() -> Bool { true }
-    func addRef() -> Bool {
-        references.add(1, ordering: .acquiringAndReleasing)
-        return true
-    }
-    func releaseRef() -> Int { references.subtract(1, ordering: .acquiringAndReleasing).newValue }
-}
-
 /// What `onRawDataFrameReceived` costs the SDK's thread in async mode while the worker is
 /// busy: a chain far slower than frames arrive (an upscale to 4K), one worker, frames
 /// delivered back to back. A unit is one callback; the queue drops the oldest, so the
@@ -122,7 +105,7 @@ final class ReceiveCallbackUnderLoad: Workload {
     let hook: ReceiveVideoHook
     let pool: FramePool
     private let pipe = BenchPipe()
-    private let frames = (0..<32).map { _ in CountedRawData() }
+    private let frames = (0..<32).map { _ in BenchVideoRawData(retainable: true, rotation: .none) }
     private var next = 0
 
     init(chain: String, registry: PluginRegistry, pool: FramePool) throws {
