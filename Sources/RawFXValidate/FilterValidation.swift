@@ -502,13 +502,14 @@ final class FilterValidation {
         // The real-time rules are those of the minor the plugin declared: 1.0 allowed reset
         // and set_param to allocate (docs/plugin-abi.md, "The rules from 1.1 on").
         let realTimeRules = description.pluginMinor >= 1
+        /// A failure under 1.1's rules; for a 1.0 plugin, whose header allowed it, a note.
+        func violation(_ failure: String, or note: String) {
+            if realTimeRules { findings.fail(failure) } else { findings.notes.append(note) }
+        }
         if resetAllocations > 0 {
-            if realTimeRules {
-                findings.fail("reset allocated \(resetAllocations) times in \(resets) calls")
-            } else {
-                findings.notes.append("reset allocated \(resetAllocations) times in \(resets) calls: allowed for an ABI 1.0 plugin, "
-                                      + "but the host calls reset on the process thread; declare 1.1 once it allocates nothing")
-            }
+            let what = "reset allocated \(resetAllocations) times in \(resets) calls"
+            violation(what, or: what + ": allowed for an ABI 1.0 plugin, "
+                      + "but the host calls reset on the process thread; declare 1.1 once it allocates nothing")
         }
 
         var setCalls = 0
@@ -539,12 +540,9 @@ final class FilterValidation {
             }
             setCalls += counted
             if allocations > 0 {
-                if realTimeRules {
-                    findings.fail("set_param of '\(parameter.id)' (not RECONFIGURE, so real-time) allocated \(allocations) times in \(counted) calls")
-                } else {
-                    findings.notes.append("set_param of '\(parameter.id)' allocated \(allocations) times in \(counted) calls: allowed for an "
-                                          + "ABI 1.0 plugin, whose values the host sets on a new instance, not on the live one")
-                }
+                violation("set_param of '\(parameter.id)' (not RECONFIGURE, so real-time) allocated \(allocations) times in \(counted) calls",
+                          or: "set_param of '\(parameter.id)' allocated \(allocations) times in \(counted) calls: allowed for an "
+                              + "ABI 1.0 plugin, whose values the host sets on a new instance, not on the live one")
             }
         }
         realTimeSummary = "no heap allocation in \(frames) process calls, \(resets) resets and \(setCalls) real-time set_param calls"
