@@ -47,6 +47,8 @@ let package = Package(
         // A session emulator apps drive their own integration tests with (as swift-nio ships NIOEmbedded).
         .library(name: "RawFXEmulator", targets: ["RawFXEmulator"]),
         .library(name: "RawFXMedia", targets: ["RawFXMedia"]),
+        // The compositor: many received streams into one program (docs/compose.md).
+        .library(name: "RawFXCompose", targets: ["RawFXCompose"]),
         .library(name: "RawFXPluginKit", targets: ["RawFXPluginKit"]),
         .library(name: "RawFXValidate", targets: ["RawFXValidate"]),
         // Engine and hook figures exported through swift-metrics (docs/observability.md).
@@ -120,6 +122,18 @@ let package = Package(
                                         .product(name: "Logging", package: "swift-log")],
                          path: "Sources/rawfx-isolate"),
 
+        // The plane scaler (libyuv's arithmetic, SIMD chosen at run time) and the kernel-level
+        // choice: linked into the YUV plugin's `scale` and into the compositor, hidden in each.
+        .target(name: "RawFXScaleKernels", path: "Sources/RawFXScaleKernels",
+                linkerSettings: [.linkedLibrary("yuv")]),
+
+        // The compositor's frame: tiles and background as thread-pool jobs (C, over the scale kernels).
+        .target(name: "RawFXComposeKernels", dependencies: ["RawFXScaleKernels"], path: "Sources/RawFXComposeKernels"),
+        // Many streams into one picture and one mix: layouts, the steady clock, placeholders.
+        .target(name: "RawFXCompose",
+                dependencies: ["RawFX", "RawFXRuntime", "RawFXComposeKernels", "RawFXScaleKernels"],
+                path: "Sources/RawFXCompose"),
+
         // Counts heap allocations per thread (malloc interposition) for tests and bench.
         .target(name: "RawFXAllocCounter", path: "Sources/RawFXAllocCounter"),
 
@@ -129,7 +143,7 @@ let package = Package(
         // The watermark's SIMD row blends (C: run-time CPU dispatch), linked into its .so.
         .target(name: "WatermarkKernels", path: "Plugins/WatermarkKernels"),
         // C targets do not inherit a system module's `link`: name the library here.
-        .target(name: "YUVPlugin", dependencies: ["CRawFX", "CLibYUV"], path: "Plugins/YUV",
+        .target(name: "YUVPlugin", dependencies: ["CRawFX", "CLibYUV", "RawFXScaleKernels"], path: "Plugins/YUV",
                 linkerSettings: [.linkedLibrary("yuv")]),
         .target(name: "SpeexPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speex",
                 linkerSettings: [.linkedLibrary("speexdsp")]),
@@ -145,6 +159,12 @@ let package = Package(
         // FFmpeg for `bench --peers`, opened with dlopen at run time (never linked).
         .target(name: "CBenchPeers", path: "Benchmarks/CBenchPeers", linkerSettings: [.linkedLibrary("dl")]),
 
+        // The compositor's own tests: its only engine dependency besides RawFX is the YUV plugin
+        // (the reference for every tile), found in the build folder like any plugin.
+        .testTarget(
+            name: "RawFXComposeTests",
+            dependencies: ["RawFXCompose", "RawFX", "RawFXRuntime", "RawFXAllocCounter"],
+            path: "Tests/RawFXComposeTests"),
         .testTarget(
             name: "RawFXTests",
             dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter", "RawFXValidate",

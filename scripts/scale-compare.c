@@ -4,7 +4,7 @@
  * or of CI: a measuring tool. Needs libswscale-dev and libavutil-dev, and ffmpeg to make
  * the frames (testsrc2):
  *
- *   gcc -O2 -IPlugins/YUV scripts/scale-compare.c Plugins/YUV/scale_kernels.c Plugins/YUV/kernel_level.c \
+ *   gcc -O2 -ISources/RawFXScaleKernels/include scripts/scale-compare.c Sources/RawFXScaleKernels/scale_kernels.c Sources/RawFXScaleKernels/kernel_level.c \
  *       -o /tmp/scale-compare -lyuv -lswscale -lavutil -lm && /tmp/scale-compare [cases]
  *
  * Per case and filter (bilinear = SWS_BILINEAR, box = SWS_AREA) it prints milliseconds per

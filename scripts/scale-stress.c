@@ -1,5 +1,5 @@
 /*
- * scripts/scale-stress.c — the `scale` plugin's plane kernels (Plugins/YUV/scale_kernels.c) at
+ * scripts/scale-stress.c — the `scale` plugin's plane kernels (Sources/RawFXScaleKernels/scale_kernels.c) at
  * random sizes, filters, strides and slice counts, under AddressSanitizer and UBSan, with every
  * buffer exactly as large as its rows (so any read or write past a row's end is reported). At
  * every instruction-set level the plugin has its own kernels for (fixed ratios, any ratio in
@@ -7,8 +7,8 @@
  * call libyuv's rows are run for memory errors only (libyuv's C and SIMD rows round differently).
  * Part of CI (.ci/run), about 30 s:
  *
- *   clang -fuse-ld=lld -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -IPlugins/YUV \
- *       scripts/scale-stress.c Plugins/YUV/scale_kernels.c Plugins/YUV/kernel_level.c \
+ *   clang -fuse-ld=lld -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -ISources/RawFXScaleKernels/include \
+ *       scripts/scale-stress.c Sources/RawFXScaleKernels/scale_kernels.c Sources/RawFXScaleKernels/kernel_level.c \
  *       -o /tmp/scale-stress -lyuv && /tmp/scale-stress [cases]
  *
  * Exit status 0 when every case passed; 1 with the first case whose levels differ (a sanitizer

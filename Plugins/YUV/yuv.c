@@ -50,7 +50,6 @@ static const char *const rotate_angle_names[] = { "0", "90", "180", "270", "auto
 static const char *const range_to_names[] = { "full", "limited" };
 
 enum { SCALE_PARAM_WIDTH, SCALE_PARAM_HEIGHT, SCALE_PARAM_FILTER, SCALE_PARAM_MODE, SCALE_PARAM_COUNT };
-enum { SCALE_MODE_STRETCH, SCALE_MODE_FIT, SCALE_MODE_FILL };
 enum { ROTATE_PARAM_ANGLE, ROTATE_PARAM_MIRROR, ROTATE_PARAM_COUNT };
 enum { ROTATE_ANGLE_0, ROTATE_ANGLE_90, ROTATE_ANGLE_180, ROTATE_ANGLE_270, ROTATE_ANGLE_AUTO };
 enum { MIRROR_PARAM_VERTICAL, MIRROR_PARAM_COUNT };
@@ -119,11 +118,6 @@ static const rawfx_param_descriptor range_params[RANGE_PARAM_COUNT] = {
 
 typedef enum { KIND_SCALE, KIND_ROTATE, KIND_MIRROR, KIND_RANGE } yuv_kind;
 
-/* Where a scale reads from and writes to, in luma pixels; all offsets even. */
-typedef struct scale_geometry {
-    int src_x, src_y, src_w, src_h;
-    int dst_x, dst_y, dst_w, dst_h;
-} scale_geometry;
 
 /* One plane of a rotate or mirror: what `op` reads and writes. Strides may be
  * negative (rows read or written bottom up); width and height are the source's. */
@@ -204,47 +198,8 @@ static yuv_instance *instance_of(const rawfx_filter *filter) {
 
 /* ------------------------------------------------------------- geometry -- */
 
-/* The even number nearest to numerator / denominator (halves round up), at least 2. */
-static uint64_t round_even(uint64_t numerator, uint64_t denominator) {
-    uint64_t value = (numerator + denominator) / (2 * denominator) * 2;
-    return value < 2 ? 2 : value;
-}
-
 static int rotation_is_valid(uint32_t rotation) {
     return rotation == 0 || rotation == 90 || rotation == 180 || rotation == 270;
-}
-
-static scale_geometry compute_scale_geometry(int mode, uint32_t in_w, uint32_t in_h,
-                                             uint32_t out_w, uint32_t out_h) {
-    scale_geometry g = { 0, 0, (int)in_w, (int)in_h, 0, 0, (int)out_w, (int)out_h };
-    /* Compare aspect ratios exactly: in_w/in_h against out_w/out_h. */
-    uint64_t in_cross = (uint64_t)in_w * out_h, out_cross = (uint64_t)out_w * in_h;
-    if (mode == SCALE_MODE_FIT && in_cross != out_cross) {
-        if (in_cross > out_cross) { /* input wider: full width, bars top and bottom */
-            uint64_t h = round_even((uint64_t)out_w * in_h, in_w);
-            if (h > out_h) h = out_h;
-            g.dst_h = (int)h;
-            g.dst_y = (int)(((out_h - h) / 2) & ~1u);
-        } else {                    /* input taller: full height, bars left and right */
-            uint64_t w = round_even((uint64_t)out_h * in_w, in_h);
-            if (w > out_w) w = out_w;
-            g.dst_w = (int)w;
-            g.dst_x = (int)(((out_w - w) / 2) & ~1u);
-        }
-    } else if (mode == SCALE_MODE_FILL && in_cross != out_cross) {
-        if (in_cross > out_cross) { /* input wider: crop left and right */
-            uint64_t w = round_even((uint64_t)in_h * out_w, out_h);
-            if (w > in_w) w = in_w;
-            g.src_w = (int)w;
-            g.src_x = (int)(((in_w - w) / 2) & ~1u);
-        } else {                    /* input taller: crop top and bottom */
-            uint64_t h = round_even((uint64_t)in_w * out_h, out_w);
-            if (h > in_h) h = in_h;
-            g.src_h = (int)h;
-            g.src_y = (int)(((in_h - h) / 2) & ~1u);
-        }
-    }
-    return g;
 }
 
 /* ------------------------------------------------------- format checking -- */
@@ -419,9 +374,9 @@ static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format
         w = in->width;
         h = in->height;
     } else if (h == 0) {
-        h = round_even(w * in->height, in->width);
+        h = scale_round_even(w * in->height, in->width);
     } else if (w == 0) {
-        w = round_even(h * in->width, in->height);
+        w = scale_round_even(h * in->width, in->height);
     }
     if (w > YUV_MAX_DIMENSION || h > YUV_MAX_DIMENSION)
         return rawfx_fail(&self->base, RAWFX_ERR_UNSUPPORTED,
@@ -432,7 +387,7 @@ static rawfx_status scale_configure(yuv_instance *self, const rawfx_video_format
     if (status != RAWFX_OK) return status;
     self->out_width = (uint32_t)w;
     self->out_height = (uint32_t)h;
-    self->geometry = compute_scale_geometry(self->scale_mode, in->width, in->height,
+    self->geometry = scale_fit_geometry(self->scale_mode, in->width, in->height,
                                             self->out_width, self->out_height);
     const scale_geometry *g = &self->geometry;
     rawfx_log(&self->base, RAWFX_LOG_INFO, "%ux%u -> %ux%u, mode %s: input %dx%d at %d,%d to output %dx%d at %d,%d",
@@ -785,7 +740,7 @@ static rawfx_status yuv_set_param(const rawfx_filter *filter, uint32_t index, co
         case SCALE_PARAM_MODE:
             self->scale_mode = (int)v;
             if (self->configured) {
-                self->geometry = compute_scale_geometry(self->scale_mode, self->in_width, self->in_height,
+                self->geometry = scale_fit_geometry(self->scale_mode, self->in_width, self->in_height,
                                                         self->out_width, self->out_height);
                 scale_update_plans(self);
             }

@@ -5,7 +5,7 @@ import RawFXAllocCounter
 import RawFXMedia
 import XCTest
 
-/// The kernels behind `scale` (Plugins/YUV/scale_kernels.c), run through chains: quality
+/// The kernels behind `scale` (Sources/RawFXScaleKernels/scale_kernels.c), run through chains: quality
 /// against FFmpeg's bicubic and libyuv's I420Scale on the repository's test pattern, the
 /// fixed-ratio kernels against their weight formula, any other ratio in bilinear or linear
 /// against the exact blend at libyuv's positions (and within one step of libyuv), box from 2:1

@@ -1,5 +1,6 @@
 /*
- * scale_kernels.h — the plane scaler behind the `scale` filter (scale_kernels.c).
+ * scale_kernels.h — the plane scaler behind the `scale` filter and the compositor's
+ * tiles (scale_kernels.c).
  *
  * A plan is made whenever the geometry or the filter changes (configure or
  * set_param: no allocation, no I/O); scale_plane_rows then scales any band of
@@ -8,7 +9,8 @@
  * own row buffer of scale_row_buffer_size bytes (allocated at configure). The
  * any-ratio two-tap path and the area path read per-column tables that the plan writes into
  * storage the caller allocated at configure (scale_column_blocks).
- * Nothing here is exported from the plugin: the symbols are hidden.
+ * Linked into the YUV plugin (`scale`) and the engine's compositor; the symbols
+ * are hidden in each.
  */
 #ifndef RAWFX_YUV_SCALE_KERNELS_H
 #define RAWFX_YUV_SCALE_KERNELS_H
@@ -125,5 +127,24 @@ SCALE_HIDDEN void scale_plane_rows(const scale_plan *plan, const uint8_t *src, p
 /* Cuts dst_h rows into `count` slices at multiples of the plan's alignment:
  * slice `index` is [*begin, *end), possibly empty. */
 SCALE_HIDDEN void scale_slice_rows(const scale_plan *plan, uint32_t count, uint32_t index, int *begin, int *end);
+
+/* How a picture is placed into an output of another shape: stretched over all of it,
+ * fitted inside it (bars, in the output's remaining rows or columns), or filling it
+ * (the input cropped at its centre). The `scale` filter's mode parameter and the
+ * compositor's tile fit. */
+enum { SCALE_MODE_STRETCH, SCALE_MODE_FIT, SCALE_MODE_FILL };
+
+/* Where a scale reads from and writes to, in luma pixels; all offsets even. */
+typedef struct scale_geometry {
+    int src_x, src_y, src_w, src_h;
+    int dst_x, dst_y, dst_w, dst_h;
+} scale_geometry;
+
+/* The even number nearest to numerator / denominator (halves round up), at least 2. */
+SCALE_HIDDEN uint64_t scale_round_even(uint64_t numerator, uint64_t denominator);
+
+/* The source and destination rectangles of a scale of in_w x in_h into out_w x out_h
+ * (even) in `mode`, aspect ratios compared exactly, offsets centred and even. Any thread. */
+SCALE_HIDDEN scale_geometry scale_fit_geometry(int mode, uint32_t in_w, uint32_t in_h, uint32_t out_w, uint32_t out_h);
 
 #endif /* RAWFX_YUV_SCALE_KERNELS_H */

@@ -1202,3 +1202,42 @@ void scale_plane_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_
     case SCALE_PATH_BOX: box_rows(plan, src, src_stride, dst, dst_stride, row_begin, row_end, row_buffer); break;
     }
 }
+
+/* ------------------------------------------------------------- geometry -- */
+
+uint64_t scale_round_even(uint64_t numerator, uint64_t denominator) {
+    uint64_t value = (numerator + denominator) / (2 * denominator) * 2;
+    return value < 2 ? 2 : value;
+}
+
+scale_geometry scale_fit_geometry(int mode, uint32_t in_w, uint32_t in_h, uint32_t out_w, uint32_t out_h) {
+    scale_geometry g = { 0, 0, (int)in_w, (int)in_h, 0, 0, (int)out_w, (int)out_h };
+    /* Compare aspect ratios exactly: in_w/in_h against out_w/out_h. */
+    uint64_t in_cross = (uint64_t)in_w * out_h, out_cross = (uint64_t)out_w * in_h;
+    if (mode == SCALE_MODE_FIT && in_cross != out_cross) {
+        if (in_cross > out_cross) { /* input wider: full width, bars top and bottom */
+            uint64_t h = scale_round_even((uint64_t)out_w * in_h, in_w);
+            if (h > out_h) h = out_h;
+            g.dst_h = (int)h;
+            g.dst_y = (int)(((out_h - h) / 2) & ~1u);
+        } else {                    /* input taller: full height, bars left and right */
+            uint64_t w = scale_round_even((uint64_t)out_h * in_w, in_h);
+            if (w > out_w) w = out_w;
+            g.dst_w = (int)w;
+            g.dst_x = (int)(((out_w - w) / 2) & ~1u);
+        }
+    } else if (mode == SCALE_MODE_FILL && in_cross != out_cross) {
+        if (in_cross > out_cross) { /* input wider: crop left and right */
+            uint64_t w = scale_round_even((uint64_t)in_h * out_w, out_h);
+            if (w > in_w) w = in_w;
+            g.src_w = (int)w;
+            g.src_x = (int)(((in_w - w) / 2) & ~1u);
+        } else {                    /* input taller: crop top and bottom */
+            uint64_t h = scale_round_even((uint64_t)in_w * out_h, out_w);
+            if (h > in_h) h = in_h;
+            g.src_h = (int)h;
+            g.src_y = (int)(((in_h - h) / 2) & ~1u);
+        }
+    }
+    return g;
+}

@@ -1,0 +1,301 @@
+import Foundation
+import RawFX
+import RawFXAllocCounter
+import RawFXRuntime
+import Synchronization
+import XCTest
+
+@testable import RawFXCompose
+
+/// A picture whose every sample depends on its position and a seed, so that a tile drawn
+/// from the wrong place, plane or row differs somewhere.
+func noisePicture(width: Int, height: Int, seed: Int, range: ColorRange = .limited) -> VideoBuffer {
+    let buffer = VideoBuffer(format: VideoFormat(width: width, height: height, colorRange: range))
+    let frame = buffer.frame
+    for p in 0..<3 {
+        let (w, h) = frame.planeSize(p)
+        for row in 0..<h {
+            let line = frame.plane(p) + row * frame.stride(p)
+            for column in 0..<w {
+                // Smooth gradients plus a hash: scaling kernels see real structure.
+                let hash = (column &* 73_856_093) ^ (row &* 19_349_663) ^ (seed &* 83_492_791) ^ (p &* 2_654_435)
+                line[column] = UInt8(truncatingIfNeeded: (column * 3 + row * 2 + seed * 40 + p * 60) / 2 + (hash >> 7) & 31)
+            }
+        }
+    }
+    return buffer
+}
+
+/// Plane `p` of `frame` inside `rect` (luma coordinates, even), row by row.
+func samples(_ frame: VideoFrame, plane p: Int, in rect: TileRect) -> [UInt8] {
+    let shift = p > 0 ? 1 : 0
+    var out: [UInt8] = []
+    for row in (rect.y >> shift)..<(rect.maxY >> shift) {
+        let line = frame.plane(p) + row * frame.stride(p)
+        out.append(contentsOf: UnsafeBufferPointer(start: line + (rect.x >> shift), count: rect.width >> shift))
+    }
+    return out
+}
+
+/// The whole of plane `p` of a frame.
+func samples(_ frame: VideoFrame, plane p: Int) -> [UInt8] {
+    samples(frame, plane: p, in: TileRect(x: 0, y: 0, width: frame.width & ~1, height: frame.height & ~1))
+}
+
+final class LayoutTests: XCTestCase {
+    func rectsAreEvenInsideAndDisjoint(_ placements: [TilePlacement], width: Int, height: Int,
+                                       file: StaticString = #filePath, line: UInt = #line) {
+        for p in placements {
+            let r = p.rect
+            XCTAssertEqual((r.x | r.y | r.width | r.height) & 1, 0, "\(p.id) \(r) is not even", file: file, line: line)
+            XCTAssert(r.x >= 0 && r.y >= 0 && r.maxX <= width && r.maxY <= height && r.width >= 2 && r.height >= 2,
+                      "\(p.id) \(r) is outside \(width)x\(height)", file: file, line: line)
+        }
+        for (i, a) in placements.enumerated() {
+            for b in placements[(i + 1)...] where a.z == b.z {
+                XCTAssertFalse(a.rect.intersects(b.rect), "\(a.id) \(a.rect) overlaps \(b.id) \(b.rect)", file: file, line: line)
+            }
+        }
+    }
+
+    func testGridChoosesRowsAndColumnsForTheAspectRatioAndCentresTheLastRow() {
+        let ids = (0..<49).map { "u\($0)" }
+        // Expected columns: the count that gives the largest 16:9 picture per cell, computed
+        // here by brute force over real pixel sizes, more columns on a tie.
+        for count in 1...49 {
+            let placements = CompositorLayout.grid.placements(width: 1920, height: 1080, roles: LayoutRoles(order: Array(ids.prefix(count))))
+            XCTAssertEqual(placements.map(\.id), Array(ids.prefix(count)), "order for \(count)")
+            rectsAreEvenInsideAndDisjoint(placements, width: 1920, height: 1080)
+            var bestColumns = 1, bestArea = -1
+            for columns in 1...count {
+                let rows = (count + columns - 1) / columns
+                let cellW = 1920 / columns, cellH = 1080 / rows
+                let w = min(cellW, cellH * 16 / 9)
+                let area = w * (w * 9 / 16)
+                if area >= bestArea { bestColumns = columns; bestArea = area }
+            }
+            let firstRowCount = placements.filter { $0.rect.y == 0 }.count
+            XCTAssertEqual(firstRowCount, bestColumns, "columns for \(count) tiles")
+            // The last row is centred: equal space left and right (to the even pixel).
+            let lastY = placements.map(\.rect.y).max()!
+            let last = placements.filter { $0.rect.y == lastY }
+            let left = last.map(\.rect.x).min()!, right = 1920 - last.map(\.rect.maxX).max()!
+            XCTAssertLessThanOrEqual(abs(left - right), 2, "last row of \(count) is centred: \(left) vs \(right)")
+        }
+        let nine = CompositorLayout.grid.placements(width: 1920, height: 1080, roles: LayoutRoles(order: Array(ids.prefix(9))))
+        XCTAssertEqual(nine.map(\.rect), (0..<9).map { TileRect(x: $0 % 3 * 640, y: $0 / 3 * 360, width: 640, height: 360) })
+    }
+
+    func testSpeakerShareSingleAndCustomPlaceTheirRoles() throws {
+        let roles = LayoutRoles(order: ["a", "b", "c", "d", "e", "f"], speaker: "c", share: "s")
+        let speaker = CompositorLayout.speaker(filmstrip: .bottom, others: 4).placements(width: 1280, height: 720, roles: roles)
+        XCTAssertEqual(speaker.first?.id, "c")
+        XCTAssertEqual(speaker.first?.rect, TileRect(x: 0, y: 0, width: 1280, height: 576))
+        XCTAssertEqual(speaker.dropFirst().map(\.id), ["a", "b", "d", "e"])
+        XCTAssert(speaker.dropFirst().allSatisfy { $0.rect.y == 576 && $0.rect.height == 144 && $0.rect.width == 256 })
+        rectsAreEvenInsideAndDisjoint(speaker, width: 1280, height: 720)
+        for position in FilmstripPosition.allCases {
+            let placed = CompositorLayout.speaker(filmstrip: position, others: 5).placements(width: 1280, height: 720, roles: roles)
+            rectsAreEvenInsideAndDisjoint(placed, width: 1280, height: 720)
+            XCTAssertEqual(placed.count, 6)
+        }
+
+        let withShare = LayoutRoles(order: ["a", "s", "b"], speaker: "b", share: "s")
+        let beside = CompositorLayout.share(speaker: .beside).placements(width: 1280, height: 720, roles: withShare)
+        XCTAssertEqual(beside.map(\.id), ["s", "b"])
+        XCTAssertEqual(beside[0].rect, TileRect(x: 0, y: 0, width: 960, height: 720))
+        XCTAssertEqual(beside[1].rect, TileRect(x: 960, y: 270, width: 320, height: 180))
+        let inset = CompositorLayout.share(speaker: .inset).placements(width: 1280, height: 720, roles: withShare)
+        XCTAssertEqual(inset[0].rect, TileRect(x: 0, y: 0, width: 1280, height: 720))
+        XCTAssertEqual(inset[1].z, 1)
+        XCTAssert(inset[0].rect.intersects(inset[1].rect))
+        XCTAssertEqual(LayoutGeometry.passes(for: inset), [0, 1])
+        XCTAssertEqual(CompositorLayout.share(speaker: .hidden).placements(width: 1280, height: 720, roles: withShare).map(\.id), ["s"])
+        XCTAssertEqual(CompositorLayout.single.placements(width: 1280, height: 720, roles: withShare).map(\.id), ["b"])
+
+        let custom = CompositorLayout.custom([CustomTile(id: "b", rect: TileRect(x: 100, y: 100, width: 200, height: 100), z: 2),
+                                              CustomTile(id: "a", rect: TileRect(x: 0, y: 0, width: 640, height: 360), z: 0),
+                                              CustomTile(id: "zz", rect: TileRect(x: 0, y: 0, width: 2, height: 2))])
+        XCTAssertEqual(custom.placements(width: 1280, height: 720, roles: withShare).map(\.id), ["a", "b"])
+        XCTAssertThrowsError(try CompositorLayout.custom([CustomTile(id: "a", rect: TileRect(x: 1, y: 0, width: 4, height: 4))])
+            .validate(width: 64, height: 64)) { XCTAssert("\($0)".contains("even")) }
+        XCTAssertThrowsError(try CompositorLayout.custom([CustomTile(id: "a", rect: TileRect(x: 62, y: 0, width: 4, height: 4))])
+            .validate(width: 64, height: 64)) { XCTAssert("\($0)".contains("outside the 64x64")) }
+    }
+
+    func testUncoveredPiecesAreExactlyTheOutputMinusTheTiles() {
+        let rects = [TileRect(x: 10, y: 10, width: 20, height: 20), TileRect(x: 20, y: 20, width: 30, height: 10),
+                     TileRect(x: 0, y: 40, width: 64, height: 8)]
+        let area = TileRect(x: 0, y: 0, width: 64, height: 64)
+        let pieces = LayoutGeometry.uncovered(by: rects, in: area)
+        for y in 0..<64 {
+            for x in 0..<64 {
+                let inTile = rects.contains { x >= $0.x && x < $0.maxX && y >= $0.y && y < $0.maxY }
+                let covering = pieces.filter { x >= $0.x && x < $0.maxX && y >= $0.y && y < $0.maxY }.count
+                XCTAssertEqual(covering, inTile ? 0 : 1, "pixel \(x),\(y)")
+            }
+        }
+    }
+}
+
+final class CompositorTests: XCTestCase {
+    override func tearDown() { rfx_runtime_set_thread_count(1) }
+
+    /// The `scale` filter of the YUV plugin, alone: the reference a tile must equal.
+    func scaledAlone(_ picture: VideoBuffer, width: Int, height: Int, mode: String, filter: String = "bilinear") throws -> VideoFrame {
+        let chain = try VideoChain("scale=width=\(width):height=\(height):mode=\(mode):filter=\(filter)", registry: PluginRegistry())
+        return try chain.process(picture.frame)
+    }
+
+    func checkEveryTileEqualsItsInputScaledAlone(fit: TileFit, threads: UInt32) throws {
+        rfx_runtime_set_thread_count(threads)
+        let sizes = [(640, 360), (320, 240), (641, 479), (1280, 720), (176, 144), (96, 540), (1920, 1080)]
+        let background = YUVColor.black(.limited)
+        let compositor = try Compositor(.init(width: 1280, height: 720, fit: fit, background: .color(background)))
+        var pictures: [String: VideoBuffer] = [:]
+        for (index, size) in sizes.enumerated() {
+            let picture = noisePicture(width: size.0, height: size.1, seed: index)
+            pictures["in\(index)"] = picture
+            XCTAssert(try compositor.addInput(id: "in\(index)").submit(picture.frame, at: 0))
+        }
+        let output = compositor.compose(frameIndex: 0)
+        let placements = compositor.currentScene.placements
+        XCTAssertEqual(placements.count, sizes.count)
+        for placement in placements {
+            let r = placement.rect
+            let expected = try scaledAlone(pictures[placement.id]!, width: r.width, height: r.height,
+                                           mode: fit == .contain ? "fit" : "fill")
+            for p in 0..<3 {
+                XCTAssertEqual(samples(output, plane: p, in: r), samples(expected, plane: p),
+                               "\(placement.id) at \(r), plane \(p), \(threads) threads")
+            }
+        }
+        // Outside the tiles: the background, exactly.
+        let uncovered = LayoutGeometry.uncovered(by: placements.map(\.rect), in: TileRect(x: 0, y: 0, width: 1280, height: 720))
+        XCTAssertFalse(uncovered.isEmpty)
+        for piece in uncovered {
+            XCTAssert(samples(output, plane: 0, in: piece).allSatisfy { $0 == background.y })
+            XCTAssert(samples(output, plane: 1, in: piece).allSatisfy { $0 == background.u })
+            XCTAssert(samples(output, plane: 2, in: piece).allSatisfy { $0 == background.v })
+        }
+    }
+
+    func testEveryTileEqualsItsInputScaledAloneContain() throws {
+        try checkEveryTileEqualsItsInputScaledAlone(fit: .contain, threads: 1)
+    }
+
+    func testEveryTileEqualsItsInputScaledAloneCoverOnTwoThreads() throws {
+        try checkEveryTileEqualsItsInputScaledAlone(fit: .cover, threads: 2)
+        try checkEveryTileEqualsItsInputScaledAlone(fit: .contain, threads: 3)
+    }
+
+    func testTheBackgroundShowsOnlyOutsideTheTilesAndNothingElseChanges() throws {
+        let background = YUVColor(red: 0, green: 90, blue: 200)
+        let compositor = try Compositor(.init(width: 640, height: 360, fit: .cover, background: .color(background)))
+        // Three inputs in a 2×2 grid: the last row's tile centred, the background beside it.
+        let ids = ["a", "b", "c"]
+        for (index, id) in ids.enumerated() {
+            try compositor.addInput(id: id).submit(noisePicture(width: 320, height: 180, seed: index).frame, at: 0)
+        }
+        let output = compositor.compose(frameIndex: 0)
+        let placements = compositor.currentScene.placements
+        XCTAssertEqual(placements.map(\.rect), [TileRect(x: 0, y: 0, width: 320, height: 180),
+                                                TileRect(x: 320, y: 0, width: 320, height: 180),
+                                                TileRect(x: 160, y: 180, width: 320, height: 180)])
+        for y in stride(from: 0, to: 360, by: 2) {
+            for x in stride(from: 0, to: 640, by: 2) {
+                guard !placements.contains(where: { x >= $0.rect.x && x < $0.rect.maxX && y >= $0.rect.y && y < $0.rect.maxY }) else { continue }
+                XCTAssertEqual(output.plane(0)[y * output.stride(0) + x], background.y)
+                XCTAssertEqual(output.plane(1)[y / 2 * output.stride(1) + x / 2], background.u)
+            }
+        }
+    }
+
+    func testAStalledInputShowsItsPlaceholderAfterTheTimeoutAndComesBack() throws {
+        let grey = YUVColor(y: 77, u: 99, v: 111)
+        let compositor = try Compositor(.init(width: 320, height: 180, frameRate: FrameRate(10), layout: .single,
+                                              placeholder: .color(grey), inputTimeoutMicroseconds: 250_000))
+        let input = try compositor.addInput(id: "a")
+        let picture = noisePicture(width: 320, height: 180, seed: 3)
+        let full = TileRect(x: 0, y: 0, width: 320, height: 180)
+        // Before any frame: the placeholder.
+        var output = compositor.compose(frameIndex: 0)
+        XCTAssert(samples(output, plane: 0, in: full).allSatisfy { $0 == grey.y })
+        input.submit(picture.frame, at: 100_000)
+        // Frames 1–3 (100–300 ms) are within 250 ms of the frame: shown.
+        for index: Int64 in 1...3 {
+            output = compositor.compose(frameIndex: index)
+            XCTAssertEqual(samples(output, plane: 0, in: full), samples(picture.frame, plane: 0), "frame \(index)")
+        }
+        // Frame 4 (400 ms) is 300 ms after it: the placeholder.
+        output = compositor.compose(frameIndex: 4)
+        XCTAssert(samples(output, plane: 0, in: full).allSatisfy { $0 == grey.y })
+        XCTAssert(samples(output, plane: 2, in: full).allSatisfy { $0 == grey.v })
+        // It resumes: shown again on the next frame.
+        input.submit(picture.frame, at: 450_000)
+        output = compositor.compose(frameIndex: 5)
+        XCTAssertEqual(samples(output, plane: 1, in: full), samples(picture.frame, plane: 1))
+        // Marked off: the placeholder at once, although the frame is fresh.
+        input.isActive = false
+        output = compositor.compose(frameIndex: 5)
+        XCTAssert(samples(output, plane: 0, in: full).allSatisfy { $0 == grey.y })
+        // A last-frame placeholder keeps the picture frozen.
+        let frozen = try Compositor(.init(width: 320, height: 180, frameRate: FrameRate(10), layout: .single,
+                                          placeholder: .lastFrame(otherwise: grey), inputTimeoutMicroseconds: 250_000))
+        try frozen.addInput(id: "a").submit(picture.frame, at: 0)
+        output = frozen.compose(frameIndex: 50)
+        XCTAssertEqual(samples(output, plane: 0, in: full), samples(picture.frame, plane: 0))
+        XCTAssertEqual(frozen.placeholderTilesShown, 1)
+    }
+
+    func testALayoutSwitchLandsOnTheNextOutputFrame() throws {
+        let compositor = try Compositor(.init(width: 640, height: 360, layout: .grid))
+        let a = noisePicture(width: 640, height: 360, seed: 1), b = noisePicture(width: 640, height: 360, seed: 2)
+        try compositor.addInput(id: "a").submit(a.frame, at: 0)
+        try compositor.addInput(id: "b").submit(b.frame, at: 0)
+        XCTAssertEqual(compositor.compose(frameIndex: 0).timestampMicroseconds, 0)
+        XCTAssertEqual(compositor.currentScene.layout, .grid)
+        try compositor.setLayout(.single)
+        compositor.setRoles(speaker: "b", share: nil)
+        let output = compositor.compose(frameIndex: 1)
+        XCTAssertEqual(output.timestampMicroseconds, 33_333)
+        XCTAssertEqual(compositor.currentScene.layout, .single)
+        XCTAssertEqual(samples(output, plane: 0), samples(b.frame, plane: 0))
+    }
+
+    func testInputsAddedAndRemovedWhileComposingAllocateNothingOnTheComposeThread() throws {
+        let compositor = try Compositor(.init(width: 640, height: 360, frameRate: FrameRate(100)))
+        let pictures = (0..<4).map { noisePicture(width: 160, height: 90, seed: $0) }
+        let stop = Atomic<Bool>(false)
+        let churn = Thread {
+            var round = 0
+            while !stop.load(ordering: .relaxed) {
+                for index in 0..<Compositor.maximumInputs {
+                    if let input = try? compositor.addInput(id: "u\(index)") {
+                        input.submit(pictures[index % 4].frame, at: input.now)
+                    }
+                }
+                XCTAssertNil(try? compositor.addInput(id: "one too many"))
+                for index in stride(from: 0, to: Compositor.maximumInputs, by: 2) { try? compositor.removeInput("u\(index)") }
+                for index in stride(from: 1, to: Compositor.maximumInputs, by: 2) { try? compositor.removeInput("u\(index)") }
+                round += 1
+            }
+        }
+        churn.start()
+        defer { stop.store(true, ordering: .relaxed) }
+        // Warm up, then count: frames drawn whatever the control side does.
+        for index: Int64 in 0..<20 { _ = compositor.compose(frameIndex: index) }
+        let counting = rawfx_allocation_counter_active() != 0
+        // Timestamps go into storage made beforehand: an assertion per frame would allocate.
+        var timestamps = [Int64](repeating: -1, count: 400)
+        let before = rawfx_thread_allocation_count()
+        timestamps.withUnsafeMutableBufferPointer { stamps in
+            for index in 20..<400 { stamps[index] = compositor.compose(frameIndex: Int64(index)).timestampMicroseconds }
+        }
+        let allocations = rawfx_thread_allocation_count() - before
+        XCTAssertEqual(Array(timestamps[20...]), (20..<400).map { Int64($0) * 10_000 })
+        stop.store(true, ordering: .relaxed)
+        XCTAssertEqual(compositor.framesComposed, 400)
+        if counting { XCTAssertEqual(allocations, 0, "allocations on the compose thread over 380 frames") }
+    }
+}
