@@ -112,6 +112,7 @@ let package = Package(
         .executableTarget(
             name: "rawfx",
             dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXValidate", "RawFXObservability",
+                           "RawFXCompose",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "CoreMetrics", package: "swift-metrics")],

@@ -97,3 +97,75 @@ public enum PNGWriter {
         }
     }
 }
+
+/// Reads PNG files with libpng's simplified API (`png_image_begin_read_from_file`,
+/// `png_image_finish_read`): backgrounds and placeholders (avatars) of the compositor.
+public enum PNGReader {
+    /// Pictures larger than this (pixels) are refused before anything is allocated.
+    public static let maximumPixels = 8192 * 8192
+
+    /// The file as 8-bit RGBA (any PNG: palette, grey, 16-bit, with or without alpha).
+    public static func readRGBA(_ path: String) throws(MediaError) -> RGBAImage {
+        var image = png_image()
+        image.version = UInt32(PNG_IMAGE_VERSION)
+        guard png_image_begin_read_from_file(&image, path) != 0 else {
+            let message = withUnsafeBytes(of: image.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            png_image_free(&image)
+            let reason = message.contains("open failed") ? String(cString: strerror(errno)) : message
+            throw .pngFailed(name: path, message: reason.isEmpty ? "not a PNG file" : reason)
+        }
+        let width = Int(image.width), height = Int(image.height)
+        guard width > 0, height > 0, width * height <= maximumPixels else {
+            png_image_free(&image)
+            throw .pngFailed(name: path, message: "\(width)x\(height) pixels; expected at most \(maximumPixels)")
+        }
+        image.format = UInt32(PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA)
+        var pixels = [UInt8](repeating: 0, count: width * height * 4)
+        let ok = pixels.withUnsafeMutableBytes { png_image_finish_read(&image, nil, $0.baseAddress, Int32(width * 4), nil) }
+        let message = withUnsafeBytes(of: image.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        png_image_free(&image)
+        guard ok != 0 else { throw .pngFailed(name: path, message: message.isEmpty ? "libpng failed" : message) }
+        return RGBAImage(width: width, height: height, pixels: pixels)
+    }
+
+    /// The file as an I420 picture in `range` (BT.601), alpha composited over `matte`
+    /// (an sRGB colour, black by default), odd sizes rounded down to even.
+    public static func readI420(_ path: String, range: ColorRange = .limited,
+                                matte: (red: UInt8, green: UInt8, blue: UInt8) = (0, 0, 0)) throws(MediaError) -> VideoBuffer {
+        let rgba = try readRGBA(path)
+        let width = max(2, rgba.width & ~1), height = max(2, rgba.height & ~1)
+        let buffer = VideoBuffer(format: VideoFormat(width: width, height: height, colorRange: range))
+        let frame = buffer.frame
+        let full = range == .full
+        func pixel(_ x: Int, _ y: Int) -> (Double, Double, Double) {
+            let i = (min(y, rgba.height - 1) * rgba.width + min(x, rgba.width - 1)) * 4
+            let a = Double(rgba.pixels[i + 3]) / 255
+            return (Double(rgba.pixels[i]) * a + Double(matte.red) * (1 - a),
+                    Double(rgba.pixels[i + 1]) * a + Double(matte.green) * (1 - a),
+                    Double(rgba.pixels[i + 2]) * a + Double(matte.blue) * (1 - a))
+        }
+        func clamp(_ v: Double) -> UInt8 { UInt8(max(0, min(255, v.rounded()))) }
+        for y in 0..<height {
+            for x in 0..<width {
+                let (r, g, b) = pixel(x, y)
+                let luma = 0.299 * r + 0.587 * g + 0.114 * b
+                frame.plane(0)[y * frame.stride(0) + x] = clamp(full ? luma : 16 + luma * 219 / 255)
+            }
+        }
+        for y in 0..<height / 2 {
+            for x in 0..<width / 2 {
+                // The mean of the 2×2 block, then the colour difference.
+                var sum = (0.0, 0.0, 0.0)
+                for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                    let p = pixel(2 * x + dx, 2 * y + dy)
+                    sum = (sum.0 + p.0 / 4, sum.1 + p.1 / 4, sum.2 + p.2 / 4)
+                }
+                let luma = 0.299 * sum.0 + 0.587 * sum.1 + 0.114 * sum.2
+                let cb = (sum.2 - luma) / 1.772, cr = (sum.0 - luma) / 1.402
+                frame.plane(1)[y * frame.stride(1) + x] = clamp(128 + (full ? cb : cb * 224 / 255))
+                frame.plane(2)[y * frame.stride(2) + x] = clamp(128 + (full ? cr : cr * 224 / 255))
+            }
+        }
+        return buffer
+    }
+}

@@ -22,8 +22,9 @@ struct RawfxCommand: ParsableCommand {
           rawfx demo --output-dir /tmp/rawfx-demo         the whole pipeline on generated input
           rawfx run --vf scale=width=1280:height=720 in.y4m out.y4m
           rawfx run --af denoise=level=-30 noisy.wav clean.wav
+          rawfx compose a.y4m b.y4m c.y4m d.y4m -o gallery.y4m    four inputs in a 2x2 gallery
           ffmpeg -i in.mp4 -f yuv4mpegpipe - | rawfx run --vf rotate=angle=90 - - | ffmpeg -f yuv4mpegpipe -i - out.mp4
         """,
         version: RawFXHost.version,
-        subcommands: [PluginsCommand.self, RunCommand.self, DemoCommand.self, ValidateCommand.self])
+        subcommands: [PluginsCommand.self, RunCommand.self, ComposeCommand.self, DemoCommand.self, ValidateCommand.self])
 }

@@ -142,8 +142,12 @@ struct RunCommand: ParsableCommand {
     static var defaultThreadCount: Int { min(WorkerPool.defaultWorkerCount, 8) }
 
     /// --threads, else RAWFX_THREADS, else `defaultThreadCount`.
-    func threadCount() throws -> Int {
-        if let threads { return threads }
+    func threadCount() throws -> Int { try Self.threadCount(threads) }
+
+    /// `option` (--threads), else RAWFX_THREADS, else `defaultThreadCount`: every command that
+    /// runs frames on the pool.
+    static func threadCount(_ option: Int?) throws -> Int {
+        if let threads = option { return threads }
         guard let text = ProcessInfo.processInfo.environment["RAWFX_THREADS"], !text.isEmpty else { return Self.defaultThreadCount }
         guard let n = Int(text), (1...64).contains(n) else {
             throw CLIError("RAWFX_THREADS='\(text)' is not a thread count from 1 to 64")

@@ -1,0 +1,352 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ArgumentParser
+import Foundation
+import RawFX
+import RawFXCompose
+import RawFXMedia
+
+/// `rawfx compose`: Y4M files or pipes of any sizes and rates into one picture on a steady
+/// clock (docs/compose.md).
+struct ComposeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compose",
+        abstract: "Compose Y4M inputs (files or pipes) into one Y4M picture: gallery, speaker, share or your own layout.",
+        discussion: """
+        Each input is [ID=]PATH: the ID names it in --speaker, --share and custom layouts (default: \
+        the file name without its extension). Inputs may have any size and frame rate: the output \
+        runs at --fps on its own clock, and every tile shows its input's newest frame at each \
+        output frame's time, scaled into the tile by the 'scale' filter's kernels. An input that \
+        ends early, or is cut short, shows its placeholder from then on; the run goes on. The \
+        output has exactly fps x duration frames (the duration defaults to the longest input's).
+
+        Layouts: grid (the gallery, up to 49 tiles), speaker (--speaker large, a filmstrip of the \
+        others), share (--share large, the speaker beside it, inset or hidden), single, custom \
+        (--layout-file: a JSON array of {"id", "x", "y", "width", "height", "z"}, even pixels).
+
+        Examples:
+          rawfx compose a.y4m b.y4m c.y4m d.y4m -o gallery.y4m
+          rawfx compose --layout speaker --speaker alice alice=a.y4m bob=b.y4m carol=c.y4m -o - \\
+              | ffmpeg -f yuv4mpegpipe -i - speaker.mp4
+          rawfx compose --layout share --share-placement inset --share screen screen=s.y4m me=cam.y4m -o out.y4m
+          rawfx compose --switch 5=speaker --layout-json layouts.jsonl a.y4m b.y4m -o out.y4m
+        """)
+
+    @Argument(help: ArgumentHelp("Inputs, each [ID=]PATH: a .y4m file, a FIFO, or - (standard input, once).", valueName: "input"))
+    var inputs: [String] = []
+
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("The output .y4m file, or - for standard output.", valueName: "path"))
+    var output: String
+
+    @Option(help: ArgumentHelp("grid, speaker, share, single or custom.", valueName: "layout"))
+    var layout: String = "grid"
+
+    @Option(name: .customLong("layout-file"), help: ArgumentHelp("The tiles of --layout custom, as JSON.", valueName: "file.json"))
+    var layoutFile: String?
+
+    @Option(help: ArgumentHelp("The active speaker's input ID (speaker, share and single layouts; default: the first input).", valueName: "id"))
+    var speaker: String?
+
+    @Option(help: ArgumentHelp("The share's input ID (share layout).", valueName: "id"))
+    var share: String?
+
+    @Option(name: .customLong("filmstrip"), help: ArgumentHelp("Speaker layout: where the others go: top, bottom, left or right.", valueName: "side"))
+    var filmstrip: String = "bottom"
+
+    @Option(name: .customLong("filmstrip-count"), help: ArgumentHelp("Speaker layout: at most this many others.", valueName: "n"))
+    var filmstripCount: Int = 4
+
+    @Option(name: .customLong("share-placement"), help: ArgumentHelp("Share layout: the speaker beside, inset or hidden.", valueName: "where"))
+    var sharePlacement: String = "beside"
+
+    @Option(name: .customLong("switch"),
+            help: ArgumentHelp("Change the layout at a time in seconds, e.g. 5=speaker or 7.5=share; repeat for more.", valueName: "seconds=layout"))
+    var switches: [String] = []
+
+    @Option(help: ArgumentHelp("The output size.", valueName: "WxH"))
+    var size: String = "1280x720"
+
+    @Option(help: ArgumentHelp("The output frame rate: 30, 25, 30000/1001…", valueName: "rate"))
+    var fps: String = "30"
+
+    @Option(help: ArgumentHelp("Seconds of output (default: the longest input's length).", valueName: "seconds"))
+    var duration: Double?
+
+    @Option(help: ArgumentHelp("contain (the whole picture, bars around it) or cover (the tile filled, cropped at the centre).", valueName: "fit"))
+    var fit: String = "contain"
+
+    @Option(help: ArgumentHelp("Behind the tiles: black, white, gray, #rrggbb, or a PNG file.", valueName: "colour|file.png"))
+    var background: String = "black"
+
+    @Option(help: ArgumentHelp("What a tile with no fresh frame shows: a colour, a PNG file (an avatar), or last (its last frame).", valueName: "colour|file.png|last"))
+    var placeholder: String = "#282828"
+
+    @Option(help: ArgumentHelp("Seconds without a frame before an input shows its placeholder.", valueName: "seconds"))
+    var timeout: Double = 1
+
+    @Option(help: ArgumentHelp("A border inside every tile, in even pixels.", valueName: "pixels"))
+    var border: Int = 0
+
+    @Option(name: .customLong("layout-json"),
+            help: ArgumentHelp("Write one JSON line per layout in force: the output frame it started at and each input's rectangle.", valueName: "file"))
+    var layoutJSON: String?
+
+    @Option(name: .customLong("threads"), help: ArgumentHelp("Threads the tiles are scaled on, the calling one included (1 to 64); default as rawfx run.", valueName: "n"))
+    var threads: Int?
+
+    func validate() throws {
+        guard !inputs.isEmpty else { throw ValidationError("no input: give one or more [ID=]PATH of Y4M files or pipes") }
+        guard inputs.count <= Compositor.maximumInputs else {
+            throw ValidationError("\(inputs.count) inputs; the compositor draws at most \(Compositor.maximumInputs)")
+        }
+        if let threads, !(1...64).contains(threads) { throw ValidationError("--threads \(threads) is out of range: give 1 to 64") }
+        if let duration, !(duration > 0 && duration <= 86_400) { throw ValidationError("--duration \(duration): give seconds from above 0 to 86400") }
+        guard timeout >= 0.001, timeout <= 3600 else { throw ValidationError("--timeout \(timeout): give seconds from 0.001 to 3600") }
+        _ = try parsedSize()
+        _ = try parsedRate()
+        _ = try parsedSwitches()
+    }
+
+    func parsedSize() throws -> (width: Int, height: Int) {
+        let parts = size.lowercased().split(separator: "x").map { Int($0) }
+        guard parts.count == 2, let w = parts[0], let h = parts[1], w >= 2, h >= 2, w <= 16384, h <= 16384, (w | h) & 1 == 0 else {
+            throw ValidationError("--size '\(size)': give WxH with even numbers from 2 to 16384, e.g. 1280x720")
+        }
+        return (w, h)
+    }
+
+    func parsedRate() throws -> FrameRate {
+        let parts = fps.split(separator: "/").map { Int($0) }
+        guard (1...2).contains(parts.count), let n = parts[0], let d = parts.count == 2 ? parts[1] : 1, n > 0, d > 0,
+              n <= 240 * d else {
+            throw ValidationError("--fps '\(fps)': give a rate up to 240 as N or N/D, e.g. 30 or 30000/1001")
+        }
+        return FrameRate(n, d)
+    }
+
+    func parsedSwitches() throws -> [(seconds: Double, layout: String)] {
+        try switches.map { text in
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let seconds = Double(parts[0]), seconds >= 0 else {
+                throw ValidationError("--switch '\(text)': give SECONDS=LAYOUT, e.g. 5=speaker")
+            }
+            return (seconds, parts[1])
+        }.sorted { $0.seconds < $1.seconds }
+    }
+
+    /// A layout by name, with the options that shape it.
+    func makeLayout(_ name: String) throws -> CompositorLayout {
+        switch name {
+        case "grid": return .grid
+        case "single": return .single
+        case "speaker":
+            guard let side = FilmstripPosition(rawValue: filmstrip) else {
+                throw CLIError("--filmstrip '\(filmstrip)': expected top, bottom, left or right")
+            }
+            return .speaker(filmstrip: side, others: filmstripCount)
+        case "share":
+            guard let placement = SpeakerPlacement(rawValue: sharePlacement) else {
+                throw CLIError("--share-placement '\(sharePlacement)': expected beside, inset or hidden")
+            }
+            return .share(speaker: placement)
+        case "custom":
+            guard let layoutFile else { throw CLIError("--layout custom needs --layout-file with the tiles as JSON") }
+            let data: Data
+            do { data = try Data(contentsOf: URL(fileURLWithPath: layoutFile)) } catch {
+                throw CLIError("--layout-file \(layoutFile): cannot read it: \(error.localizedDescription)")
+            }
+            do { return .custom(try JSONDecoder().decode([CustomTile].self, from: data)) } catch {
+                throw CLIError("--layout-file \(layoutFile): expected a JSON array of {\"id\", \"x\", \"y\", \"width\", \"height\", \"z\"}: \(error)")
+            }
+        default:
+            throw CLIError("layout '\(name)': expected grid, speaker, share, single or custom")
+        }
+    }
+
+    /// A colour by name or #rrggbb, in the output's range.
+    static func color(_ text: String) -> YUVColor? {
+        let named: [String: (UInt8, UInt8, UInt8)] = ["black": (0, 0, 0), "white": (255, 255, 255), "gray": (128, 128, 128),
+                                                      "grey": (128, 128, 128), "red": (255, 0, 0), "green": (0, 128, 0),
+                                                      "blue": (0, 0, 255)]
+        if let rgb = named[text.lowercased()] { return YUVColor(red: rgb.0, green: rgb.1, blue: rgb.2) }
+        guard text.hasPrefix("#"), text.count == 7, let value = UInt32(text.dropFirst(), radix: 16) else { return nil }
+        return YUVColor(red: UInt8(value >> 16 & 0xFF), green: UInt8(value >> 8 & 0xFF), blue: UInt8(value & 0xFF))
+    }
+
+    /// One input: its reader, the clock of its own frames, and the compositor's handle.
+    final class Source {
+        let id: String
+        let path: String
+        let reader: Y4MReader
+        let rate: FrameRate
+        let handle: CompositorInput
+        /// Frames read so far; the next one's time is `rate.timestamp(ofFrame: read)`.
+        var read: Int64 = 0
+        var ended = false
+        var endTime: Int64 = .max
+
+        init(id: String, path: String, reader: Y4MReader, handle: CompositorInput) {
+            self.id = id
+            self.path = path
+            self.reader = reader
+            let r = reader.header.frameRate
+            rate = r.numerator > 0 && r.denominator > 0 ? FrameRate(r.numerator, r.denominator) : FrameRate(25)
+            self.handle = handle
+        }
+
+        /// The input's length in microseconds, when its file size tells.
+        var length: Int64? { reader.estimatedFrameCount.map { rate.timestamp(ofFrame: Int64($0)) } }
+
+        /// Reads every frame whose time is at or before `time` and hands the last of them over.
+        func advance(to time: Int64) {
+            var latest: VideoFrame?
+            while !ended, rate.timestamp(ofFrame: read) <= time {
+                do {
+                    guard let frame = try reader.readFrame() else {
+                        finish(at: rate.timestamp(ofFrame: read), reason: nil)
+                        break
+                    }
+                    latest = frame
+                    read += 1
+                } catch {
+                    finish(at: rate.timestamp(ofFrame: read), reason: "\(error)")
+                }
+            }
+            if let latest { handle.submit(copying: latest, at: rate.timestamp(ofFrame: read - 1)) }
+            if ended, time >= endTime { handle.isActive = false }
+        }
+
+        private func finish(at time: Int64, reason: String?) {
+            ended = true
+            endTime = time
+            if let reason { printWarning("input '\(id)' (\(path)) ends after \(read) frames: \(reason); it shows its placeholder from then on") }
+        }
+    }
+
+    func run() throws {
+        RawFXThreadPool.threadCount = try RunCommand.threadCount(threads)
+        defer { RawFXLog.sync() }
+        let (width, height) = try parsedSize()
+        let rate = try parsedRate()
+        guard let fitValue = TileFit(rawValue: fit) else { throw CLIError("--fit '\(fit)': expected contain or cover") }
+        guard border >= 0, border <= 64, border & 1 == 0 else { throw CLIError("--border \(border): give an even number of pixels from 0 to 64") }
+        let backgroundValue: Background
+        if let color = Self.color(background) {
+            backgroundValue = .color(color)
+        } else if background.lowercased().hasSuffix(".png") {
+            backgroundValue = .image(try PNGReader.readI420(background))
+        } else {
+            throw CLIError("--background '\(background)': expected black, white, gray, #rrggbb or a .png file")
+        }
+        let placeholderValue: Placeholder
+        if placeholder == "last" {
+            placeholderValue = .lastFrame(otherwise: YUVColor(red: 40, green: 40, blue: 40))
+        } else if let color = Self.color(placeholder) {
+            placeholderValue = .color(color)
+        } else if placeholder.lowercased().hasSuffix(".png") {
+            placeholderValue = .image(try PNGReader.readI420(placeholder))
+        } else {
+            throw CLIError("--placeholder '\(placeholder)': expected a colour (#rrggbb, black…), a .png file or last")
+        }
+        let initial = try makeLayout(layout)
+        let timeline = try parsedSwitches().map { ($0.seconds, try makeLayout($0.layout)) }
+
+        let compositor: Compositor
+        do {
+            compositor = try Compositor(.init(width: width, height: height, frameRate: rate, layout: initial, fit: fitValue,
+                                              background: backgroundValue, placeholder: placeholderValue,
+                                              inputTimeoutMicroseconds: Int64(timeout * 1_000_000), border: border))
+            for (_, layout) in timeline { try layout.validate(width: width, height: height) }
+        } catch {
+            throw CLIError("\(error)")
+        }
+
+        // The inputs, each with an ID.
+        var sources: [Source] = []
+        var usedStandardInput = false
+        for text in inputs {
+            var id: String, path: String
+            if let equals = text.firstIndex(of: "="), !text[..<equals].contains("/") {
+                id = String(text[..<equals])
+                path = String(text[text.index(after: equals)...])
+            } else {
+                path = text
+                id = path == "-" ? "stdin" : URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+            }
+            if path == "-" {
+                if usedStandardInput { throw CLIError("standard input (-) is given twice; it can be read once") }
+                usedStandardInput = true
+            }
+            var unique = id, suffix = 2
+            while sources.contains(where: { $0.id == unique }) { unique = "\(id)-\(suffix)"; suffix += 1 }
+            id = unique
+            let reader = try Y4MReader(MediaInput(path: path))
+            let handle = try compositor.addInput(id: id)
+            sources.append(Source(id: id, path: path, reader: reader, handle: handle))
+        }
+        compositor.setRoles(speaker: speaker ?? sources.first?.id, share: share)
+        for (option, value) in [("--speaker", speaker), ("--share", share)] {
+            if let value, !sources.contains(where: { $0.id == value }) {
+                throw CLIError("\(option) '\(value)' is not an input ID; the inputs are \(sources.map(\.id).joined(separator: ", "))")
+            }
+        }
+
+        // Exactly fps × duration frames.
+        let seconds: Double
+        if let duration {
+            seconds = duration
+        } else {
+            guard let longest = sources.compactMap(\.length).max(), longest > 0 else {
+                throw CLIError("the inputs' lengths are unknown (pipes): give --duration")
+            }
+            seconds = Double(longest) / 1e6
+        }
+        let frameCount = Int64((seconds * Double(rate.numerator) / Double(rate.denominator)).rounded())
+
+        let writer = try Y4MWriter(MediaOutput(replacing: output),
+                                   header: Y4MHeader(format: compositor.format, frameRate: Y4MRatio(rate.numerator, rate.denominator)))
+        var layoutLines: MediaOutput?
+        if let layoutJSON { layoutLines = try MediaOutput(replacing: layoutJSON) }
+        let progress = ProgressLine(total: Int(frameCount), unit: "frames")
+        var shownVersion = -1
+        var nextSwitch = 0
+        do {
+            for index in 0..<frameCount {
+                let time = rate.timestamp(ofFrame: index)
+                while nextSwitch < timeline.count, Int64(timeline[nextSwitch].0 * 1_000_000) <= time {
+                    try compositor.setLayout(timeline[nextSwitch].1)
+                    nextSwitch += 1
+                }
+                for source in sources { source.advance(to: time) }
+                let frame = compositor.compose(frameIndex: index)
+                let scene = compositor.currentScene
+                if scene.version != shownVersion, let lines = layoutLines {
+                    shownVersion = scene.version
+                    try lines.write(Self.layoutLine(scene, frame: index))
+                }
+                try writer.write(frame)
+                progress.update(Int(index + 1))
+            }
+            try writer.close()
+            try layoutLines?.close()
+        } catch {
+            progress.finish(Int(writer.framesWritten))
+            let kept = writer.closeKeepingWholeFrames()
+            throw CLIError("\(closedPipeOr(error, writer.output)) (the output keeps \(kept) complete frame\(kept == 1 ? "" : "s"))")
+        }
+        progress.finish(Int(frameCount))
+    }
+
+    /// `{"frame": N, "layout": "grid", "tiles": {"id": {"x":…, "y":…, "width":…, "height":…, "z":…}}}`
+    static func layoutLine(_ scene: Compositor.SceneInfo, frame: Int64) -> String {
+        func quoted(_ s: String) -> String {
+            let data = try? JSONEncoder().encode(s)
+            return data.map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+        }
+        let tiles = scene.placements.map { p in
+            "\(quoted(p.id)): {\"x\": \(p.rect.x), \"y\": \(p.rect.y), \"width\": \(p.rect.width), \"height\": \(p.rect.height), \"z\": \(p.z)}"
+        }
+        return "{\"frame\": \(frame), \"layout\": \(quoted(scene.layout.name)), \"tiles\": {\(tiles.joined(separator: ", "))}}\n"
+    }
+}
