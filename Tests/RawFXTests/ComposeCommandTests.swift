@@ -1,0 +1,113 @@
+import Foundation
+import RawFX
+import RawFXMedia
+import XCTest
+
+/// `rawfx compose` end to end: Y4M inputs of different sizes and rates, some ending early or
+/// cut short, into one picture with exactly fps × duration frames.
+final class ComposeCommandTests: XCTestCase, RawfxCommandTesting {
+    override func setUpWithError() throws { try requireRawfx() }
+
+    /// A Y4M file of `frames` frames of the moving test pattern at `rate`.
+    func writeInput(_ url: URL, width: Int, height: Int, rate: Int, frames: Int) throws {
+        let pattern = TestPattern(width: width, height: height)
+        let writer = try Y4MWriter(path: url.path, header: Y4MHeader(format: pattern.format, frameRate: Y4MRatio(rate, 1)))
+        let buffer = VideoBuffer(format: pattern.format)
+        for index in 0..<frames {
+            pattern.render(frame: index, into: buffer.frame)
+            try writer.write(buffer.frame)
+        }
+        try writer.close()
+    }
+
+    func testNineInputsOfDifferentSizesAndRatesGiveExactlyFpsTimesDurationFrames() throws {
+        let dir = temporaryDirectory()
+        let specs = [(640, 360, 30), (320, 240, 15), (1280, 720, 25), (176, 144, 10), (480, 480, 30),
+                     (854, 480, 24), (960, 540, 60), (200, 300, 20), (1920, 1080, 30)]
+        var arguments = ["compose", "--size", "1280x720", "--fps", "30", "--layout-json", dir.appendingPathComponent("layout.jsonl").path,
+                         "--switch", "1=speaker", "--speaker", "p2", "-o", dir.appendingPathComponent("out.y4m").path]
+        for (index, spec) in specs.enumerated() {
+            let url = dir.appendingPathComponent("p\(index).y4m")
+            // Two seconds each, but p3 ends after half a second.
+            let frames = index == 3 ? spec.2 / 2 : spec.2 * 2
+            try writeInput(url, width: spec.0, height: spec.1, rate: spec.2, frames: frames)
+            arguments.append("p\(index)=\(url.path)")
+        }
+        // p8 is cut short in the middle of its 31st frame: a warning, not a failure.
+        let cut = dir.appendingPathComponent("p8.y4m")
+        let data = try Data(contentsOf: cut)
+        let frameBytes = 1920 * 1080 * 3 / 2 + 6
+        try data.prefix(data.count - 29 * frameBytes - frameBytes / 2).write(to: cut)
+
+        let outcome = try execute(rawfxBinary, arguments)
+        XCTAssertEqual(outcome.status, 0, outcome.stderr)
+        XCTAssert(outcome.stderrLines.contains { $0.hasPrefix("rawfx: warning: input 'p8'") && $0.contains("ends after 30 frames") },
+                  outcome.stderr)
+        XCTAssert(outcome.stderrLines.allSatisfy { $0.hasPrefix("rawfx:") }, outcome.stderr)
+
+        let reader = try Y4MReader(path: dir.appendingPathComponent("out.y4m").path)
+        XCTAssertEqual(reader.header.width, 1280)
+        XCTAssertEqual(reader.header.frameRate, Y4MRatio(30, 1))
+        var frames: [VideoBuffer] = []
+        while let frame = try reader.readFrame() {
+            let copy = VideoBuffer(format: frame.format)
+            frame.copy(to: copy.frame)
+            frames.append(copy)
+        }
+        XCTAssertEqual(frames.count, 60, "30 fps × 2 s (the longest input)")
+
+        // One line per layout in force: the grid from frame 0, the speaker layout from frame 30.
+        let lines = try String(contentsOf: dir.appendingPathComponent("layout.jsonl"), encoding: .utf8)
+            .split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        XCTAssertEqual(lines.count, 2)
+        XCTAssertEqual(lines.map { $0["frame"] as? Int }, [0, 30])
+        XCTAssertEqual(lines.map { $0["layout"] as? String }, ["grid", "speaker"])
+        let grid = lines[0]["tiles"] as! [String: [String: Int]]
+        XCTAssertEqual(grid.count, 9)
+        // 3 × 3 cells over 1280 × 720, cut on even pixels: x 0, 426, 852 and y 0, 240, 480.
+        for index in 0..<9 {
+            let tile = grid["p\(index)"]!
+            XCTAssertEqual(tile["x"], [0, 426, 852][index % 3], "p\(index)")
+            XCTAssertEqual(tile["y"], [0, 240, 480][index / 3], "p\(index)")
+            XCTAssertEqual(tile["width"], index % 3 == 2 ? 428 : 426)
+            XCTAssertEqual(tile["height"], 240)
+        }
+        let speaker = lines[1]["tiles"] as! [String: [String: Int]]
+        XCTAssertEqual(speaker["p2"], ["x": 0, "y": 0, "width": 1280, "height": 576, "z": 0])
+        XCTAssertEqual(speaker.count, 5)
+
+        // p3 ended at 0.5 s: in frame 20 (0.667 s, still the grid) its tile is the default
+        // placeholder (#282828: Y 16 + 40 · 219 / 255 = 50, U = V = 128) everywhere.
+        let p3 = grid["p3"]!
+        let frame = frames[20].frame
+        for y in stride(from: p3["y"]!, to: p3["y"]! + p3["height"]!, by: 7) {
+            for x in stride(from: p3["x"]!, to: p3["x"]! + p3["width"]!, by: 7) {
+                XCTAssertEqual(frame.plane(0)[y * frame.stride(0) + x], 50, "p3 at \(x),\(y)")
+                XCTAssertEqual(frame.plane(1)[y / 2 * frame.stride(1) + x / 2], 128)
+            }
+        }
+        // p0 is shown: its tile is not the placeholder.
+        let p0 = grid["p0"]!
+        XCTAssertNotEqual(frame.plane(0)[(p0["y"]! + 100) * frame.stride(0) + p0["x"]! + 100], 50)
+    }
+
+    func testBadArgumentsNameWhatIsWrong() throws {
+        let dir = temporaryDirectory()
+        let input = dir.appendingPathComponent("a.y4m")
+        try writeInput(input, width: 64, height: 64, rate: 10, frames: 2)
+        let out = dir.appendingPathComponent("o.y4m").path
+        for (arguments, expected) in [
+            (["--size", "641x360"], "--size '641x360'"),
+            (["--fps", "0"], "--fps '0'"),
+            (["--layout", "mosaic"], "layout 'mosaic'"),
+            (["--speaker", "nobody"], "--speaker 'nobody' is not an input ID"),
+            (["--layout", "custom"], "--layout custom needs --layout-file"),
+            (["--background", "nope"], "--background 'nope'"),
+        ] {
+            let outcome = try execute(rawfxBinary, ["compose"] + arguments + [input.path, "-o", out])
+            XCTAssert([1, 64].contains(outcome.status), "\(arguments): status \(outcome.status)")  // 64: a usage error
+            XCTAssert(outcome.stderr.contains(expected), "\(arguments): \(outcome.stderr)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out), "no output after a refusal")
+    }
+}
