@@ -299,3 +299,117 @@ final class CompositorTests: XCTestCase {
         if counting { XCTAssertEqual(allocations, 0, "allocations on the compose thread over 380 frames") }
     }
 }
+
+final class AudioMixerTests: XCTestCase {
+    /// A mono block over `samples` at `rate`.
+    func withBlock<T>(_ samples: [Int16], rate: Int = 48000, channels: Int = 1, _ body: (AudioBlock) throws -> T) rethrows -> T {
+        var copy = samples
+        return try copy.withUnsafeMutableBufferPointer { buffer in
+            try body(AudioBlock(samples: buffer.baseAddress!, frameCount: samples.count / channels,
+                                format: AudioFormat(sampleRate: rate, channels: channels)))
+        }
+    }
+
+    func testTheMixIsTheGainedSumSaturatedToInt16() throws {
+        let mixer = try AudioMixer(sampleRate: 48000, primingBlocks: 0)
+        let a = try mixer.addInput(id: "a"), b = try mixer.addInput(id: "b", gainDecibels: 20 * log10(0.5)), c = try mixer.addInput(id: "c")
+        c.isMuted = true
+        // Two blocks of loud, different signals: sums pass 32767 and -32768.
+        let n = 960
+        let sa = (0..<n).map { Int16(clamping: Int(20000 * sin(Double($0) * 0.05))) }
+        let sb = (0..<n).map { Int16(clamping: Int(30000 * sin(Double($0) * 0.031 + 1))) }
+        let sc = [Int16](repeating: 12345, count: n)
+        try withBlock(sa) { try a.submit($0) }
+        try withBlock(sb) { try b.submit($0) }
+        try withBlock(sc) { try c.submit($0) }
+        var mixed: [Int16] = []
+        for index: Int64 in 0..<2 {
+            let block = mixer.mix(blockIndex: index)
+            XCTAssertEqual(block.timestampMicroseconds, index * 10_000)
+            XCTAssertEqual(block.frameCount, 480)
+            mixed += Array(block.buffer)
+        }
+        let expected = (0..<n).map { i -> Int16 in
+            let sum = Double(sa[i]) + Double(sb[i]) * 0.5
+            return Int16(max(-32768, min(32767, sum.rounded(.toNearestOrEven))))
+        }
+        XCTAssertEqual(mixed, expected)
+        XCTAssert(expected.contains(32767) && expected.contains(-32768), "the reference saturates both ways")
+        // Nothing left: the next block is silence and counts as a short block for a and b.
+        XCTAssert(mixer.mix(blockIndex: 2).buffer.allSatisfy { $0 == 0 })
+        XCTAssertEqual(a.underruns, 1)
+    }
+
+    func testAnInputAtAnotherRateIsTheResampleFilterOutputAlone() throws {
+        let registry = PluginRegistry()
+        let mixer = try AudioMixer(sampleRate: 48000, primingBlocks: 0, registry: registry)
+        let input = try mixer.addInput(id: "remote")
+        let reference = try AudioChain("resample=rate=48000:channels=mono", registry: registry)
+        var expected: [Int16] = []
+        // Stereo 16 kHz in 10 ms blocks, as a one-way stream could come.
+        for block in 0..<20 {
+            let samples = (0..<320).map { Int16(clamping: Int(8000 * sin(Double(block * 160 + $0 / 2) * 0.07)) + ($0 % 2) * 100) }
+            try withBlock(samples, rate: 16000, channels: 2) { b in
+                try input.submit(b)
+                try reference.process(b) { expected += Array($0.buffer) }
+            }
+        }
+        var mixed: [Int16] = []
+        for index in 0..<Int64(expected.count / 480) { mixed += Array(mixer.mix(blockIndex: index).buffer) }
+        XCTAssertGreaterThan(mixed.count, 4000)
+        XCTAssertEqual(mixed, Array(expected.prefix(mixed.count)))
+    }
+
+    func testALiveInputWaitsForItsPrimingBlocksAndPrimesAgainAfterRunningDry() throws {
+        let mixer = try AudioMixer(sampleRate: 16000, primingBlocks: 2)
+        let input = try mixer.addInput(id: "a")
+        let ones = [Int16](repeating: 1000, count: 160)
+        try withBlock(ones, rate: 16000) { try input.submit($0) }
+        XCTAssert(mixer.mix(blockIndex: 0).buffer.allSatisfy { $0 == 0 }, "one block buffered: still priming")
+        try withBlock(ones, rate: 16000) { try input.submit($0) }
+        XCTAssert(mixer.mix(blockIndex: 1).buffer.allSatisfy { $0 == 1000 })
+        XCTAssert(mixer.mix(blockIndex: 2).buffer.allSatisfy { $0 == 1000 })
+        XCTAssert(mixer.mix(blockIndex: 3).buffer.allSatisfy { $0 == 0 })
+        XCTAssertEqual(input.underruns, 1)
+        XCTAssertEqual(input.buffered, 0)
+    }
+
+    func testAVideoFrameAndTheAudioOfTheSameInstantLeaveTogether() throws {
+        // A flash in the video and a click in the audio at the same instant, 1.2 s in; inputs
+        // at 25 fps and 16 kHz, the program at 30 fps and 48 kHz.
+        let rate = FrameRate(30)
+        let compositor = try Compositor(.init(width: 64, height: 64, frameRate: rate, layout: .single))
+        let mixer = try AudioMixer(sampleRate: 48000, primingBlocks: 0, registry: PluginRegistry())
+        let video = try compositor.addInput(id: "cam")
+        let audio = try mixer.addInput(id: "cam")
+        let dark = VideoBuffer(format: VideoFormat(width: 64, height: 64)), bright = VideoBuffer(format: VideoFormat(width: 64, height: 64))
+        dark.fill(y: 16)
+        bright.fill(y: 235)
+        let instant: Int64 = 1_200_000
+        var flashFrame: Int64?, clickBlock: Int64?
+        var videoNext: Int64 = 0, audioNext: Int64 = 0
+        for frame: Int64 in 0..<60 {
+            let time = rate.timestamp(ofFrame: frame)
+            let blocks = AudioMixer.blocks(forVideoFrame: frame, rate: rate)
+            // Feed the inputs up to the end of this output frame's audio, as a file tool does.
+            while videoNext * 40_000 <= time {
+                video.submit(videoNext * 40_000 == instant ? bright.frame : dark.frame, at: videoNext * 40_000)
+                videoNext += 1
+            }
+            while audioNext * 10_000 < blocks.upperBound * 10_000 + 40_000 {
+                var samples = [Int16](repeating: 0, count: 160)
+                if audioNext * 10_000 == instant { samples[0] = 30000 }
+                try withBlock(samples, rate: 16000) { try audio.submit($0) }
+                audioNext += 1
+            }
+            let picture = compositor.compose(frameIndex: frame)
+            if flashFrame == nil, picture.plane(0)[0] > 200 { flashFrame = frame }
+            for block in blocks where clickBlock == nil {
+                if mixer.mix(blockIndex: block).buffer.contains(where: { abs(Int($0)) > 3000 }) { clickBlock = block }
+            }
+        }
+        let flashTime = rate.timestamp(ofFrame: try XCTUnwrap(flashFrame))
+        let clickTime = try XCTUnwrap(clickBlock) * 10_000
+        XCTAssertLessThanOrEqual(abs(flashTime - clickTime), rate.timestamp(ofFrame: 1), "flash at \(flashTime) µs, click at \(clickTime) µs")
+    }
+}
