@@ -242,7 +242,11 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         }
     }
 
-    public var metrics: [Metrics] { stages.map { $0.timing.snapshot(of: $0.instance) } }
+    /// [any thread] The instances are read from the control state, not from the stages, whose
+    /// instance the processing thread swaps when a RECONFIGURE parameter changes.
+    public var metrics: [Metrics] {
+        control.withLock { state in stages.indices.map { stages[$0].timing.snapshot(of: state.instances[$0]) } }
+    }
 
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one
     /// replaces (the same filter, k-th occurrence to k-th: same recorder); see `VideoChain.carryMetrics`.

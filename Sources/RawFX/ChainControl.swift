@@ -222,6 +222,10 @@ struct ChainControlState {
     var inputs: [StreamFormat?]
     var outputs: [StreamFormat?]
     var latencies: [Int]
+    /// Each stage's newest instance: the one in force, or the one the processing thread swaps
+    /// in before its next frame. What `metrics` reads (name, isolation figures), under this
+    /// lock: the processing thread's own `instance` field is swapped without one.
+    var instances: [FilterInstance]
     /// For each stage in a group of several (`StageGroupPolicy.groupStart`), the group's first
     /// stage; nil otherwise.
     let groupStarts: [Int?]
@@ -234,6 +238,7 @@ struct ChainControlState {
         inputs = Array(repeating: nil, count: instances.count)
         outputs = Array(repeating: nil, count: instances.count)
         latencies = Array(repeating: 0, count: instances.count)
+        self.instances = instances
     }
 
     /// The refusal of a bypass of a stage that turns `input` into `output`.
@@ -351,6 +356,7 @@ extension RunTimeControllable {
         while true {
             let planned = try plan(instance, format)
             watchReconfigureRequests(instance, stage: index)
+            state.instances[index] = instance
             replacements.append(planned.stage)
             let changed = state.outputs[index] != planned.output
             state.inputs[index] = format

@@ -231,7 +231,11 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     }
 
     /// Frames, errors, bypassed frames and p50/p99 time per filter.
-    public var metrics: [Metrics] { stages.map { $0.timing.snapshot(of: $0.instance) } }
+    /// [any thread] The instances are read from the control state, not from the stages, whose
+    /// instance the processing thread swaps when a RECONFIGURE parameter changes.
+    public var metrics: [Metrics] {
+        control.withLock { state in stages.indices.map { stages[$0].timing.snapshot(of: state.instances[$0]) } }
+    }
 
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one
     /// replaces: a filter also in the old chain (its k-th occurrence matching the old k-th)

@@ -243,6 +243,27 @@ final class RunTimeControlTests: XCTestCase {
         XCTAssertEqual(chain.metrics[0].frames, 2, "metrics survive the swap")
     }
 
+    /// Metrics read on another thread while RECONFIGURE parameters swap instances on the
+    /// processing thread: the reader must not touch the stage's instance field (a data race
+    /// ThreadSanitizer reports; CI runs this suite under it).
+    func testMetricsReadDuringInstanceSwapsDoNotRace() throws {
+        let chain = try VideoChain("hostprobe=mark=9", registry: registry)
+        let buffer = patternBuffer(width: 16, height: 8)
+        _ = try chain.process(buffer.frame)
+        let done = DispatchSemaphore(value: 0)
+        let reader = Thread {
+            for _ in 0..<200 { XCTAssertEqual(chain.metrics.first?.name, "hostprobe") }
+            done.signal()
+        }
+        reader.start()
+        for generation in 0..<200 {
+            try chain.setParameter("hostprobe.generation", "\(generation % 100)")
+            _ = try chain.process(buffer.frame)
+        }
+        done.wait()
+        XCTAssertEqual(chain.metrics[0].frames, 201, "every frame counted across 200 swaps")
+    }
+
     func testScaleSizeChangedMidStreamRebuildsDownstreamAndMatchesAFreshChain() throws {
         guard (try? builtPlugins.filterType("scale")) != nil else { throw XCTSkip("libRawFXYUV.so not built") }
         let chain = try VideoChain("scale=width=64:height=36,rotate=angle=90", registry: builtPlugins)
