@@ -108,7 +108,7 @@ let package = Package(
         .target(name: "RawFXEmulator", dependencies: ["RawFX", "RawFXSDK", "RawFXMedia"], path: "Sources/RawFXEmulator"),
         .target(name: "RawFXPluginKit", dependencies: ["CRawFX"], path: "Sources/RawFXPluginKit"),
         .target(name: "CRawFXEmbed", dependencies: ["CRawFX"], path: "Sources/CRawFXEmbed"),
-        .target(name: "RawFXEmbed", dependencies: ["RawFX", "RawFXSDK", "CRawFXEmbed"], path: "Sources/RawFXEmbed"),
+        .target(name: "RawFXEmbed", dependencies: ["RawFX", "RawFXSDK", "RawFXCompose", "CRawFXEmbed"], path: "Sources/RawFXEmbed"),
         .executableTarget(
             name: "rawfx",
             dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXValidate", "RawFXObservability",

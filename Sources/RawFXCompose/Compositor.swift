@@ -1,3 +1,4 @@
+import Foundation
 import RawFX
 import RawFXComposeKernels
 import RawFXRuntime
@@ -355,6 +356,20 @@ public final class Compositor: @unchecked Sendable {
         public var version: Int
         public var layout: CompositorLayout
         public var placements: [TilePlacement]
+
+        /// `{"version": N, "layout": "grid", "tiles": {"id": {"x": …, "y": …, "width": …, "height": …, "z": …}}}`
+        /// with `extra` fields first (`"frame": 30`): a line of `--layout-json`, the C API's
+        /// rawfx_compositor_scene_json.
+        public func json(extra: [(String, Int64)] = []) -> String {
+            func quoted(_ s: String) -> String {
+                (try? JSONEncoder().encode(s)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+            }
+            let fields = extra.map { "\(quoted($0.0)): \($0.1)" } + ["\"version\": \(version)", "\"layout\": \(quoted(layout.name))"]
+            let tiles = placements.map { p in
+                "\(quoted(p.id)): {\"x\": \(p.rect.x), \"y\": \(p.rect.y), \"width\": \(p.rect.width), \"height\": \(p.rect.height), \"z\": \(p.z)}"
+            }
+            return "{\(fields.joined(separator: ", ")), \"tiles\": {\(tiles.joined(separator: ", "))}}"
+        }
     }
 
     /// [compose thread] The scene of the last `compose` (changes only when a control call

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A rectangle of the output picture, in luma pixels. The compositor draws on even
 /// coordinates only (I420's chroma is a quarter of the samples), so every layout gives
 /// even rectangles and a custom one must.
@@ -68,6 +70,19 @@ public struct CustomTile: Hashable, Sendable, Codable {
     }
 
     public var rect: TileRect { TileRect(x: x, y: y, width: width, height: height) }
+
+    private enum CodingKeys: String, CodingKey { case id, x, y, width, height, z }
+
+    /// `z` may be left out (0).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        x = try c.decode(Int.self, forKey: .x)
+        y = try c.decode(Int.self, forKey: .y)
+        width = try c.decode(Int.self, forKey: .width)
+        height = try c.decode(Int.self, forKey: .height)
+        z = try c.decodeIfPresent(Int.self, forKey: .z) ?? 0
+    }
 }
 
 /// How the inputs are arranged on the output picture.
@@ -134,6 +149,7 @@ public enum LayoutError: Error, Hashable, CustomStringConvertible {
     case duplicateTile(id: String)
     case tooManyTiles(count: Int, maximum: Int)
     case badFilmstripCount(Int)
+    case badText(String, reason: String)
 
     public var description: String {
         switch self {
@@ -147,6 +163,8 @@ public enum LayoutError: Error, Hashable, CustomStringConvertible {
             return "\(count) tiles; the compositor draws at most \(maximum)"
         case .badFilmstripCount(let count):
             return "a filmstrip of \(count) tiles; expected 0 to 48"
+        case .badText(let text, let reason):
+            return "layout '\(text)': \(reason)"
         }
     }
 }
@@ -367,5 +385,59 @@ enum LayoutGeometry {
             }
         }
         return pass
+    }
+}
+
+extension CompositorLayout {
+    /// A layout from its text form, as the C API, Python and `rawfx compose --switch` take it:
+    /// `grid`, `single`, `speaker` or `speaker:filmstrip=left:others=3`, `share` or
+    /// `share:speaker=inset`, or a custom layout as a JSON array of
+    /// `{"id", "x", "y", "width", "height", "z"}` (optionally after `custom:`).
+    public init(parsing text: String) throws(LayoutError) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let json = trimmed.hasPrefix("custom:") ? String(trimmed.dropFirst(7)) : trimmed
+        if json.hasPrefix("[") {
+            do {
+                self = .custom(try JSONDecoder().decode([CustomTile].self, from: Data(json.utf8)))
+            } catch {
+                throw .badText(text, reason: "a custom layout is a JSON array of {\"id\", \"x\", \"y\", \"width\", \"height\", \"z\"} (\(error))")
+            }
+            return
+        }
+        let parts = trimmed.split(separator: ":").map(String.init)
+        var options: [String: String] = [:]
+        for part in parts.dropFirst() {
+            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2 else { throw .badText(text, reason: "option '\(part)' is not key=value") }
+            options[pair[0]] = pair[1]
+        }
+        func unknown(_ allowed: [String]) throws(LayoutError) {
+            if let key = options.keys.sorted().first(where: { !allowed.contains($0) }) {
+                throw .badText(text, reason: "'\(parts.first ?? "")' takes \(allowed.isEmpty ? "no options" : allowed.joined(separator: ", ")), not '\(key)'")
+            }
+        }
+        switch parts.first ?? "" {
+        case "grid":
+            try unknown([])
+            self = .grid
+        case "single":
+            try unknown([])
+            self = .single
+        case "speaker":
+            try unknown(["filmstrip", "others"])
+            guard let side = FilmstripPosition(rawValue: options["filmstrip"] ?? "bottom") else {
+                throw .badText(text, reason: "filmstrip is top, bottom, left or right")
+            }
+            guard let others = Int(options["others"] ?? "4") else { throw .badText(text, reason: "others is a count of tiles") }
+            self = .speaker(filmstrip: side, others: others)
+        case "share":
+            try unknown(["speaker"])
+            guard let placement = SpeakerPlacement(rawValue: options["speaker"] ?? "beside") else {
+                throw .badText(text, reason: "speaker is beside, inset or hidden")
+            }
+            self = .share(speaker: placement)
+        default:
+            throw .badText(text, reason: "expected grid, speaker, share, single or a custom layout's JSON array")
+        }
     }
 }

@@ -323,7 +323,7 @@ struct ComposeCommand: ParsableCommand {
                 let scene = compositor.currentScene
                 if scene.version != shownVersion, let lines = layoutLines {
                     shownVersion = scene.version
-                    try lines.write(Self.layoutLine(scene, frame: index))
+                    try lines.write(scene.json(extra: [("frame", index)]) + "\n")
                 }
                 try writer.write(frame)
                 progress.update(Int(index + 1))
@@ -336,17 +336,5 @@ struct ComposeCommand: ParsableCommand {
             throw CLIError("\(closedPipeOr(error, writer.output)) (the output keeps \(kept) complete frame\(kept == 1 ? "" : "s"))")
         }
         progress.finish(Int(frameCount))
-    }
-
-    /// `{"frame": N, "layout": "grid", "tiles": {"id": {"x":…, "y":…, "width":…, "height":…, "z":…}}}`
-    static func layoutLine(_ scene: Compositor.SceneInfo, frame: Int64) -> String {
-        func quoted(_ s: String) -> String {
-            let data = try? JSONEncoder().encode(s)
-            return data.map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
-        }
-        let tiles = scene.placements.map { p in
-            "\(quoted(p.id)): {\"x\": \(p.rect.x), \"y\": \(p.rect.y), \"width\": \(p.rect.width), \"height\": \(p.rect.height), \"z\": \(p.z)}"
-        }
-        return "{\"frame\": \(frame), \"layout\": \(quoted(scene.layout.name)), \"tiles\": {\(tiles.joined(separator: ", "))}}\n"
     }
 }

@@ -45,7 +45,7 @@ extern "C" {
 
 /* The version of this API. Minor versions only append functions and struct fields. */
 #define RAWFX_EMBED_VERSION_MAJOR 1
-#define RAWFX_EMBED_VERSION_MINOR 3
+#define RAWFX_EMBED_VERSION_MINOR 4
 
 /* [any] The version of the library loaded, as RAWFX_EMBED_VERSION_MAJOR * 1000 + MINOR.
  * A program built against a newer minor than the library checks this before calling the
@@ -322,6 +322,76 @@ rawfx_result rawfx_audio_chain_metrics(const rawfx_audio_chain *chain, rawfx_sta
                                        size_t capacity, size_t *count);
 rawfx_result rawfx_audio_chain_metrics_json(const rawfx_audio_chain *chain, char *buffer, size_t capacity,
                                             size_t *length);
+
+/* ------------------------------------------------------------- compositor -- */
+/* Since 1.4: many streams into one picture (docs/compose.md). Inputs of any size and rate
+ * are drawn into the tiles of one I420 output of a declared size on a steady clock:
+ * rawfx_compositor_compose draws output frame N with the timestamp N / rate, every tile
+ * showing its input's newest frame scaled by the `scale` filter's kernels; an input with no
+ * frame for longer than the timeout, or set inactive, shows its placeholder. */
+
+typedef struct rawfx_compositor rawfx_compositor;
+typedef struct rawfx_compositor_input rawfx_compositor_input;
+
+enum { RAWFX_FIT_CONTAIN = 0, RAWFX_FIT_COVER = 1 };
+
+typedef struct rawfx_compositor_config {
+    uint32_t struct_size;
+    uint32_t width, height;          /* even, 2 to 16384 */
+    uint32_t rate_numerator;         /* frames per second as a fraction; 0: 30/1 */
+    uint32_t rate_denominator;       /* 0: 1 */
+    uint32_t color_range;            /* RAWFX_RANGE_LIMITED (default) or RAWFX_RANGE_FULL */
+    uint32_t fit;                    /* RAWFX_FIT_CONTAIN (bars) or RAWFX_FIT_COVER (cropped) */
+    uint32_t border;                 /* pixels inside each tile, even, 0 to 64 */
+    uint32_t background_rgb;         /* 0xRRGGBB behind the tiles; 0: black */
+    uint32_t placeholder_rgb;        /* 0xRRGGBB of a tile with nothing fresh; 0: black */
+    int64_t input_timeout_us;        /* no frame for longer: the placeholder; 0: 1 s */
+    const char *layout;              /* as rawfx_compositor_set_layout; NULL: "grid" */
+} rawfx_compositor_config;
+
+/* [control] Creates a compositor. */
+rawfx_result rawfx_compositor_create(const rawfx_compositor_config *config, rawfx_compositor **compositor);
+
+/* [control] Frees it; input handles stay valid until released (their frames are dropped). */
+void rawfx_compositor_destroy(rawfx_compositor *compositor);
+
+/* [any] Adds an input named `id` (unique; at most 49). `*input` receives a handle the caller
+ * releases with rawfx_compositor_input_release, after removing it or not. */
+rawfx_result rawfx_compositor_add_input(rawfx_compositor *compositor, const char *id, rawfx_compositor_input **input);
+
+/* [any] Removes the input named `id`; the layout re-flows from the next output frame. */
+rawfx_result rawfx_compositor_remove_input(rawfx_compositor *compositor, const char *id);
+
+/* [any, one thread per input at a time] Copies `frame` (the caller's planes and strides,
+ * borrowed for the call, as an SDK callback's) into the input, as its newest frame, shown
+ * from the next output frame whose time is at or after `time_us` (microseconds of the
+ * compositor's clock; INT64_MIN: now). No allocation unless the size changed. */
+rawfx_result rawfx_compositor_input_submit(rawfx_compositor_input *input, const rawfx_video_frame *frame, int64_t time_us);
+
+/* [any] Marks the input off (0: its placeholder from the next frame) or on again. */
+rawfx_result rawfx_compositor_input_set_active(rawfx_compositor_input *input, int32_t active);
+
+/* [any] Releases an input handle. NULL is ignored. */
+void rawfx_compositor_input_release(rawfx_compositor_input *input);
+
+/* [any] The layout from the next output frame: "grid", "single", "speaker" or
+ * "speaker:filmstrip=left:others=3", "share" or "share:speaker=inset", or a JSON array of
+ * {"id","x","y","width","height","z"} (even pixels inside the output). */
+rawfx_result rawfx_compositor_set_layout(rawfx_compositor *compositor, const char *layout);
+
+/* [any] The active speaker and the share (input ids; NULL: none). */
+rawfx_result rawfx_compositor_set_roles(rawfx_compositor *compositor, const char *speaker, const char *share);
+
+/* [process] Draws output frame `frame_index` (timestamp frame_index / rate). `*output`
+ * receives a view of the canvas, valid until the next compose or the compositor's end.
+ * REAL-TIME once warm: no allocation, no lock. */
+rawfx_result rawfx_compositor_compose(rawfx_compositor *compositor, int64_t frame_index, rawfx_video_frame *output);
+
+/* [process] (allocates) Where each input went in the last compose, as JSON:
+ * {"version":N,"layout":"grid","tiles":{"id":{"x":..,"y":..,"width":..,"height":..,"z":..}}}.
+ * Buffer rules as rawfx_video_chain_metrics_json. */
+rawfx_result rawfx_compositor_scene_json(const rawfx_compositor *compositor, char *buffer, size_t capacity,
+                                         size_t *length);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,116 @@
+import CRawFXEmbed
+import Foundation
+import RawFX
+import RawFXAllocCounter
+import RawFXEmbed
+import XCTest
+
+/// The compositor through the C API (rawfx_compositor_*): what a C, C++ or Python host sees.
+final class EmbedComposeTests: XCTestCase {
+    func config(width: UInt32, height: UInt32, layout: String? = nil, body: (UnsafePointer<rawfx_compositor_config>) -> Void) {
+        var c = rawfx_compositor_config()
+        c.struct_size = UInt32(MemoryLayout<rawfx_compositor_config>.size)
+        c.width = width
+        c.height = height
+        c.background_rgb = 0x000000
+        if let layout {
+            layout.withCString { text in
+                c.layout = text
+                body(&c)
+            }
+        } else {
+            body(&c)
+        }
+    }
+
+    func testTilesEqualTheScaleFilterAloneAndFramesWithWideStridesAreCopied() throws {
+        var compositor: OpaquePointer?
+        config(width: 640, height: 360, layout: "speaker:filmstrip=right:others=2") {
+            XCTAssertEqual(rawfx_compositor_create($0, &compositor), rawfx_result(RAWFX_OK), String(cString: rawfx_last_error()))
+        }
+        defer { rawfx_compositor_destroy(compositor) }
+        // Inputs with strides wider than their rows, as SDK frames have.
+        let pictures = [patternBuffer(width: 320, height: 240, seed: 1), patternBuffer(width: 640, height: 360, seed: 2),
+                        patternBuffer(width: 176, height: 144, seed: 3)]
+        let ids = ["a", "b", "c"]
+        var inputs: [OpaquePointer?] = []
+        for (index, id) in ids.enumerated() {
+            var input: OpaquePointer?
+            XCTAssertEqual(rawfx_compositor_add_input(compositor, id, &input), rawfx_result(RAWFX_OK))
+            inputs.append(input)
+            let wide = VideoBuffer(format: pictures[index].format, extraStride: 96)
+            pictures[index].frame.copy(to: wide.frame)
+            var raw = wide.frame.raw
+            XCTAssertEqual(rawfx_compositor_input_submit(input, &raw, 0), rawfx_result(RAWFX_OK))
+        }
+        defer { inputs.forEach { rawfx_compositor_input_release($0) } }
+        XCTAssertEqual(rawfx_compositor_set_roles(compositor, "b", nil), rawfx_result(RAWFX_OK))
+        var output = rawfx_video_frame()
+        XCTAssertEqual(rawfx_compositor_compose(compositor, 3, &output), rawfx_result(RAWFX_OK))
+        XCTAssertEqual(output.timestamp_us, 100_000)
+        var length = 0
+        var text = [CChar](repeating: 0, count: 4096)
+        XCTAssertEqual(rawfx_compositor_scene_json(compositor, &text, text.count, &length), rawfx_result(RAWFX_OK))
+        let scene = try JSONSerialization.jsonObject(with: Data(String(cString: text).utf8)) as! [String: Any]
+        XCTAssertEqual(scene["layout"] as? String, "speaker")
+        let tiles = scene["tiles"] as! [String: [String: Int]]
+        XCTAssertEqual(Set(tiles.keys), ["a", "b", "c"])
+        XCTAssertEqual(tiles["b"]?["x"], 0, "the speaker large, the others on the right")
+        let registry = PluginRegistry()
+        for (index, id) in ids.enumerated() {
+            let r = tiles[id]!
+            let alone = try VideoChain("scale=width=\(r["width"]!):height=\(r["height"]!):mode=fit", registry: registry)
+                .process(pictures[index].frame)
+            var tile = output
+            tile.width = UInt32(r["width"]!)
+            tile.height = UInt32(r["height"]!)
+            tile.planes.0 = tile.planes.0! + r["y"]! * Int(tile.strides.0) + r["x"]!
+            tile.planes.1 = tile.planes.1! + r["y"]! / 2 * Int(tile.strides.1) + r["x"]! / 2
+            tile.planes.2 = tile.planes.2! + r["y"]! / 2 * Int(tile.strides.2) + r["x"]! / 2
+            for p in 0..<3 { XCTAssertEqual(planeBytes(VideoFrame(tile), p), planeBytes(alone, p), "\(id) plane \(p)") }
+        }
+        // Composing allocates nothing once warm.
+        var counts = [UInt64](repeating: 0, count: 20)
+        counts.withUnsafeMutableBufferPointer { counts in
+            for index in 4..<20 {
+                let before = rawfx_thread_allocation_count()
+                _ = rawfx_compositor_compose(compositor, Int64(index), &output)
+                counts[index] = rawfx_thread_allocation_count() - before
+            }
+        }
+        if rawfx_allocation_counter_active() != 0 { XCTAssertEqual(counts, [UInt64](repeating: 0, count: 20), "allocations per compose") }
+        // Off: the placeholder (black here) at once.
+        XCTAssertEqual(rawfx_compositor_input_set_active(inputs[1], 0), rawfx_result(RAWFX_OK))
+        XCTAssertEqual(rawfx_compositor_compose(compositor, 20, &output), rawfx_result(RAWFX_OK))
+        XCTAssertEqual(output.planes.0![100 * Int(output.strides.0) + 100], 16)
+    }
+
+    func testBadArgumentsNameWhatIsWrong() {
+        var compositor: OpaquePointer?
+        func error() -> String { String(cString: rawfx_last_error()) }
+        config(width: 641, height: 360) { XCTAssertEqual(rawfx_compositor_create($0, &compositor), rawfx_result(RAWFX_E_INVALID_ARGUMENT)) }
+        XCTAssert(error().contains("output size 641x360"), error())
+        XCTAssertNil(compositor)
+        config(width: 640, height: 360, layout: "mosaic") { XCTAssertEqual(rawfx_compositor_create($0, &compositor), rawfx_result(RAWFX_E_INVALID_ARGUMENT)) }
+        XCTAssert(error().contains("layout 'mosaic'"), error())
+        config(width: 640, height: 360, layout: "[{\"id\": \"a\", \"x\": 1, \"y\": 0, \"width\": 4, \"height\": 4}]") {
+            XCTAssertEqual(rawfx_compositor_create($0, &compositor), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        }
+        XCTAssert(error().contains("must be even"), error())
+        config(width: 640, height: 360) { XCTAssertEqual(rawfx_compositor_create($0, &compositor), rawfx_result(RAWFX_OK)) }
+        defer { rawfx_compositor_destroy(compositor) }
+        var input: OpaquePointer?
+        XCTAssertEqual(rawfx_compositor_add_input(compositor, "a", &input), rawfx_result(RAWFX_OK))
+        defer { rawfx_compositor_input_release(input) }
+        var again: OpaquePointer?
+        XCTAssertEqual(rawfx_compositor_add_input(compositor, "a", &again), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        XCTAssert(error().contains("'a' already exists"), error())
+        XCTAssertEqual(rawfx_compositor_remove_input(compositor, "zz"), rawfx_result(RAWFX_E_NOT_FOUND))
+        XCTAssertEqual(rawfx_compositor_set_layout(compositor, "speaker:side=left"), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        XCTAssert(error().contains("takes filmstrip, others, not 'side'"), error())
+        var frame = rawfx_video_frame()
+        XCTAssertEqual(rawfx_compositor_input_submit(input, &frame, 0), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        XCTAssertEqual(rawfx_compositor_compose(compositor, -1, &frame), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        XCTAssertEqual(rawfx_compositor_compose(nil, 0, &frame), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+    }
+}
