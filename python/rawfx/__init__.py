@@ -18,8 +18,8 @@ import numpy as np
 
 from . import _library as _c
 
-__all__ = ["RawFXError", "Registry", "VideoChain", "AudioChain", "library_path", "set_log_callback", "sync_log",
-           "set_thread_count", "thread_count"]
+__all__ = ["RawFXError", "Registry", "VideoChain", "AudioChain", "Compositor", "CompositorInput", "library_path",
+           "set_log_callback", "sync_log", "set_thread_count", "thread_count"]
 
 _lib, library_path = _c.load()
 
@@ -633,3 +633,157 @@ from .hooks import (MIXED, ONE_WAY, SHARED, PreProcessor, ProductionStudio, Rece
 
 __all__ += ["MIXED", "ONE_WAY", "SHARED", "PreProcessor", "ProductionStudio", "ReceiveVideo", "ShareSource", "VideoSource", "VirtualMic", "VirtualSpeaker",
             "user_key"]
+
+
+def _rgb(value, what):
+    """0xRRGGBB, "#rrggbb" or an (r, g, b) tuple as 0xRRGGBB."""
+    if isinstance(value, str) and len(value) == 7 and value.startswith("#"):
+        try:
+            return int(value[1:], 16)
+        except ValueError:
+            pass
+    elif isinstance(value, tuple) and len(value) == 3 and all(type(c) is int and 0 <= c <= 255 for c in value):
+        return value[0] << 16 | value[1] << 8 | value[2]
+    elif type(value) is int and 0 <= value <= 0xFFFFFF:
+        return value
+    raise ValueError("%s: %r; expected 0xRRGGBB, '#rrggbb' or (r, g, b)" % (what, value))
+
+
+def _layout_text(layout):
+    """A layout as rawfx_compositor_set_layout takes it: a name with options, or a custom
+    layout given as a list of {"id", "x", "y", "width", "height", "z"} dicts."""
+    if isinstance(layout, (list, tuple)):
+        return _text(json.dumps(list(layout)), "layout")
+    return _text(layout, "layout")
+
+
+class CompositorInput:
+    """One stream of a Compositor (rawfx_compositor_input_*). `submit` copies a frame in as
+    the input's newest: call it from one thread at a time (the stream's), while another thread
+    composes."""
+
+    def __init__(self, compositor, handle, input_id):
+        self.id = input_id
+        self._compositor = compositor  # the C input holds what it needs; this keeps order of frees
+        self._handle = handle
+        self._frame = _FrameBinding()
+        self._submit = _lib.rawfx_compositor_input_submit
+
+    def submit(self, y, u, v, time_us=None, color_range="limited"):
+        """Copies three I420 planes (2-D uint8 arrays, any row stride) in as the newest frame,
+        shown from the first output frame at or after `time_us` (the compositor's clock in
+        microseconds; None: now)."""
+        if self._handle is None:
+            raise ValueError("submit: the input was released")
+        frame = self._frame.bind(y, u, v, color_range)
+        when = -2**63 if time_us is None else _c.checked_integer(time_us, ctypes.c_int64, "time_us")
+        _check("rawfx_compositor_input_submit", self._submit(self._handle, frame, when))
+        self._frame.release()
+
+    @property
+    def active(self):
+        return self._active if hasattr(self, "_active") else True
+
+    @active.setter
+    def active(self, on):
+        """False: the input shows its placeholder from the next output frame (its video is off)."""
+        _check("rawfx_compositor_input_set_active", _lib.rawfx_compositor_input_set_active(self._handle, int(bool(on))))
+        self._active = bool(on)
+
+    def close(self):
+        if self._handle is not None and _lib is not None:
+            _lib.rawfx_compositor_input_release(self._handle)
+        self._handle = None
+
+    def __del__(self):
+        self.close()
+
+
+class Compositor:
+    """Many streams into one picture (rawfx_compositor_*): gallery, speaker, share, single or a
+    custom layout of rectangles, on a steady clock (docs/compose.md).
+
+        comp = rawfx.Compositor(1280, 720, fps=30, layout="grid")
+        alice = comp.add_input("alice")
+        alice.submit(y, u, v)                 # from alice's thread, any size
+        y, u, v = comp.compose(frame_index)   # views of the canvas, valid until the next compose
+    """
+
+    _handle = None
+
+    def __init__(self, width, height, fps=30, layout="grid", fit="contain", background=0x000000,
+                 placeholder=0x282828, timeout=1.0, border=0, color_range="limited"):
+        numerator, denominator = (fps, 1) if isinstance(fps, int) else fps
+        if fit not in ("contain", "cover"):
+            raise ValueError("fit: %r; expected 'contain' or 'cover'" % (fit,))
+        if not isinstance(timeout, (int, float)) or not 0.001 <= timeout <= 3600:
+            raise ValueError("timeout: %r; expected seconds from 0.001 to 3600" % (timeout,))
+        self._layout = _layout_text(layout)
+        config = _c.CompositorConfig(ctypes.sizeof(_c.CompositorConfig), width, height, numerator, denominator,
+                                     _range_of(color_range), 0 if fit == "contain" else 1, border,
+                                     _rgb(background, "background"), _rgb(placeholder, "placeholder"),
+                                     int(timeout * 1_000_000), self._layout)
+        handle = ctypes.c_void_p()
+        _check("rawfx_compositor_create", _lib.rawfx_compositor_create(ctypes.byref(config), ctypes.byref(handle)))
+        self._handle = handle
+        self._owned = _Owned(handle, _lib.rawfx_compositor_destroy)
+        self._output = _c.VideoFrame()
+        self._output_ref = ctypes.byref(self._output)
+        self._compose = _lib.rawfx_compositor_compose
+        self._views = None
+        self._inputs = {}
+
+    def add_input(self, input_id):
+        """Adds an input (at most 49); drawn from the next output frame (its placeholder until
+        its first frame)."""
+        handle = ctypes.c_void_p()
+        _check("rawfx_compositor_add_input",
+               _lib.rawfx_compositor_add_input(self._handle, _text(input_id, "input_id"), ctypes.byref(handle)))
+        made = self._inputs[input_id] = CompositorInput(self, handle, input_id)
+        return made
+
+    def remove_input(self, input_id):
+        _check("rawfx_compositor_remove_input", _lib.rawfx_compositor_remove_input(self._handle, _text(input_id, "input_id")))
+        removed = self._inputs.pop(input_id, None)
+        if removed is not None:
+            removed.close()
+
+    def set_layout(self, layout):
+        """"grid", "single", "speaker[:filmstrip=bottom:others=4]", "share[:speaker=beside]", or a
+        list of {"id", "x", "y", "width", "height", "z"} dicts; from the next output frame."""
+        _check("rawfx_compositor_set_layout", _lib.rawfx_compositor_set_layout(self._handle, _layout_text(layout)))
+
+    def set_roles(self, speaker=None, share=None):
+        """The active speaker and the share, by input id (None: none)."""
+        _check("rawfx_compositor_set_roles", _lib.rawfx_compositor_set_roles(
+            self._handle, None if speaker is None else _text(speaker, "speaker"),
+            None if share is None else _text(share, "share")))
+
+    def compose(self, frame_index, copy=False):
+        """Draws output frame `frame_index` (timestamp frame_index / fps) and returns its planes:
+        views of the canvas, valid until the next compose (the same view objects each time), or
+        copies with copy=True."""
+        index = frame_index if type(frame_index) is int and 0 <= frame_index < 2**63 else \
+            _c.checked_integer(frame_index, ctypes.c_int64, "frame_index")
+        _check("rawfx_compositor_compose", self._compose(self._handle, index, self._output_ref))
+        if self._views is None:
+            self._views = _planes_of(self._output, copy=False, owner=self._owned)
+        return tuple(view.copy() for view in self._views) if copy else self._views
+
+    @property
+    def timestamp_us(self):
+        """The timestamp of the last composed frame."""
+        return self._output.timestamp_us
+
+    @property
+    def scene(self):
+        """Where each input went in the last compose: {"version", "layout", "tiles": {id: rect}}."""
+        return json.loads(_metrics_json(_lib.rawfx_compositor_scene_json, self._handle))
+
+    def close(self):
+        for made in self._inputs.values():
+            made.close()
+        self._inputs = {}
+        self._views = None
+        self._handle = None
+        self._owned = None

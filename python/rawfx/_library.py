@@ -117,6 +117,14 @@ class RegistryOptions(CheckedStructure):
                 ("skip_default_directory", ctypes.c_int32), ("allow_untrusted", ctypes.c_int32)]
 
 
+class CompositorConfig(CheckedStructure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
+                ("rate_numerator", ctypes.c_uint32), ("rate_denominator", ctypes.c_uint32),
+                ("color_range", ctypes.c_uint32), ("fit", ctypes.c_uint32), ("border", ctypes.c_uint32),
+                ("background_rgb", ctypes.c_uint32), ("placeholder_rgb", ctypes.c_uint32),
+                ("input_timeout_us", ctypes.c_int64), ("layout", ctypes.c_char_p)]
+
+
 class StageMetrics(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("name", ctypes.c_char * 64), ("frames", ctypes.c_uint64),
                 ("errors", ctypes.c_uint64), ("drops", ctypes.c_uint64), ("bypassed", ctypes.c_uint64),
@@ -179,9 +187,9 @@ AUDIO_SOURCE_FILE = 4
 # Called on the frame path with integers the package has checked itself.
 _CHECKED_BY_CALLER = {"rawfx_audio_chain_process_into"}
 
-# The rawfx_embed.h minor version whose functions this package calls (1.3:
-# rawfx_audio_chain_process_into and rawfx_audio_chain_max_output).
-API_MINOR = 3
+# The rawfx_embed.h minor version whose functions this package calls (1.4: the compositor,
+# rawfx_compositor_*).
+API_MINOR = 4
 
 
 def _declare(lib):
@@ -228,6 +236,17 @@ def _declare(lib):
         "rawfx_audio_chain_set_bypass": (result, [P, c.c_char_p, c.c_int32]),
         "rawfx_audio_chain_metrics": (result, [P, c.POINTER(StageMetrics), c.c_size_t, c.POINTER(c.c_size_t)]),
         "rawfx_audio_chain_metrics_json": (result, [P, c.c_char_p, c.c_size_t, c.POINTER(c.c_size_t)]),
+        "rawfx_compositor_create": (result, [c.POINTER(CompositorConfig), c.POINTER(P)]),
+        "rawfx_compositor_destroy": (None, [P]),
+        "rawfx_compositor_add_input": (result, [P, c.c_char_p, c.POINTER(P)]),
+        "rawfx_compositor_remove_input": (result, [P, c.c_char_p]),
+        "rawfx_compositor_input_submit": (result, [P, c.POINTER(VideoFrame), c.c_int64]),
+        "rawfx_compositor_input_set_active": (result, [P, c.c_int32]),
+        "rawfx_compositor_input_release": (None, [P]),
+        "rawfx_compositor_set_layout": (result, [P, c.c_char_p]),
+        "rawfx_compositor_set_roles": (result, [P, c.c_char_p, c.c_char_p]),
+        "rawfx_compositor_compose": (result, [P, c.c_int64, c.POINTER(VideoFrame)]),
+        "rawfx_compositor_scene_json": (result, [P, c.c_char_p, c.c_size_t, c.POINTER(c.c_size_t)]),
         # rawfx_hooks.h
         "rawfx_hook_destroy": (None, [P]),
         "rawfx_hook_kind": (c.c_int32, [P]),
