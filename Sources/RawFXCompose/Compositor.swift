@@ -192,7 +192,8 @@ public final class Compositor: @unchecked Sendable {
     }
     private let control: Locked<ControlState>
     private let scenes = Mailbox<CompositorScene>()
-    private let originNanoseconds = monotonicNanoseconds()
+    /// The start of the compositor's timeline (CLOCK_MONOTONIC): inputs' `now`, the clock's frame 0.
+    let originNanoseconds = monotonicNanoseconds()
 
     // Compose side: all of it allocated at init (or when the pool grows), reused per frame.
     private let canvas: VideoBuffer

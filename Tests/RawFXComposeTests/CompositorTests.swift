@@ -413,3 +413,43 @@ final class AudioMixerTests: XCTestCase {
         XCTAssertLessThanOrEqual(abs(flashTime - clickTime), rate.timestamp(ofFrame: 1), "flash at \(flashTime) µs, click at \(clickTime) µs")
     }
 }
+
+final class CompositorClockTests: XCTestCase {
+    /// Inputs that jitter, burst and stall do not move the output: frames come in order, one
+    /// per interval, their timestamps exact multiples of it, each with the audio blocks of its
+    /// instant (every block exactly once).
+    func testTheClockKeepsItsRateWhateverTheInputsDo() throws {
+        let compositor = try Compositor(.init(width: 64, height: 64, frameRate: FrameRate(50)))
+        let mixer = try AudioMixer(sampleRate: 16000, primingBlocks: 0)
+        let input = try compositor.addInput(id: "a")
+        let picture = noisePicture(width: 32, height: 32, seed: 1)
+        let ticks = Locked<[(index: Int64, timestamp: Int64, audio: Range<Int64>)]>([])
+        let clock = CompositorClock(compositor: compositor, mixer: mixer) { tick, mixer in
+            for block in tick.audio { _ = mixer?.mix(blockIndex: block) }
+            ticks.withLock { $0.append((tick.index, tick.frame.timestampMicroseconds, tick.audio)) }
+        }
+        clock.start()
+        // A producer that bursts 10 frames at once, stalls 120 ms, then jitters.
+        for _ in 0..<10 { input.submit(picture.frame) }
+        usleep(120_000)
+        for delay in [3_000, 40_000, 1_000, 25_000, 60_000] as [UInt32] {
+            input.submit(picture.frame)
+            usleep(delay)
+        }
+        clock.stop()
+        let seen = ticks.withLock { $0 }
+        XCTAssertGreaterThan(seen.count, 5)
+        XCTAssertEqual(clock.framesDelivered, Int64(seen.count))
+        for (previous, next) in zip(seen, seen.dropFirst()) {
+            XCTAssertEqual(next.index, previous.index + 1 + (clock.framesSkipped > 0 ? next.index - previous.index - 1 : 0))
+            XCTAssertEqual(next.audio.lowerBound, previous.audio.upperBound, "every audio block once")
+        }
+        if clock.framesSkipped == 0 {
+            XCTAssertEqual(seen.map(\.index), Array(seen.first!.index...seen.last!.index), "no output frame lost")
+        }
+        for tick in seen {
+            XCTAssertEqual(tick.timestamp, tick.index * 20_000)
+            XCTAssertEqual(tick.audio.count, 2, "two 10 ms blocks per 20 ms frame")
+        }
+    }
+}
