@@ -232,21 +232,19 @@ enum LayoutGeometry {
     @inline(__always) static func even(_ value: Int) -> Int { value & ~1 }
 
     /// Columns for `count` tiles in `area`: the choice that gives each tile the largest
-    /// picture of the output's aspect ratio, more columns on a tie (two people side by side).
+    /// picture of the output's aspect ratio; choices within 3 % of that count as equal, and the
+    /// one with the most columns wins (two people side by side, six in 3 × 2).
     static func gridColumns(count: Int, in area: TileRect) -> Int {
         guard count > 1 else { return 1 }
         let aspect = Double(area.width) / Double(area.height)
-        var best = (columns: 1, area: -1.0)
-        for columns in 1...count {
+        func pictureArea(columns: Int) -> Double {
             let rows = (count + columns - 1) / columns
             let cellWidth = Double(area.width / columns), cellHeight = Double(area.height / rows)
-            let pictureWidth = min(cellWidth, cellHeight * aspect)
-            let pictureArea = pictureWidth * (pictureWidth / aspect)
-            if pictureArea >= best.area * (1 + 1e-9) || (abs(pictureArea - best.area) <= best.area * 1e-9) {
-                best = (columns, pictureArea)
-            }
+            let width = min(cellWidth, cellHeight * aspect)
+            return width * width / aspect
         }
-        return best.columns
+        let best = (1...count).map { pictureArea(columns: $0) }.max()!
+        return (1...count).last { pictureArea(columns: $0) >= best * 0.97 }!
     }
 
     /// Rows × columns over `area`, in order, the last row centred.
