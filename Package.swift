@@ -95,7 +95,7 @@ let package = Package(
                 dependencies: ["CRawFX", "RawFXRuntime", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/RawFX"),
         .target(name: "RawFXSDK",
-                dependencies: ["RawFX", "CLibYUV", .product(name: "DequeModule", package: "swift-collections")],
+                dependencies: ["RawFX", "RawFXCompose", "CLibYUV", .product(name: "DequeModule", package: "swift-collections")],
                 path: "Sources/RawFXSDK"),
         // swift-metrics export of the engine's and hooks' counters, beside the engine so that
         // neither it nor librawfx links a metrics API it never calls on the frame path.

@@ -86,6 +86,21 @@ public final class CompositorInput: @unchecked Sendable {
     public func submit(copying frame: VideoFrame, at time: Int64? = nil) -> Bool {
         guard Self.isDrawable(frame) else { return false }
         let format = VideoFormat(width: frame.width, height: frame.height, colorRange: frame.format.colorRange)
+        return submit(writing: format, at: time) { buffer in
+            frame.copy(to: buffer)
+            return true
+        }
+    }
+
+    /// [any thread, one at a time] Hands `write` a frame of `format` in a buffer of this input's
+    /// (allocated only when the size changes) to fill, then makes it the latest: a conversion
+    /// (NV12 to I420, a decoder) writes the input's frame directly, with no copy after it.
+    /// Nothing is published when `write` returns false or throws, or for a size under 2×2
+    /// (returns false then).
+    @discardableResult
+    public func submit<E: Error>(writing format: VideoFormat, at time: Int64? = nil,
+                                 _ write: (VideoFrame) throws(E) -> Bool) throws(E) -> Bool {
+        guard format.width >= 2, format.height >= 2 else { return false }
         let buffer: VideoBuffer
         if let existing = copies[back], existing.format == format {
             buffer = existing
@@ -93,11 +108,9 @@ public final class CompositorInput: @unchecked Sendable {
             buffer = VideoBuffer(format: format)
             copies[back] = buffer
         }
-        // The slot may still hold a frame of this buffer: the reader never sees the back slot.
-        frame.copy(to: buffer.frame)
-        var copied = buffer.frame
-        copied.raw.timestamp_us = frame.raw.timestamp_us
-        publish(copied, at: time ?? now)
+        // The back slot may still hold a frame of this buffer: the reader never sees that slot.
+        guard try write(buffer.frame) else { return false }
+        publish(buffer.frame, at: time ?? now)
         return true
     }
 

@@ -1,5 +1,6 @@
 import CLibYUV
 import RawFX
+import RawFXCompose
 
 /// Turns NV12 pictures (a Y plane and an interleaved U,V plane, the SDK's `onPixelBuffer`
 /// path) into I420 for a chain, with libyuv's `NV12ToI420`.
@@ -43,7 +44,7 @@ final class NV12ToI420Converter {
         guard rc == 0 else { throw .contract("libyuv NV12ToI420 failed (\(rc)) for \(pixels.width)x\(pixels.height)") }
     }
 
-    private static func check(_ pixels: any NV12PixelBuffer) throws(ChainError) {
+    static func check(_ pixels: any NV12PixelBuffer) throws(ChainError) {
         let chromaRow = (pixels.width + 1) / 2 * 2
         guard pixels.width > 0, pixels.height > 0 else {
             throw .contract("NV12 frame of \(pixels.width)x\(pixels.height): width and height must be at least 1")
@@ -63,5 +64,23 @@ extension NV12PixelBuffer {
     func videoFormat(rotation: SDKVideoRawDataRotation) -> VideoFormat {
         VideoFormat(width: width, height: height, colorRange: isLimitedRange ? .limited : .full,
                     rotation: rotation.rawValue)
+    }
+}
+
+extension CompositorInput {
+    /// [the input's thread] An NV12 picture (the SDK's `onPixelBuffer` path) converted by
+    /// libyuv `NV12ToI420` straight into the input's frame: the one pass over the pixels the
+    /// SDK's buffer lifetime requires anyway. Its range follows `isLimitedRange`.
+    public func submit(nv12 pixels: any NV12PixelBuffer, at time: Int64? = nil) throws(ChainError) {
+        try NV12ToI420Converter.check(pixels)
+        guard pixels.width >= 2, pixels.height >= 2 else {
+            throw .contract("NV12 frame of \(pixels.width)x\(pixels.height): the compositor draws pictures of at least 2x2")
+        }
+        let format = VideoFormat(width: pixels.width, height: pixels.height,
+                                 colorRange: pixels.isLimitedRange ? .limited : .full)
+        _ = try submit(writing: format, at: time) { (frame: VideoFrame) throws(ChainError) -> Bool in
+            try NV12ToI420Converter.convert(pixels, into: frame)
+            return true
+        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import RawFX
 import RawFXAllocCounter
+import RawFXCompose
 import RawFXEmulator
 @testable import RawFXSDK
 import XCTest
@@ -62,6 +63,22 @@ final class NV12Tests: XCTestCase {
         XCTAssertEqual(rawfx_thread_allocation_count() - before, 0)
         XCTAssertTrue(converter.prepare(b.videoFormat(rotation: .none)), "a new size allocates")
         XCTAssertFalse(converter.prepare(b.videoFormat(rotation: .rotation180)), "a new rotation does not")
+    }
+
+    /// NV12 into a compositor input: converted straight into the input's frame, then the tile
+    /// is that picture scaled by the `scale` filter, as for an I420 input.
+    func testNV12GoesIntoACompositorInputThroughTheSameConversion() throws {
+        let compositor = try Compositor(.init(width: 320, height: 180, layout: .single))
+        let input = try compositor.addInput(id: "nv12")
+        let source = pixels(width: 160, height: 90, seed: 4)
+        try input.submit(nv12: source, at: 0)
+        let output = compositor.compose(frameIndex: 0)
+        let expected = try VideoChain("scale=width=320:height=180:mode=fit", registry: PluginRegistry())
+            .process(patternBuffer(width: 160, height: 90, seed: 4).frame)
+        for p in 0..<3 { XCTAssertEqual(planeBytes(output, p), planeBytes(expected, p), "plane \(p)") }
+        XCTAssertThrowsError(try input.submit(nv12: pixels(width: 1, height: 1, seed: 1))) {
+            XCTAssert("\($0)".contains("NV12 frame of 1x1: the compositor draws pictures of at least 2x2"), "\($0)")
+        }
     }
 
     func testBadStridesAreRefusedWithAMessage() throws {
