@@ -14,7 +14,9 @@ struct ComposeCommand: ParsableCommand {
         commandName: "compose",
         abstract: "Compose Y4M inputs (files or pipes) into one Y4M picture: gallery, speaker, share or your own layout.",
         discussion: """
-        Each input is [ID=]PATH: the ID names it in --speaker, --share and custom layouts (default: \
+        Each input is [ID=]PATH of a Y4M or WAV file or pipe. WAV inputs are mixed (any rate and \
+        channel count, resampled, saturating) into --audio-output on the same clock: the audio of \
+        an instant leaves with the video frame of that instant. The ID names an input in --speaker, --share and custom layouts (default: \
         the file name without its extension). Inputs may have any size and frame rate: the output \
         runs at --fps on its own clock, and every tile shows its input's newest frame at each \
         output frame's time, scaled into the tile by the 'scale' filter's kernels. An input that \
@@ -91,6 +93,13 @@ struct ComposeCommand: ParsableCommand {
     @Option(name: .customLong("layout-json"),
             help: ArgumentHelp("Write one JSON line per layout in force: the output frame it started at and each input's rectangle.", valueName: "file"))
     var layoutJSON: String?
+
+    @Option(name: .customLong("audio-output"),
+            help: ArgumentHelp("Where the mix of the WAV inputs goes: a mono 16-bit .wav file, or - for standard output (then -o is a file).", valueName: "file.wav"))
+    var audioOutput: String?
+
+    @Option(name: .customLong("audio-rate"), help: ArgumentHelp("The mix's sample rate (Hz; the SDKs take 32000 or 48000).", valueName: "hz"))
+    var audioRate: Int = 48000
 
     @Option(name: .customLong("threads"), help: ArgumentHelp("Threads the tiles are scaled on, the calling one included (1 to 64); default as rawfx run.", valueName: "n"))
     var threads: Int?
@@ -224,6 +233,49 @@ struct ComposeCommand: ParsableCommand {
         }
     }
 
+    /// A WAV input: its reader and the mixer's handle; fed in 10 ms reads up to a time.
+    final class AudioSource {
+        let id: String
+        let path: String
+        let reader: WAVReader
+        let handle: MixerInput
+        let buffer: UnsafeMutablePointer<Int16>
+        let chunk: Int
+        var ended = false
+
+        init(id: String, path: String, reader: WAVReader, handle: MixerInput) {
+            self.id = id
+            self.path = path
+            self.reader = reader
+            self.handle = handle
+            chunk = max(1, reader.format.sampleRate / 100)
+            buffer = .allocate(capacity: chunk * reader.format.channels)
+        }
+
+        deinit { buffer.deallocate() }
+
+        var length: Int64? { reader.frameCount.map { Int64($0) * 1_000_000 / Int64(reader.format.sampleRate) } }
+
+        /// Reads and mixes in every sample before `time` (µs).
+        func advance(to time: Int64) {
+            let target = time * Int64(reader.format.sampleRate) / 1_000_000
+            while !ended, Int64(reader.framesRead) < target {
+                do {
+                    let wanted = min(chunk, Int(target - Int64(reader.framesRead)))
+                    let got = try reader.read(into: buffer, maxFrames: wanted)
+                    if got == 0 {
+                        ended = true
+                        break
+                    }
+                    try handle.submit(AudioBlock(samples: buffer, frameCount: got, format: reader.format))
+                } catch {
+                    ended = true
+                    printWarning("input '\(id)' (\(path)) ends after \(reader.framesRead) samples: \(error); silence from then on")
+                }
+            }
+        }
+    }
+
     func run() throws {
         RawFXThreadPool.threadCount = try RunCommand.threadCount(threads)
         defer { RawFXLog.sync() }
@@ -264,6 +316,14 @@ struct ComposeCommand: ParsableCommand {
 
         // The inputs, each with an ID.
         var sources: [Source] = []
+        var audioSources: [AudioSource] = []
+        var mixer: AudioMixer?
+        if audioOutput != nil {
+            guard (8000...96000).contains(audioRate), audioRate % 100 == 0 else {
+                throw CLIError("--audio-rate \(audioRate): expected a multiple of 100 from 8000 to 96000 Hz")
+            }
+            mixer = try AudioMixer(sampleRate: audioRate, primingBlocks: 0, registry: loadRegistry([]))
+        }
         var usedStandardInput = false
         for text in inputs {
             var id: String, path: String
@@ -281,10 +341,20 @@ struct ComposeCommand: ParsableCommand {
             var unique = id, suffix = 2
             while sources.contains(where: { $0.id == unique }) { unique = "\(id)-\(suffix)"; suffix += 1 }
             id = unique
-            let reader = try Y4MReader(MediaInput(path: path))
+            let media = try MediaInput(path: path)
+            if try Container.of(input: media, path: path) == .wav {
+                guard let mixer else {
+                    throw CLIError("input '\(id)' (\(path)) is WAV audio: give --audio-output FILE.wav for the mix")
+                }
+                let reader = try WAVReader(media)
+                audioSources.append(AudioSource(id: id, path: path, reader: reader, handle: try mixer.addInput(id: id)))
+                continue
+            }
+            let reader = try Y4MReader(media)
             let handle = try compositor.addInput(id: id)
             sources.append(Source(id: id, path: path, reader: reader, handle: handle))
         }
+        guard !sources.isEmpty else { throw CLIError("no Y4M input: compose draws video inputs (WAV inputs are mixed beside them)") }
         compositor.setRoles(speaker: speaker ?? sources.first?.id, share: share)
         for (option, value) in [("--speaker", speaker), ("--share", share)] {
             if let value, !sources.contains(where: { $0.id == value }) {
@@ -297,7 +367,7 @@ struct ComposeCommand: ParsableCommand {
         if let duration {
             seconds = duration
         } else {
-            guard let longest = sources.compactMap(\.length).max(), longest > 0 else {
+            guard let longest = (sources.compactMap(\.length) + audioSources.compactMap(\.length)).max(), longest > 0 else {
                 throw CLIError("the inputs' lengths are unknown (pipes): give --duration")
             }
             seconds = Double(longest) / 1e6
@@ -306,6 +376,8 @@ struct ComposeCommand: ParsableCommand {
 
         let writer = try Y4MWriter(MediaOutput(replacing: output),
                                    header: Y4MHeader(format: compositor.format, frameRate: Y4MRatio(rate.numerator, rate.denominator)))
+        var audioWriter: WAVWriter?
+        if let audioOutput, let mixer { audioWriter = try WAVWriter(MediaOutput(replacing: audioOutput), format: mixer.format) }
         var layoutLines: MediaOutput?
         if let layoutJSON { layoutLines = try MediaOutput(replacing: layoutJSON) }
         let progress = ProgressLine(total: Int(frameCount), unit: "frames")
@@ -320,6 +392,13 @@ struct ComposeCommand: ParsableCommand {
                 }
                 for source in sources { source.advance(to: time) }
                 let frame = compositor.compose(frameIndex: index)
+                if let mixer, let audioWriter {
+                    // The blocks that leave with this frame; inputs read 50 ms ahead so that the
+                    // resampler's latency never leaves a block short.
+                    let blocks = AudioMixer.blocks(forVideoFrame: index, rate: rate)
+                    for source in audioSources { source.advance(to: blocks.upperBound * 10_000 + 50_000) }
+                    for block in blocks { try audioWriter.write(mixer.mix(blockIndex: block)) }
+                }
                 let scene = compositor.currentScene
                 if scene.version != shownVersion, let lines = layoutLines {
                     shownVersion = scene.version
@@ -329,9 +408,11 @@ struct ComposeCommand: ParsableCommand {
                 progress.update(Int(index + 1))
             }
             try writer.close()
+            try audioWriter?.close()
             try layoutLines?.close()
         } catch {
             progress.finish(Int(writer.framesWritten))
+            _ = audioWriter?.closeKeepingWholeFrames()
             let kept = writer.closeKeepingWholeFrames()
             throw CLIError("\(closedPipeOr(error, writer.output)) (the output keeps \(kept) complete frame\(kept == 1 ? "" : "s"))")
         }

@@ -91,6 +91,38 @@ final class ComposeCommandTests: XCTestCase, RawfxCommandTesting {
         XCTAssertNotEqual(frame.plane(0)[(p0["y"]! + 100) * frame.stride(0) + p0["x"]! + 100], 50)
     }
 
+    /// WAV inputs at other rates and channel counts are mixed on the video's clock: the mix
+    /// of two is the saturated sum of each mixed alone, and it lasts exactly the duration.
+    func testWAVInputsAreMixedOnTheSameClock() throws {
+        let dir = temporaryDirectory()
+        let video = dir.appendingPathComponent("v.y4m")
+        try writeInput(video, width: 64, height: 64, rate: 25, frames: 25)
+        func writeWAV(_ name: String, rate: Int, channels: Int, seconds: Double, _ value: (Int) -> Int16) throws -> String {
+            let url = dir.appendingPathComponent(name)
+            let writer = try WAVWriter(path: url.path, format: AudioFormat(sampleRate: rate, channels: channels))
+            try writer.write((0..<Int(Double(rate) * seconds) * channels).map(value))
+            try writer.close()
+            return url.path
+        }
+        let a = try writeWAV("a.wav", rate: 16000, channels: 2, seconds: 1) { Int16(clamping: Int(20000 * sin(Double($0 / 2) * 0.1))) }
+        let b = try writeWAV("b.wav", rate: 48000, channels: 1, seconds: 0.5) { Int16(clamping: Int(25000 * sin(Double($0) * 0.013))) }
+        func mix(_ inputs: [String], _ name: String) throws -> [Int16] {
+            let out = dir.appendingPathComponent(name).path
+            let outcome = try execute(rawfxBinary, ["compose", "--size", "64x64", "--fps", "30", "--duration", "1",
+                                                    "--audio-output", out, "v=\(video.path)"] + inputs
+                                                    + ["-o", dir.appendingPathComponent("o.y4m").path])
+            XCTAssertEqual(outcome.status, 0, outcome.stderr)
+            let reader = try WAVReader(path: out)
+            XCTAssertEqual(reader.format, AudioFormat(sampleRate: 48000, channels: 1))
+            return try reader.readAll()
+        }
+        let both = try mix(["a=\(a)", "b=\(b)"], "ab.wav"), onlyA = try mix(["a=\(a)"], "a-mix.wav"), onlyB = try mix(["b=\(b)"], "b-mix.wav")
+        XCTAssertEqual(both.count, 48000, "exactly one second at 48 kHz")
+        XCTAssertEqual(both, zip(onlyA, onlyB).map { Int16(clamping: Int($0) + Int($1)) })
+        XCTAssert(both.contains(32767), "the sum saturates")
+        XCTAssertEqual(Array(onlyB[24000...]), [Int16](repeating: 0, count: 24000), "b ends at 0.5 s: silence after")
+    }
+
     func testBadArgumentsNameWhatIsWrong() throws {
         let dir = temporaryDirectory()
         let input = dir.appendingPathComponent("a.y4m")
