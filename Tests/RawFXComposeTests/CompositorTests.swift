@@ -451,3 +451,68 @@ final class CompositorClockTests: XCTestCase {
         }
     }
 }
+
+final class ActiveSpeakerTests: XCTestCase {
+    /// A 10 ms block at 16 kHz: a tone of `amplitude` (0: silence).
+    func block(_ amplitude: Double, _ body: (AudioBlock) -> Void) {
+        var samples = (0..<160).map { Int16(amplitude * sin(Double($0) * 0.3)) }
+        samples.withUnsafeMutableBufferPointer { body(AudioBlock(samples: $0.baseAddress!, frameCount: 160, format: AudioFormat(sampleRate: 16000, channels: 1))) }
+    }
+
+    func testTheSpeakerFollowsTheTalkerWithinTheHoldAndNeverFlaps() {
+        let detector = ActiveSpeakerDetector()
+        // a talks 0–3 s, b 3–7 s with a 0.3 s interjection by c at 4.5 s, a again from 7 s.
+        func talker(at t: Int64) -> String? {
+            if t >= 4_500_000 && t < 4_800_000 { return "c" }
+            return t < 3_000_000 ? "a" : t < 7_000_000 ? "b" : "a"
+        }
+        var changes: [(time: Int64, speaker: String)] = []
+        for step in 0..<1000 {
+            let t = Int64(step) * 10_000
+            for user in ["a", "b", "c"] {
+                // The talker loud (−16 dBFS), the others with room noise (−60 dBFS).
+                block(user == talker(at: t) ? 5000 : 30) { detector.observe(user: user, block: $0, at: t) }
+            }
+            let (speaker, changed) = detector.update(at: t)
+            if changed { changes.append((t, speaker!)) }
+        }
+        XCTAssertEqual(changes.map(\.speaker), ["a", "b", "a"], "c's 0.3 s never takes over")
+        XCTAssertLessThanOrEqual(changes[1].time - 3_000_000, 1_500_000, "b within 1.5 s of starting")
+        XCTAssertLessThanOrEqual(changes[2].time - 7_000_000, 1_500_000)
+        for (previous, next) in zip(changes, changes.dropFirst()) {
+            XCTAssertGreaterThanOrEqual(next.time - previous.time, 1_500_000, "held at least 1.5 s")
+        }
+        XCTAssertEqual(detector.recentSpeakers.first, "a")
+        XCTAssertEqual(Array(detector.recentSpeakers.prefix(3)), ["a", "b", "c"])
+    }
+
+    func testHysteresisKeepsSpeechBetweenTheThresholds() {
+        let detector = ActiveSpeakerDetector()
+        // −44 dBFS (between −50 and −40): not speech from silence, still speech once speaking.
+        let between = 32768 * pow(10, -44 / 20) * 2.squareRoot()
+        block(between) { detector.observe(user: "a", block: $0, at: 0) }
+        XCTAssertFalse(detector.isSpeaking("a"))
+        block(5000) { detector.observe(user: "a", block: $0, at: 10_000) }
+        XCTAssertTrue(detector.isSpeaking("a"))
+        block(between) { detector.observe(user: "a", block: $0, at: 20_000) }
+        XCTAssertTrue(detector.isSpeaking("a"))
+        block(0) { detector.observe(user: "a", block: $0, at: 30_000) }
+        XCTAssertFalse(detector.isSpeaking("a"))
+    }
+
+    func testAShareSwitchesTheLayoutOnTheNextFrameAndItsEndSwitchesBack() throws {
+        let compositor = try Compositor(.init(width: 320, height: 180, layout: .grid))
+        for id in ["a", "b", "screen"] { _ = try compositor.addInput(id: id) }
+        let director = ProgramDirector(compositor: compositor, shareLayout: .share(speaker: .inset))
+        director.setSpeaker("b")
+        _ = compositor.compose(frameIndex: 0)
+        XCTAssertEqual(compositor.currentScene.layout, .grid)
+        director.setShare("screen")
+        _ = compositor.compose(frameIndex: 1)
+        XCTAssertEqual(compositor.currentScene.layout, .share(speaker: .inset))
+        XCTAssertEqual(compositor.currentScene.placements.map(\.id), ["screen", "b"])
+        director.setShare(nil)
+        _ = compositor.compose(frameIndex: 2)
+        XCTAssertEqual(compositor.currentScene.layout, .grid)
+    }
+}
