@@ -187,6 +187,25 @@ final class CompositorTests: XCTestCase {
         try checkEveryTileEqualsItsInputScaledAlone(fit: .contain, threads: 3)
     }
 
+    /// An input's own chain runs once per input frame, before the scale: the tile is the
+    /// chain's output scaled alone, and drawing the same frame again does not run it again.
+    func testAnInputsChainRunsOncePerFrameBeforeItsTile() throws {
+        let registry = PluginRegistry()
+        let compositor = try Compositor(.init(width: 320, height: 320, layout: .single, background: .color(.black())))
+        let chain = try VideoChain("rotate=angle=90", registry: registry)
+        let input = try compositor.addInput(id: "a", chain: chain)
+        let picture = noisePicture(width: 320, height: 180, seed: 9)
+        input.submit(picture.frame, at: 0)
+        for index: Int64 in 0..<3 { _ = compositor.compose(frameIndex: index) }
+        let output = compositor.compose(frameIndex: 3)
+        let rotated = try VideoChain("rotate=angle=90", registry: registry).process(picture.frame)
+        let copy = VideoBuffer(format: rotated.format)
+        rotated.copy(to: copy.frame)
+        let expected = try scaledAlone(copy, width: 320, height: 320, mode: "fit")
+        for p in 0..<3 { XCTAssertEqual(samples(output, plane: p), samples(expected, plane: p), "plane \(p)") }
+        XCTAssertEqual(chain.metrics.first?.frames, 1, "one input frame, one run of its chain")
+    }
+
     func testTheBackgroundShowsOnlyOutsideTheTilesAndNothingElseChanges() throws {
         let background = YUVColor(red: 0, green: 90, blue: 200)
         let compositor = try Compositor(.init(width: 640, height: 360, fit: .cover, background: .color(background)))

@@ -250,9 +250,14 @@ final class RunTimeControlTests: XCTestCase {
         let chain = try VideoChain("hostprobe=mark=9", registry: registry)
         let buffer = patternBuffer(width: 16, height: 8)
         _ = try chain.process(buffer.frame)
-        let done = DispatchSemaphore(value: 0)
+        // The reader runs for as long as the swaps do, asserting nothing inside (an assertion
+        // takes XCTest's locks, which would order the two threads).
+        let stop = Locked(false), done = DispatchSemaphore(value: 0)
+        let names = Locked<[String]>([])
         let reader = Thread {
-            for _ in 0..<200 { XCTAssertEqual(chain.metrics.first?.name, "hostprobe") }
+            var seen: [String] = []
+            while !stop.withLock({ $0 }) { seen.append(chain.metrics.first?.name ?? "") }
+            names.withLock { $0 = seen }
             done.signal()
         }
         reader.start()
@@ -260,7 +265,9 @@ final class RunTimeControlTests: XCTestCase {
             try chain.setParameter("hostprobe.generation", "\(generation % 100)")
             _ = try chain.process(buffer.frame)
         }
+        stop.withLock { $0 = true }
         done.wait()
+        XCTAssert(names.withLock { $0.allSatisfy { $0 == "hostprobe" } })
         XCTAssertEqual(chain.metrics[0].frames, 201, "every frame counted across 200 swaps")
     }
 
