@@ -1,5 +1,15 @@
+// FoundationEssentials where there is one: librawfx links this module, and the packages link
+// it statically, without Foundation's international part (ICU).
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import RawFX
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Who is speaking, decided from each participant's own audio (the virtual speaker's one-way
 /// streams): per-user speech activity, and the active speaker as the user with the most speech

@@ -1,4 +1,10 @@
+// FoundationEssentials where there is one: librawfx links this module, and the packages link
+// it statically, without Foundation's international part (ICU).
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import RawFX
 import RawFXComposeKernels
 import RawFXRuntime

@@ -1,4 +1,10 @@
+// FoundationEssentials where there is one: librawfx links this module, and the packages link
+// it statically, without Foundation's international part (ICU).
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A rectangle of the output picture, in luma pixels. The compositor draws on even
 /// coordinates only (I420's chroma is a quarter of the samples), so every layout gives
