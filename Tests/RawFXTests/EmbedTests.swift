@@ -263,7 +263,7 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
                "rawfx_video_format.struct_size is 4; expected sizeof(rawfx_video_format)")
         format.struct_size = 0xFFFF_FFFF
         expect(rawfx_video_chain_negotiate(chain, &format, nil), RAWFX_E_INVALID_ARGUMENT,
-               "rawfx_video_format.struct_size is 4294967295; this library (API 1.3) knows sizeof(rawfx_video_format) = 24")
+               "rawfx_video_format.struct_size is 4294967295; this library (API 1.\(RAWFX_EMBED_VERSION_MINOR)) knows sizeof(rawfx_video_format) = 24")
         format.struct_size = UInt32(MemoryLayout<rawfx_video_format>.size)
         format.width = 0
         expect(rawfx_video_chain_negotiate(chain, &format, nil), RAWFX_E_INVALID_ARGUMENT, "input is 0x32; expected a width and height from 1 to 16384")
@@ -285,7 +285,7 @@ final class EmbedTests: XCTestCase, RawfxCommandTesting {
         frame = buffer.frame.raw
         frame.struct_size = 4096  // larger than any rawfx_video_frame this library knows
         expect(rawfx_video_chain_process(chain, &frame, &output), RAWFX_E_INVALID_ARGUMENT,
-               "rawfx_video_frame.struct_size is 4096; this library (API 1.3) knows sizeof(rawfx_video_frame) = \(MemoryLayout<rawfx_video_frame>.size)")
+               "rawfx_video_frame.struct_size is 4096; this library (API 1.\(RAWFX_EMBED_VERSION_MINOR)) knows sizeof(rawfx_video_frame) = \(MemoryLayout<rawfx_video_frame>.size)")
         frame = buffer.frame.raw
         frame.planes.2 = nil
         expect(rawfx_video_chain_process(chain, &frame, &output), RAWFX_E_INVALID_ARGUMENT, "input.planes[2] (V) is NULL")

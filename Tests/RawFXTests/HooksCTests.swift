@@ -339,7 +339,7 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         // Larger than this library's: a newer header's fields would be ignored, so refused.
         options.struct_size = UInt32(MemoryLayout<rawfx_hook_options>.size + 8)
         expect(rawfx_receive_video_create(registry, "mirror", &options, sink, nil, &hook), RAWFX_E_INVALID_ARGUMENT,
-               "rawfx_hook_options.struct_size is \(MemoryLayout<rawfx_hook_options>.size + 8); this library (API 1.3) knows sizeof(rawfx_hook_options) = \(MemoryLayout<rawfx_hook_options>.size)")
+               "rawfx_hook_options.struct_size is \(MemoryLayout<rawfx_hook_options>.size + 8); this library (API 1.\(RAWFX_EMBED_VERSION_MINOR)) knows sizeof(rawfx_hook_options) = \(MemoryLayout<rawfx_hook_options>.size)")
     }
 
     /// The frame and audio calls allocate nothing once the format is known: the pre-processor,
