@@ -201,6 +201,10 @@ public final class Compositor: @unchecked Sendable {
     /// The start of the compositor's timeline (CLOCK_MONOTONIC): inputs' `now`, the clock's frame 0.
     let originNanoseconds = monotonicNanoseconds()
 
+    /// [any thread] The compositor's clock now: microseconds since it was created, the time
+    /// inputs' frames and a program's audio are stamped with.
+    public var now: Int64 { Int64((monotonicNanoseconds() &- originNanoseconds) / 1000) }
+
     // Compose side: all of it allocated at init (or when the pool grows), reused per frame.
     private let canvas: VideoBuffer
     private let backgroundImage: VideoBuffer?

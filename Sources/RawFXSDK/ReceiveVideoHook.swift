@@ -80,6 +80,9 @@ public enum ReceiveSubscribeError: Error, Equatable, CustomStringConvertible {
 /// the next frame. Copy it (`VideoFrame.copy(to:)`) to keep it.
 public final class ReceiveVideoHook: @unchecked Sendable {
     public typealias Sink = @Sendable (ReceiveStreamID, VideoFrame) -> Void
+    /// Told each `onRawDataStatusChanged`, on the SDK's thread for the pipe, before the hook acts
+    /// on it (a program shows the stream's placeholder at `.off`).
+    public typealias StatusSink = @Sendable (ReceiveStreamID, SDKUserRawdataStatus) -> Void
 
     /// A run-time change, replayed on the chain of a stream subscribed after it was made.
     enum Edit {
@@ -105,6 +108,7 @@ public final class ReceiveVideoHook: @unchecked Sendable {
     public let mode: ProcessingMode
     let name: String
     private let sink: Sink
+    private let statusSink: StatusSink?
     private let state: Locked<State>
     /// Async: the threads every stream's queue runs on; joined by `close`.
     private let pool: WorkerPool?
@@ -116,13 +120,14 @@ public final class ReceiveVideoHook: @unchecked Sendable {
     ///     shared by all streams; 0 workers: one per core).
     ///   - sink: gets each processed frame with its stream, on the processing thread.
     public init(chain: String, registry: PluginRegistry, mode: ProcessingMode = .sync,
-                name: String = "receive video", sink: @escaping Sink) throws(ChainError) {
+                name: String = "receive video", statusSink: StatusSink? = nil, sink: @escaping Sink) throws(ChainError) {
         let specs = try FilterSpec.parseChain(chain)
         _ = try VideoChain(specs: specs, registry: registry)  // a bad chain throws here, not at subscribe
         self.registry = registry
         self.mode = mode
         self.name = name
         self.sink = sink
+        self.statusSink = statusSink
         state = Locked(State(specs: specs))
         pool = mode.isAsync ? WorkerPool(name: "rawfx-receive", workers: mode.workers) : nil
     }
@@ -154,7 +159,7 @@ public final class ReceiveVideoHook: @unchecked Sendable {
                 throw .chain(id, error)
             }
             stream = ReceiveStream(id: id, pipe: pipe, chain: chain, expected: expected, mode: mode,
-                                   pool: pool, hookName: name, sink: sink)
+                                   pool: pool, hookName: name, sink: sink, statusSink: statusSink)
             let inserted = state.withLock { s -> Bool in
                 guard !s.closed, s.streams[id] == nil, s.generation == generation else { return false }
                 s.streams[id] = stream
@@ -496,10 +501,13 @@ final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
     private let inFlight = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
     private let statusBits = Atomic<Int32>(SDKUserRawdataStatus.on.rawValue)
+    private let statusSink: ReceiveVideoHook.StatusSink?
 
     init(id: ReceiveStreamID, pipe: any SDKRawDataPipe, chain: VideoChain, expected: VideoFormat?,
-         mode: ProcessingMode, pool: WorkerPool?, hookName: String, sink: @escaping ReceiveVideoHook.Sink) {
+         mode: ProcessingMode, pool: WorkerPool?, hookName: String, sink: @escaping ReceiveVideoHook.Sink,
+         statusSink: ReceiveVideoHook.StatusSink? = nil) {
         self.id = id
+        self.statusSink = statusSink
         self.pipe = pipe
         stats = HookStats(name: "\(hookName) \(id)")
         let processor = ReceiveProcessor(id: id, chain: chain, expected: expected, stats: stats, sink: sink)
@@ -585,6 +593,7 @@ final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
         guard enter() else { return }
         defer { leave() }
         statusBits.store(userRawdataStatus.rawValue, ordering: .relaxed)
+        statusSink?(id, userRawdataStatus)
         guard userRawdataStatus == .off else { return }
         processor.resetRequested.store(true, ordering: .releasing)
         guard let queue else {

@@ -1,0 +1,152 @@
+import RawFX
+import RawFXCompose
+import Synchronization
+
+/// The meeting's program: every subscribed video and share pipe drawn by one compositor, every
+/// participant's one-way audio mixed and listened to for who speaks, a share switching the
+/// layout (docs/compose.md). The app publishes `compositor`'s frames and `mixer`'s blocks on
+/// one clock (`CompositorClock`): the PS sender, the external video source, a file.
+///
+/// - Video: each pipe is subscribed through a `ReceiveVideoHook` (its chain, default
+///   `rotate=angle=auto`, runs per stream; async mode by default, off the SDK's thread); each
+///   processed frame is copied once into its compositor input. `onRawDataStatusChanged(.off)`
+///   shows the input's placeholder from the next frame; `.on` and the next frame bring it back.
+///   Unsubscribing removes the input and the layout re-flows.
+/// - Audio: `oneWayAudio` feeds the user's mixer input and the `ActiveSpeakerDetector`; a new
+///   active speaker becomes the compositor's speaker (and, with `recentSpeakersFirst`, the
+///   gallery's order).
+/// - Share: `shareStarted` / `shareStopped` switch to `shareLayout` and back on the next frame.
+///
+/// Input ids are the user id in decimal for video and `share:<id>` for a share pipe.
+public final class MeetingProgram: @unchecked Sendable {
+    public let compositor: Compositor
+    public let mixer: AudioMixer
+    public let director: ProgramDirector
+    public let recentSpeakersFirst: Bool
+    private var receive: ReceiveVideoHook!
+    /// The inputs by stream, read on the receive workers without a lock: each change publishes a
+    /// new immutable table; old tables are kept until the program ends, so a reader never holds
+    /// a freed one (subscriptions are few; frames are many).
+    private let table = Atomic<UInt>(0)
+    private let tables = Locked<[InputTable]>([])
+    /// The audio side's detector: confined to the thread that calls `oneWayAudio`.
+    private let detector: ActiveSpeakerDetector
+    private let audioInputs = Locked<[SDKUser: MixerInput]>([:])
+
+    final class InputTable: @unchecked Sendable {
+        let inputs: [ReceiveStreamID: CompositorInput]
+        init(_ inputs: [ReceiveStreamID: CompositorInput]) { self.inputs = inputs }
+    }
+
+    public init(compositor configuration: Compositor.Configuration, registry: PluginRegistry,
+                receiveChain: String = "rotate=angle=auto", mode: ProcessingMode = .async(capacity: 2, workers: 0),
+                audioRate: Int = 48000, shareLayout: CompositorLayout = .share(speaker: .beside),
+                speaker: ActiveSpeakerDetector.Configuration = .init(), recentSpeakersFirst: Bool = false) throws {
+        compositor = try Compositor(configuration)
+        mixer = try AudioMixer(sampleRate: audioRate, registry: registry)
+        director = ProgramDirector(compositor: compositor, shareLayout: shareLayout)
+        detector = ActiveSpeakerDetector(speaker)
+        self.recentSpeakersFirst = recentSpeakersFirst
+        publish([:])
+        receive = try ReceiveVideoHook(chain: receiveChain, registry: registry, mode: mode, name: "program",
+                                       statusSink: { [unowned self] id, status in
+                                           self.input(for: id)?.isActive = status == .on
+                                       },
+                                       sink: { [unowned self] id, frame in
+                                           _ = self.input(for: id)?.submit(copying: frame)
+                                       })
+    }
+
+    deinit { receive?.close() }
+
+    /// The compositor input id of a stream.
+    public static func inputID(_ user: SDKUser, _ kind: SDKRawDataPipeKind) -> String {
+        kind == .share ? "share:\(user.userID)" : "\(user.userID)"
+    }
+
+    private func input(for id: ReceiveStreamID) -> CompositorInput? {
+        let bits = table.load(ordering: .acquiring)
+        return Unmanaged<InputTable>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue().inputs[id]
+    }
+
+    private func publish(_ inputs: [ReceiveStreamID: CompositorInput]) {
+        tables.withLock { publish(inputs, into: &$0) }
+    }
+
+    private func publish(_ inputs: [ReceiveStreamID: CompositorInput], into tables: inout [InputTable]) {
+        let next = InputTable(inputs)
+        tables.append(next)  // kept alive until the program ends
+        table.store(UInt(bitPattern: Unmanaged.passUnretained(next).toOpaque()), ordering: .releasing)
+    }
+
+    /// Changes the table under the lock (control calls one at a time), then publishes it.
+    private func updateInputs<R>(_ change: (inout [ReceiveStreamID: CompositorInput]) -> R) -> R {
+        tables.withLock { tables in
+            var inputs = tables.last?.inputs ?? [:]
+            let result = change(&inputs)
+            publish(inputs, into: &tables)
+            return result
+        }
+    }
+
+    /// [app thread] Subscribes a user's video or share pipe and adds its input (its placeholder
+    /// until the first frame).
+    public func subscribe(_ pipe: any SDKRawDataPipe, user: SDKUser, kind: SDKRawDataPipeKind = .video,
+                          resolution: SDKVideoResolution, placeholder: Placeholder? = nil) throws {
+        let id = ReceiveStreamID(user: user, pipe: kind)
+        let input = try compositor.addInput(id: Self.inputID(user, kind), placeholder: placeholder)
+        updateInputs { $0[id] = input }
+        do {
+            try receive.subscribe(pipe, user: user, kind: kind, resolution: resolution)
+        } catch {
+            updateInputs { $0[id] = nil }
+            try? compositor.removeInput(input.id)
+            throw error
+        }
+    }
+
+    /// [app thread] Unsubscribes a pipe and removes its input: the layout re-flows.
+    public func unsubscribe(user: SDKUser, kind: SDKRawDataPipeKind = .video) {
+        let id = ReceiveStreamID(user: user, pipe: kind)
+        receive.unsubscribe(user: user, kind: kind)
+        guard let input = updateInputs({ $0.removeValue(forKey: id) }) else { return }
+        try? compositor.removeInput(input.id)
+    }
+
+    /// [app thread] A user left: both pipes, their audio and their place as a speaker go.
+    public func userLeft(_ user: SDKUser) {
+        unsubscribe(user: user, kind: .video)
+        unsubscribe(user: user, kind: .share)
+        if audioInputs.withLock({ $0.removeValue(forKey: user) }) != nil {
+            try? mixer.removeInput("\(user.userID)")
+        }
+    }
+
+    /// [app thread] A share started (`onShareStatusChanged`); subscribe its pipe too.
+    public func shareStarted(by user: SDKUser) { director.setShare(Self.inputID(user, .share)) }
+
+    /// [app thread] The share ended.
+    public func shareStopped() { director.setShare(nil) }
+
+    /// [the SDK's audio thread] A user's one-way audio (`onVirtualSpeakerOneWayAudioReceived`):
+    /// into the mix, and to the speaker detector; at `time` µs of the compositor's clock (nil:
+    /// now).
+    public func oneWayAudio(_ block: AudioBlock, from user: SDKUser, at time: Int64? = nil) throws {
+        let input = try audioInputs.withLock { inputs -> MixerInput in
+            if let existing = inputs[user] { return existing }
+            let made = try mixer.addInput(id: "\(user.userID)")
+            inputs[user] = made
+            return made
+        }
+        try input.submit(block)
+        let now = time ?? compositor.now
+        detector.observe(user: "\(user.userID)", block: block, at: now)
+        let (speaker, changed) = detector.update(at: now)
+        if changed {
+            director.setSpeaker(speaker, order: recentSpeakersFirst ? detector.recentSpeakers : nil)
+        }
+    }
+
+    /// The active speaker's input id, as the detector last decided (nil: nobody spoke yet).
+    public var activeSpeaker: String? { detector.speaker }
+}
