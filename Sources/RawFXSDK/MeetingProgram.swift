@@ -23,6 +23,9 @@ public final class MeetingProgram: @unchecked Sendable {
     public let mixer: AudioMixer
     public let director: ProgramDirector
     public let recentSpeakersFirst: Bool
+    /// The time frames and audio are stamped with (µs of the compositor's timeline): its clock,
+    /// or a virtual one (a test, an offline render).
+    private let clock: @Sendable () -> Int64
     private var receive: ReceiveVideoHook!
     /// The inputs by stream, read on the receive workers without a lock: each change publishes a
     /// new immutable table; old tables are kept until the program ends, so a reader never holds
@@ -41,8 +44,11 @@ public final class MeetingProgram: @unchecked Sendable {
     public init(compositor configuration: Compositor.Configuration, registry: PluginRegistry,
                 receiveChain: String = "rotate=angle=auto", mode: ProcessingMode = .async(capacity: 2, workers: 0),
                 audioRate: Int = 48000, shareLayout: CompositorLayout = .share(speaker: .beside),
-                speaker: ActiveSpeakerDetector.Configuration = .init(), recentSpeakersFirst: Bool = false) throws {
-        compositor = try Compositor(configuration)
+                speaker: ActiveSpeakerDetector.Configuration = .init(), recentSpeakersFirst: Bool = false,
+                clock: (@Sendable () -> Int64)? = nil) throws {
+        let compositor = try Compositor(configuration)
+        self.compositor = compositor
+        self.clock = clock ?? { compositor.now }
         mixer = try AudioMixer(sampleRate: audioRate, registry: registry)
         director = ProgramDirector(compositor: compositor, shareLayout: shareLayout)
         detector = ActiveSpeakerDetector(speaker)
@@ -53,7 +59,7 @@ public final class MeetingProgram: @unchecked Sendable {
                                            self.input(for: id)?.isActive = status == .on
                                        },
                                        sink: { [unowned self] id, frame in
-                                           _ = self.input(for: id)?.submit(copying: frame)
+                                           _ = self.input(for: id)?.submit(copying: frame, at: self.clock())
                                        })
     }
 
@@ -139,7 +145,7 @@ public final class MeetingProgram: @unchecked Sendable {
             return made
         }
         try input.submit(block)
-        let now = time ?? compositor.now
+        let now = time ?? clock()
         detector.observe(user: "\(user.userID)", block: block, at: now)
         let (speaker, changed) = detector.update(at: now)
         if changed {
