@@ -12,6 +12,8 @@ public enum Check: String, CaseIterable, Codable, Sendable {
     case determinism
     case reset
     case realTime = "real-time"
+    case budget
+    case latency
     case parameterExtremes = "parameter-extremes"
     case errorMessages = "error-messages"
     case threads

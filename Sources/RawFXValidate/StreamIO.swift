@@ -41,6 +41,10 @@ protocol StreamIO: AnyObject {
     /// the frame struct it returned (`output-format`).
     func verify(label: String, guards: inout Findings, format: inout Findings)
     func capture() -> Captured
+    /// The input as prepared (call before process: an in-place filter overwrites it).
+    func captureInput() -> Captured
+    /// How long the prepared input lasts: a frame at `frameRate`, or the block's frames at its rate.
+    func duration(frameRate: Double) -> Double
 }
 
 /// The largest output the validator processes: a negotiated output beyond this (a scaler at
@@ -179,6 +183,14 @@ final class VideoIO: FrameStructs<rawfx_video_frame>, StreamIO {
         return Captured(layout: .video(width: width, height: height), bytes: buffer.picture(width: width, height: height),
                         shape: "\(frame.width)x\(frame.height) range \(frame.color_range) rotation \(frame.rotation)")
     }
+
+    func captureInput() -> Captured {
+        let width = input.format.width, height = input.format.height
+        return Captured(layout: .video(width: width, height: height), bytes: input.picture(width: width, height: height),
+                        shape: "\(width)x\(height)")
+    }
+
+    func duration(frameRate: Double) -> Double { 1 / frameRate }
 }
 
 /// Audio: a guarded block in, and for out-of-place filters a guarded output of the capacity
@@ -256,4 +268,12 @@ final class AudioIO: FrameStructs<rawfx_audio_frame>, StreamIO {
         return Captured(layout: .audio(channels: buffer.channels), bytes: Array(bytes),
                         shape: "\(after.frame_count) frames at \(after.sample_rate) Hz x\(after.channels), flags \(after.flags)")
     }
+
+    func captureInput() -> Captured {
+        let bytes = UnsafeRawBufferPointer(start: input.samples, count: frames * input.channels * 2)
+        return Captured(layout: .audio(channels: input.channels), bytes: Array(bytes),
+                        shape: "\(frames) frames at \(format.sampleRate) Hz x\(input.channels)")
+    }
+
+    func duration(frameRate: Double) -> Double { Double(frames) / Double(format.sampleRate) }
 }

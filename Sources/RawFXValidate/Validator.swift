@@ -22,9 +22,16 @@ public struct ValidationOptions: Sendable {
     public var createCycles: Int
     /// Seconds a filter's worker process may take (isolated runs only).
     public var timeoutSeconds: Double
+    /// How long a process call may take (the median of the timed ones), in percent of the
+    /// frame's duration (1 / frameRate) or the block's (frames / rate).
+    public var budgetPercent: Double
+    /// The video frame rate the budget assumes.
+    public var frameRate: Double
 
     public init(filter: String? = nil, settings: [String] = [], allowSkips: Bool = false, threads: Int = 2,
-                createCycles: Int = 200, timeoutSeconds: Double = 300) {
+                createCycles: Int = 200, timeoutSeconds: Double = 300, budgetPercent: Double = 100, frameRate: Double = 30) {
+        self.budgetPercent = budgetPercent
+        self.frameRate = frameRate
         self.filter = filter
         self.settings = settings
         self.allowSkips = allowSkips
@@ -46,6 +53,7 @@ public enum PluginValidator {
         try run(path: path, options: options, progress: progress) { file, description, settings in
             var results: [CheckResult] = []
             FilterValidation(description: description, settings: settings, createCycles: options.createCycles,
+                             budget: Budget(percent: options.budgetPercent, frameRate: options.frameRate),
                              begin: { _, _ in }, emit: { results.append($0) }).run()
             return results
         }
@@ -84,6 +92,7 @@ public enum PluginValidator {
               let description = file.filters.first(where: { $0.id == id }),
               let settings = try? parseSettings(options.settings, file: file)[id] ?? [] else { return 3 }
         FilterValidation(description: description, settings: settings, createCycles: options.createCycles,
+                             budget: Budget(percent: options.budgetPercent, frameRate: options.frameRate),
                          begin: { send(WorkerMessage(begin: WorkerMessage.Step(check: $0, step: $1))) },
                          emit: { send(WorkerMessage(result: $0)) }).run()
         file.close()

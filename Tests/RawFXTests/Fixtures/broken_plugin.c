@@ -16,6 +16,13 @@
  *   -DBREAK_RESET             reset               reset forgets to clear the frame counter
  *   -DBREAK_ALLOC_PROCESS     real-time           process mallocs
  *   -DBREAK_ALLOC_SET_PARAM   real-time           set_param of a real-time parameter mallocs
+ *   -DBREAK_ALLOC_FIRST       real-time           the first process after configure mallocs a scratch buffer
+ *   -DBREAK_LOCK              real-time           process locks a mutex
+ *   -DBREAK_SLEEP             real-time           process sleeps (usleep(100))
+ *   -DBREAK_FILE_IO           real-time           process opens /dev/null and writes to it
+ *   -DBREAK_THREAD_IN_RESET   real-time           reset starts (and joins) a thread
+ *   -DBREAK_SLOW              budget              process busy-waits 50 ms on 320x240 frames (30 fps: 33 ms)
+ *   -DBREAK_LATENCY           latency             reports a latency (2 frames, audio 480) it does not apply
  *   -DBREAK_EXTREMES          parameter-extremes  rows=64 (its maximum) configures, then process fails
  *   -DBREAK_CRASH             parameter-extremes  rows=64 crashes configure (for the isolated run)
  *   -DBREAK_HANG              parameter-extremes  rows=64 never returns from configure (isolated run)
@@ -31,6 +38,7 @@
  * process checks that the host says it runs on the process thread (and configure, that it
  * does not).
  */
+#define _DEFAULT_SOURCE /* usleep, clock_gettime under -std=c99 */
 #ifdef PROBE_ABI_1_0
 #include "abi-1.0/rawfx.h"
 #else
@@ -38,9 +46,13 @@
 #include "rawfx/ext/thread_pool.h"
 #endif
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #ifdef PROBE_AUDIO
 #define PROBE_KIND RAWFX_MEDIA_AUDIO
@@ -82,6 +94,7 @@ typedef struct probe {
     const rawfx_video_frame *in;
     rawfx_video_frame *out;
     int key;
+    void *scratch;            /* BREAK_ALLOC_FIRST: made by the first process after configure */
 } probe;
 
 static int creates;            /* BREAK_CREATE */
@@ -104,7 +117,47 @@ static rawfx_status fail(probe *p, rawfx_status status, const char *message) {
     return status;
 }
 
-static void destroy(const rawfx_filter *f) { free(of(f)); }
+static void destroy(const rawfx_filter *f) {
+    free(of(f)->scratch);
+    free(of(f));
+}
+
+#ifdef BREAK_LOCK
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
+#ifdef BREAK_THREAD_IN_RESET
+static void *idle(void *argument) { return argument; }
+#endif
+
+/* The faults every process call shares (the real-time and budget checks). */
+static void real_time_faults(probe *p, uint32_t width) {
+    (void)p; (void)width;
+#ifdef BREAK_ALLOC_FIRST
+    if (p->scratch == NULL) p->scratch = malloc(256); /* a lazy buffer: the first call allocates */
+#endif
+#ifdef BREAK_LOCK
+    pthread_mutex_lock(&shared_lock);
+    pthread_mutex_unlock(&shared_lock);
+#endif
+#ifdef BREAK_SLEEP
+    usleep(100);
+#endif
+#ifdef BREAK_FILE_IO
+    int fd = open("/dev/null", O_WRONLY);
+    if (fd >= 0) {
+        (void)!write(fd, "x", 1);
+        close(fd);
+    }
+#endif
+#ifdef BREAK_SLOW
+    if (width == 320) {
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        do clock_gettime(CLOCK_MONOTONIC, &now);
+        while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 50000000L);
+    }
+#endif
+}
 
 static rawfx_status set_param(const rawfx_filter *f, uint32_t index, const rawfx_param_value *value) {
     probe *p = of(f);
@@ -161,6 +214,11 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *input, 
     if (p->host) p->host->log(p->host, RAWFX_LOG_DEBUG, "configured");
 #endif
     p->frames = 0;
+    free(p->scratch);
+    p->scratch = NULL;
+#ifdef BREAK_LATENCY
+    result->latency = PROBE_KIND == RAWFX_MEDIA_AUDIO ? 480 : 2;
+#endif
 #ifdef BREAK_LATENCY_CAP
     result->latency = 0xFFFFFFFFu;
 #endif
@@ -216,6 +274,7 @@ static rawfx_status process_video(const rawfx_filter *f, const rawfx_video_frame
     sink = malloc(64);
     free(sink);
 #endif
+    real_time_faults(p, in->width);
     p->in = in;
     p->out = out;
     p->key = (int)next_key(p);
@@ -254,6 +313,7 @@ static rawfx_status process_audio(const rawfx_filter *f, const rawfx_audio_frame
     sink = malloc(64);
     free(sink);
 #endif
+    real_time_faults(p, 0);
     int key = p->amount ^ (int)next_key(p);
     uint32_t n = in->frame_count * in->channels;
     for (uint32_t i = 0; i < n; i++) out->samples[i] = (int16_t)(in->samples[i] ^ key);
@@ -271,6 +331,10 @@ static void reset(const rawfx_filter *f) {
     probe *p = of(f);
 #ifndef BREAK_RESET
     p->frames = 0;
+#endif
+#ifdef BREAK_THREAD_IN_RESET
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, idle, NULL) == 0) pthread_join(thread, NULL);
 #endif
 #ifndef PROBE_ABI_1_0
     if (p->host) p->host->request_callback(p->host);
