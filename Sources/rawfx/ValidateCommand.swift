@@ -66,6 +66,10 @@ struct ValidateCommand: ParsableCommand {
     @Flag(help: .hidden)
     var worker = false
 
+    /// With --worker: only load the file (constructors, init, descriptors) and deinit it.
+    @Flag(help: .hidden)
+    var loadOnly = false
+
     func validate() throws {
         guard threads >= 1 else { throw ArgumentParser.ValidationError("--threads must be at least 1") }
         guard timeout > 0 else { throw ArgumentParser.ValidationError("--timeout must be more than 0 seconds") }
@@ -78,7 +82,7 @@ struct ValidateCommand: ParsableCommand {
     func run() throws {
         let options = ValidationOptions(filter: filter, settings: settings, allowSkips: allowSkips, threads: threads,
                                         timeoutSeconds: timeout, budgetPercent: budgetPercent, frameRate: frameRate)
-        if worker { Foundation.exit(PluginValidator.runWorker(path: plugin, options: options)) }
+        if worker { Foundation.exit(PluginValidator.runWorker(path: plugin, options: options, loadOnly: loadOnly)) }
         // The heading comes with the first lines, so a command-line error prints nothing else.
         var headed = false
         let printLines: ([CheckResult]) -> Void = { lines in

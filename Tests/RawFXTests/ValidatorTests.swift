@@ -254,6 +254,47 @@ final class ValidatorTests: XCTestCase {
                        "did not finish within \(timeout) s (killed) during: rows=max (64) before configure")
     }
 
+    /// Loading runs the plugin's code: the command loads the file in a worker first, so a crash,
+    /// an exit, a hang or a corrupted heap there is one FAIL line naming the step, and exit 1
+    /// (an exit(0) in init used to end `rawfx validate` with status 0 and no output).
+    func testLoadingFaultsAreFailuresNamingTheStep() throws {
+        try requireCommand()
+        let timeout = rawfx_built_with_sanitizer() != 0 ? 20 : 5
+        let cases: [(String, String)] = [
+            ("BREAK_LOAD_CRASH", "loading failed: crashed: signal 11 (Segmentation fault) during: dlopen (the library's constructors)"),
+            ("BREAK_INIT_EXIT", "loading failed: the worker exited with status 0 before loading finished (exit() in the plugin?) during: init"),
+            ("BREAK_INIT_HANG", "loading failed: did not finish within \(timeout) s (killed) during: init"),
+            ("BREAK_INIT_HEAP", "during: init"),
+        ]
+        for (define, says) in cases {
+            let run = try validateCommand([probe([define]), "--json", "--timeout", "\(timeout)"])
+            XCTAssertEqual(run.status, 1, "\(define): \(run.stderr)")
+            let report = try XCTUnwrap(run.report, "\(define): \(run.stderr)")
+            XCTAssertEqual(report.results.count, 1, report.text)
+            let line = try XCTUnwrap(report.results.first)
+            XCTAssertEqual(line.check, .descriptors)
+            XCTAssertEqual(line.outcome, .fail)
+            XCTAssertTrue(line.reason.hasSuffix(says) || line.reason == says, "\(define): \(line.reason)")
+            if define == "BREAK_INIT_HEAP" {
+                // glibc aborts on a double free; a sanitizer reports it and exits with its own status.
+                XCTAssertTrue(line.reason.hasPrefix("loading failed: crashed: signal 6") || line.reason.hasPrefix("loading failed: the worker exited"),
+                              line.reason)
+            }
+        }
+    }
+
+    /// Counts and strings from the plugin are bounded: a garbage filter_count is reported, not
+    /// walked, and a name with no NUL in 4096 bytes is a problem, not a read past its array.
+    func testHugeCountsAndUnterminatedStringsFailDescriptors() throws {
+        let huge = try PluginValidator.validate(path: probe(["BREAK_HUGE_COUNT"]))
+        XCTAssertEqual(huge.failed, 1, huge.text)
+        XCTAssertTrue(huge.results[0].reason.contains("filter_count is 4294967295, over the 4096 any host walks: no descriptor read"),
+                      huge.results[0].reason)
+        let long = try PluginValidator.validate(path: probe(["BREAK_UNTERMINATED"]))
+        XCTAssertEqual(failures(long), ["probe.so descriptors"], long.text)
+        XCTAssertTrue(long.results[0].reason.contains("plugin_name is longer than 4096 bytes (not NUL-terminated?)"), long.results[0].reason)
+    }
+
     /// --budget-percent reaches the worker: the 50 ms frames of BREAK_SLOW fit 400 % of a 30 fps
     /// frame (133 ms); a budget that is not a positive number is a usage error.
     func testBudgetPercentIsTheCommandsOption() throws {

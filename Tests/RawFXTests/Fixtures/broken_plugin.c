@@ -23,6 +23,15 @@
  *   -DBREAK_THREAD_IN_RESET   real-time           reset starts (and joins) a thread
  *   -DBREAK_SLOW              budget              process busy-waits 50 ms on 320x240 frames (30 fps: 33 ms)
  *   -DBREAK_LATENCY           latency             reports a latency (2 frames, audio 480) it does not apply
+ *
+ * Loading faults, each a FAIL of the file's descriptors line naming the step (the isolated run
+ * loads the file in a worker first):
+ *   -DBREAK_LOAD_CRASH        a library constructor writes through NULL
+ *   -DBREAK_INIT_EXIT         init calls exit(0)
+ *   -DBREAK_INIT_HANG         init never returns
+ *   -DBREAK_INIT_HEAP         init frees a block twice (glibc aborts)
+ *   -DBREAK_HUGE_COUNT        filter_count answers 0xFFFFFFFF
+ *   -DBREAK_UNTERMINATED      plugin_name has no NUL in its first 6000 bytes
  *   -DBREAK_EXTREMES          parameter-extremes  rows=64 (its maximum) configures, then process fails
  *   -DBREAK_CRASH             parameter-extremes  rows=64 crashes configure (for the isolated run)
  *   -DBREAK_HANG              parameter-extremes  rows=64 never returns from configure (isolated run)
@@ -404,16 +413,44 @@ static const rawfx_filter_descriptor descriptor = {
 #endif
 };
 
+#ifdef BREAK_LOAD_CRASH
+__attribute__((constructor)) static void crash_on_load(void) { *(volatile int *)NULL = 1; }
+#endif
+#ifdef BREAK_UNTERMINATED
+static char plugin_name[6001]; /* filled with 'A' by init, the last byte stays 0 */
+#define PLUGIN_NAME plugin_name
+#else
+#define PLUGIN_NAME "rawfx-probe"
+#endif
+
 static rawfx_status init(const rawfx_host_info *host, char *error, size_t capacity) {
     (void)error; (void)capacity;
+#ifdef BREAK_INIT_EXIT
+    exit(0);
+#endif
+#ifdef BREAK_INIT_HANG
+    for (volatile int forever = 1; forever;) {}
+#endif
+#ifdef BREAK_INIT_HEAP
+    char *volatile twice = malloc(24);
+    free(twice);
+    free(twice);
+#endif
+#ifdef BREAK_UNTERMINATED
+    memset(plugin_name, 'A', 6000);
+#endif
     return host->abi.major == RAWFX_ABI_MAJOR ? RAWFX_OK : RAWFX_ERR_VERSION;
 }
 static void deinit(void) {}
+#ifdef BREAK_HUGE_COUNT
+static uint32_t filter_count(void) { return 0xFFFFFFFFu; }
+#else
 static uint32_t filter_count(void) { return 1; }
+#endif
 static const rawfx_filter_descriptor *filter_descriptor(uint32_t i) { return i == 0 ? &descriptor : NULL; }
 
 static const rawfx_plugin_entry entry = {
-    sizeof entry, RAWFX_ABI_VERSION_INIT, "rawfx-probe", "1.0.0", init, deinit, filter_count, filter_descriptor,
+    sizeof entry, RAWFX_ABI_VERSION_INIT, PLUGIN_NAME, "1.0.0", init, deinit, filter_count, filter_descriptor,
 };
 
 RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void) { return &entry; }
