@@ -270,7 +270,10 @@ final class FilterValidation {
                 }
             }
         }
-        if description.kind == .video { probeUnknownPixelFormat() }
+        if description.kind == .video, probeUnknownPixelFormat() {
+            findings.fail("configure accepted pixel format 0x7F00, which no minor of the ABI defines: a filter must refuse "
+                + "a format it cannot read (a future host may offer one), not read it as I420")
+        }
         chooseWorkingFormat()
         if accepted.isEmpty { findings.fail("accepted none of the \(formats.count) formats (\(refused.joined(separator: ", ")))") }
         let refusals = refused.isEmpty ? "" : "; refused \(refused.joined(separator: ", "))"
@@ -309,13 +312,14 @@ final class FilterValidation {
 
     /// A host of a later minor may offer a pixel format this filter never heard of: it must
     /// refuse it (with a message; error-messages checks that), not take it for I420.
-    private func probeUnknownPixelFormat() {
+    /// True when the filter accepted a pixel format no minor defines.
+    private func probeUnknownPixelFormat() -> Bool {
         begin(.formats, "configure with an unknown pixel format")
-        guard case .success(let instance) = newInstance() else { return }
+        guard case .success(let instance) = newInstance() else { return false }
+        defer { instance.destroy() }
         var format = StreamFormat.video(VideoFormat(width: 320, height: 240)).cValue
         format.video.pixel_format = 0x7F00
-        _ = instance.configure(format, label: "320x240, unknown pixel format 0x7F00")
-        instance.destroy()
+        return instance.configure(format, label: "320x240, unknown pixel format 0x7F00").succeeded
     }
 
     // MARK: - The format the other passes use
@@ -771,6 +775,17 @@ final class FilterValidation {
     private func checkParameterExtremes() {
         let format = working!
         var findings = Findings()
+        // Each parameter's own default must be accepted: a host sets it to restore a value.
+        for parameter in description.parameters {
+            guard let value = parameter.defaultTrial else { continue }
+            begin(.parameterExtremes, "\(parameter.id) set to its default")
+            guard case .success(let instance) = newInstance(applying: settings(without: parameter)) else { continue }
+            defer { instance.destroy() }
+            let outcome = instance.set(parameter, value, live: false)
+            if !outcome.succeeded {
+                findings.fail("set_param refused \(parameter.id)'s own default (\(value)): \(outcome.failure)", kind: "default")
+            }
+        }
         var tried = 0, refusedSets = 0, refusedConfigures = 0
         for parameter in description.parameters where !parameter.extremes.isEmpty {
             for value in parameter.extremes {

@@ -92,6 +92,7 @@ private func changedField(_ before: rawfx_video_frame, _ after: rawfx_video_fram
         ("strides[0]", Int(before.strides.0), Int(after.strides.0)),
         ("strides[1]", Int(before.strides.1), Int(after.strides.1)),
         ("strides[2]", Int(before.strides.2), Int(after.strides.2)),
+        ("timestamp_us", Int(before.timestamp_us), Int(after.timestamp_us)),
     ]
     return fields.first { $0.1 != $0.2 }.map { "\($0.0) \($0.1) → \($0.2)" }
 }
@@ -220,6 +221,9 @@ final class AudioIO: FrameStructs<rawfx_audio_frame>, StreamIO {
         input.fill(seed: seed, frames: frames)
         givenIn = AudioBlock(samples: input.samples, frameCount: frames, format: format,
                              timestampMicroseconds: Int64(call) * 10_000).raw
+        // Metadata a filter must pass on unchanged (not zero, so that clearing it shows).
+        givenIn.source = rawfx_audio_source(RAWFX_AUDIO_SOURCE_ONE_WAY)
+        givenIn.user_id = 4242 + UInt64(call)
         inFrame.pointee = givenIn
         if let output {
             inputBefore = input.storage.snapshot()
@@ -236,6 +240,15 @@ final class AudioIO: FrameStructs<rawfx_audio_frame>, StreamIO {
 
     func verify(label: String, guards: inout Findings, format: inout Findings) {
         let after = result
+        // The block's metadata passes unchanged (the host prefilled an out-of-place output with it).
+        let metadata = after.timestamp_us != givenIn.timestamp_us ? "timestamp_us \(givenIn.timestamp_us) → \(after.timestamp_us)"
+            : after.source != givenIn.source ? "source \(givenIn.source) → \(after.source)"
+            : after.user_id != givenIn.user_id ? "user_id \(givenIn.user_id) → \(after.user_id)" : nil
+        if let metadata { format.fail("\(label): changed the block's metadata: \(metadata)", kind: "metadata") }
+        if output != nil, let change = [("timestamp_us", inFrame.pointee.timestamp_us != givenIn.timestamp_us),
+                                         ("source", inFrame.pointee.source != givenIn.source)].first(where: { $0.1 }) {
+            format.fail("\(label): changed the input block's \(change.0)", kind: "input metadata")
+        }
         if let output {
             if let offset = input.storage.firstDifference(from: inputBefore) {
                 guards.fail("\(label): wrote into its input block (byte \(offset - GuardedAudioBuffer.guardSamples * 2) of the samples); an out-of-place filter must not", kind: "input")

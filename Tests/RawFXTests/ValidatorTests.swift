@@ -123,6 +123,11 @@ final class ValidatorTests: XCTestCase {
             (["BREAK_THREAD_IN_RESET"], .realTime, "reset made 3 thread starts (first: pthread_create), the first in reset 1 of 3"),
             // 50 ms of work per frame against a 33 ms frame at 30 fps (a generous margin both ways).
             (["BREAK_SLOW"], .budget, "process is too slow for real time: median"),
+            (["BREAK_TIMESTAMP"], .outputFormat, "an in-place filter changed the frame: timestamp_us 0 → 1"),
+            (["PROBE_AUDIO", "BREAK_TIMESTAMP"], .outputFormat, "changed the block's metadata: timestamp_us 0 → 1"),
+            (["PROBE_AUDIO", "PROBE_OUT_OF_PLACE", "BREAK_TIMESTAMP"], .outputFormat, "changed the block's metadata: timestamp_us 0 → 1"),
+            (["BREAK_ANY_PIXEL_FORMAT"], .formats, "configure accepted pixel format 0x7F00, which no minor of the ABI defines"),
+            (["BREAK_DEFAULT_REFUSED"], .parameterExtremes, "set_param refused chroma's own default (default (0)): returned -1 (RAWFX_ERR_INVALID_ARGUMENT): probe: chroma must be on"),
             (["BREAK_LATENCY"], .latency, "reported a latency of 2 frames but output frame n shows input frame n - 0"),
             (["PROBE_AUDIO", "BREAK_LATENCY"], .latency, "reported a latency of 480 frames but the output follows the input by 0 (cross-correlation peak 1.00; early by 480 frames)"),
             (["BREAK_EXTREMES"], .parameterExtremes, "with rows=max (64), then rows=max (64), call 1: process returned -7"),

@@ -23,6 +23,9 @@
  *   -DBREAK_THREAD_IN_RESET   real-time           reset starts (and joins) a thread
  *   -DBREAK_SLOW              budget              process busy-waits 50 ms on 320x240 frames (30 fps: 33 ms)
  *   -DBREAK_LATENCY           latency             reports a latency (2 frames, audio 480) it does not apply
+ *   -DBREAK_TIMESTAMP         output-format       process adds 1 to the frame's timestamp_us
+ *   -DBREAK_ANY_PIXEL_FORMAT  formats             configure accepts any pixel format (reads it as I420)
+ *   -DBREAK_DEFAULT_REFUSED   parameter-extremes  set_param refuses chroma=false, its own default
  *
  * Loading faults, each a FAIL of the file's descriptors line naming the step (the isolated run
  * loads the file in a worker first):
@@ -181,7 +184,12 @@ static rawfx_status set_param(const rawfx_filter *f, uint32_t index, const rawfx
 #endif
         p->amount = (int)value->int_value;
         return RAWFX_OK;
-    case P_CHROMA: p->chroma = value->int_value != 0; return RAWFX_OK;
+    case P_CHROMA:
+#ifdef BREAK_DEFAULT_REFUSED
+        if (value->int_value == 0) return fail(p, RAWFX_ERR_INVALID_ARGUMENT, "chroma must be on");
+#endif
+        p->chroma = value->int_value != 0;
+        return RAWFX_OK;
     case P_ROWS: p->rows = (int)value->int_value; return RAWFX_OK;
     default: return fail(p, RAWFX_ERR_INVALID_ARGUMENT, "no such parameter");
     }
@@ -196,7 +204,9 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *input, 
     p->error[0] = 0;
     if (input->kind != PROBE_KIND) return fail(p, RAWFX_ERR_UNSUPPORTED, "wrong media kind");
 #ifndef PROBE_AUDIO
+#ifndef BREAK_ANY_PIXEL_FORMAT
     if (input->video.pixel_format != RAWFX_PIXEL_I420) return fail(p, RAWFX_ERR_UNSUPPORTED, "I420 only");
+#endif
 #ifdef BREAK_NO_MESSAGE
     if (input->video.width == 641) return fail(p, RAWFX_ERR_UNSUPPORTED, "641 is not welcome");
 #endif
@@ -303,6 +313,9 @@ static rawfx_status process_video(const rawfx_filter *f, const rawfx_video_frame
 #ifdef BREAK_INPLACE_FORMAT
     out->rotation = 90;
 #endif
+#ifdef BREAK_TIMESTAMP
+    out->timestamp_us += 1;
+#endif
 #ifdef BREAK_PADDING
     if (out->height > 1) out->planes[0][out->strides[0] + out->width] = 0x42;
 #endif
@@ -331,6 +344,9 @@ static rawfx_status process_audio(const rawfx_filter *f, const rawfx_audio_frame
 #endif
 #ifdef BREAK_INPLACE_FORMAT
     out->frame_count = in->frame_count / 2;
+#endif
+#ifdef BREAK_TIMESTAMP
+    out->timestamp_us += 1;
 #endif
     return RAWFX_OK;
 }
