@@ -100,6 +100,7 @@ final class FilterValidation {
             checkReset()
             checkRealTime()
             checkLatency()
+            checkConcurrency()
             checkParameterExtremes()
         }
         finish()
@@ -119,7 +120,7 @@ final class FilterValidation {
     /// Reports the checks fed by every pass, and skips what could not run.
     private func finish() {
         let reason = "not run: the filter processed none of the formats (see formats)"
-        for check in [Check.determinism, .reset, .realTime, .budget, .latency, .parameterExtremes] where !reported.contains(check) {
+        for check in [Check.determinism, .reset, .realTime, .budget, .latency, .concurrency, .parameterExtremes] where !reported.contains(check) {
             report(CheckResult(subject: id, check: check, outcome: .skip, reason: reason))
         }
         report(guards.result(id, .guardBytes, passing:
@@ -450,11 +451,46 @@ final class FilterValidation {
                 return io
             }
         }
+        let kept = checkSetParamKeepsState(format, &findings)
         if !deterministic {
             findings.notes.append("outputs not compared with a fresh instance's: the filter is not deterministic (see determinism)")
         }
         report(findings.result(id, .reset, passing:
-            "after reset (process and control thread) and after \(renegotiation), the output equals a fresh instance's"))
+            "after reset (process and control thread) and after \(renegotiation), the output equals a fresh instance's"
+            + (kept.isEmpty ? "" : "; a real-time set_param to the value in use kept the stream's state (\(kept.joined(separator: ", ")))")))
+    }
+
+    /// A real-time set_param keeps the stream's state (rawfx.h): an instance that is set to
+    /// the value it already has between two frames must go on exactly as one that was not.
+    /// Returns the parameters compared.
+    private func checkSetParamKeepsState(_ format: StreamFormat, _ findings: inout Findings) -> [String] {
+        guard deterministic else { return [] }
+        var compared: [String] = []
+        for parameter in description.parameters where !parameter.needsReconfigure {
+            guard let usual = settings.first(where: { $0.parameter.index == parameter.index })?.value ?? parameter.defaultTrial
+            else { continue }
+            begin(.reset, "set_param(\(parameter.id)) between frames keeps the stream's state")
+            var outputs: [[Captured]] = []
+            for changed in [false, true] {
+                guard case .success(let instance) = newInstance() else { return compared }
+                defer { instance.destroy() }
+                guard case .success(let io) = configure(instance, format),
+                      case .success = run(instance, io, seeds: historySeeds, label: "history before set_param(\(parameter.id))")
+                else { return compared }
+                if changed && !instance.set(parameter, usual, live: true).succeeded { break }
+                guard case .success(let after) = run(instance, io, seeds: referenceSeeds, label: "after set_param(\(parameter.id))")
+                else { return compared }
+                outputs.append(after)
+            }
+            guard outputs.count == 2 else { continue }
+            compared.append(parameter.id)
+            if let difference = firstDifference(outputs[1], outputs[0]) {
+                findings.fail("after a real-time set_param(\(parameter.id)=\(usual)), the value it already had, the output differs "
+                    + "from an instance's without it, \(difference): set_param must keep the stream's state (history, phase, estimates)",
+                              kind: "set_param state")
+            }
+        }
+        return compared
     }
 
     // MARK: - real-time and budget
@@ -767,6 +803,67 @@ final class FilterValidation {
         return captured.bytes.withUnsafeBytes { raw in
             let samples = raw.bindMemory(to: Int16.self)
             return stride(from: 0, to: samples.count, by: channels).map { Double(samples[$0]) }
+        }
+    }
+
+    // MARK: - concurrency
+
+    /// Two instances process different inputs at the same time on two threads; each output
+    /// must equal that of an instance processing its input alone. State shared between
+    /// instances (a static scratch buffer or history) shows as a difference.
+    private func checkConcurrency() {
+        let format = working!
+        begin(.concurrency, "two instances in parallel at \(label(format))")
+        var findings = Findings()
+        var passing = "two instances processing different inputs in parallel (two threads, \(FilterValidation.sequenceLength) calls each) "
+            + "gave the outputs each gives alone"
+        defer { report(findings.result(id, .concurrency, passing: passing)) }
+        guard deterministic else {
+            passing = "not compared: the filter is not deterministic (see determinism)"
+            return
+        }
+        let aloneA = freshOutputs
+        let aloneB: [Captured]
+        switch runFresh(format, seeds: historySeeds, variant: 0, label: "second input alone") {
+        case .failure(let failure):
+            findings.fail(failure.message)
+            return
+        case .success(let outputs): aloneB = outputs
+        }
+        let pair: (TestInstance, StreamIO, TestInstance, StreamIO)
+        switch newInstance().flatMap({ a in configure(a, format).map { (a, $0) } }).flatMap({ a in
+            newInstance().flatMap { b in configure(b, format).map { (a.0, a.1, b, $0) } } }) {
+        case .failure(let failure):
+            findings.fail(failure.message)
+            return
+        case .success(let made): pair = made
+        }
+        let (a, ioA, b, ioB) = pair
+        defer {
+            a.destroy()
+            b.destroy()
+        }
+        var outA: [Captured] = [], outB: [Captured] = []
+        for (call, seeds) in zip(referenceSeeds, historySeeds).enumerated() {
+            ioA.prepare(seed: seeds.0, call: call, variant: 0)
+            ioB.prepare(seed: seeds.1, call: call, variant: 0)
+            let label = "in parallel, call \(call + 1)"
+            let (first, second) = TestInstance.processInParallel(a, ioA, b, ioB, label: label)
+            guard first.succeeded, second.succeeded else {
+                findings.fail("\(label): process \(first.succeeded ? second.failure : first.failure)")
+                return
+            }
+            ioA.verify(label: label, guards: &guards, format: &outputFormat)
+            ioB.verify(label: label, guards: &guards, format: &outputFormat)
+            outA.append(ioA.capture())
+            outB.append(ioB.capture())
+        }
+        if let difference = firstDifference(outA, aloneA) {
+            findings.fail("run in parallel with another instance, the output differs from the instance's alone, \(difference) "
+                + "(state shared between instances, such as a static buffer?)")
+        } else if let difference = firstDifference(outB, aloneB) {
+            findings.fail("run in parallel with another instance, the second instance's output differs from its output alone, "
+                + "\(difference) (state shared between instances, such as a static buffer?)")
         }
     }
 

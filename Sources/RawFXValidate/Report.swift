@@ -14,6 +14,7 @@ public enum Check: String, CaseIterable, Codable, Sendable {
     case realTime = "real-time"
     case budget
     case latency
+    case concurrency
     case parameterExtremes = "parameter-extremes"
     case errorMessages = "error-messages"
     case threads

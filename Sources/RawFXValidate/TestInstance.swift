@@ -260,38 +260,65 @@ final class TestInstance {
     /// `process_video` / `process_audio` on the process thread, with `is_process_thread`
     /// true for the call; allocations counted on that thread and in slice jobs.
     func process(_ io: StreamIO, label: String) -> CallOutcome {
-        let filter = self.filter, host = self.host, video = self.video, audio = self.audio
-        let input = io.inputPointer, output = io.outputPointer
-        let workerBefore = host?.workerAllocations.load(ordering: .relaxed) ?? 0
+        let call = processCall(io)
+        ProcessThread.shared.run(call.work)
+        return call.finish(label)
+    }
+
+    /// `a` on the process thread and `b` on a second one, at the same time (two instances
+    /// used on different threads, as rawfx.h allows).
+    static func processInParallel(_ a: TestInstance, _ ioA: StreamIO, _ b: TestInstance, _ ioB: StreamIO,
+                                  label: String) -> (CallOutcome, CallOutcome) {
+        let first = a.processCall(ioA), second = b.processCall(ioB)
+        ProcessThread.shared.begin(first.work)
+        ProcessThread.second.begin(second.work)
+        ProcessThread.shared.wait()
+        ProcessThread.second.wait()
+        return (first.finish("\(label), first instance"), second.finish("\(label), second instance"))
+    }
+
+    /// What a process call on another thread hands back.
+    private final class ProcessResult: @unchecked Sendable {
         var status: rawfx_status = 0
         var allocations: UInt64 = 0
         var counts = rawfx_rt_counts()
         var nanoseconds: UInt64 = 0
+    }
+
+    /// The work of one process call (to run on a process thread) and what makes its outcome.
+    private func processCall(_ io: StreamIO) -> (work: () -> Void, finish: (String) -> CallOutcome) {
+        let filter = self.filter, host = self.host, video = self.video, audio = self.audio
+        let input = io.inputPointer, output = io.outputPointer
+        let workerBefore = host?.workerAllocations.load(ordering: .relaxed) ?? 0
+        let result = ProcessResult()
         host?.workerBlocking.withLock { $0 = BlockingCalls() }
-        ProcessThread.shared.run {
+        let work = {
             host?.enterProcess()
             let before = rawfx_thread_allocation_count()
             let start = DispatchTime.now().uptimeNanoseconds
-            counts = countingBlockingCalls {
+            result.counts = countingBlockingCalls {
                 if let video {
-                    status = video(filter, input.assumingMemoryBound(to: rawfx_video_frame.self),
-                                   output.assumingMemoryBound(to: rawfx_video_frame.self))
+                    result.status = video(filter, input.assumingMemoryBound(to: rawfx_video_frame.self),
+                                          output.assumingMemoryBound(to: rawfx_video_frame.self))
                 } else {
-                    status = audio!(filter, input.assumingMemoryBound(to: rawfx_audio_frame.self),
-                                    output.assumingMemoryBound(to: rawfx_audio_frame.self))
+                    result.status = audio!(filter, input.assumingMemoryBound(to: rawfx_audio_frame.self),
+                                           output.assumingMemoryBound(to: rawfx_audio_frame.self))
                 }
             }
-            nanoseconds = DispatchTime.now().uptimeNanoseconds &- start
-            allocations = rawfx_thread_allocation_count() &- before
+            result.nanoseconds = DispatchTime.now().uptimeNanoseconds &- start
+            result.allocations = rawfx_thread_allocation_count() &- before
             host?.leaveProcess()
         }
-        allocations &+= (host?.workerAllocations.load(ordering: .relaxed) ?? 0) &- workerBefore
-        var blocking = BlockingCalls(counts)
-        if let host { blocking.add(host.workerBlocking.withLock { $0 }) }
-        var outcome = finish("process (\(label))", status, allocations: allocations)
-        outcome.blocking = blocking
-        outcome.seconds = Double(nanoseconds) / 1e9
-        return outcome
+        let finish = { (label: String) -> CallOutcome in
+            let allocations = result.allocations &+ ((host?.workerAllocations.load(ordering: .relaxed) ?? 0) &- workerBefore)
+            var blocking = BlockingCalls(result.counts)
+            if let host { blocking.add(host.workerBlocking.withLock { $0 }) }
+            var outcome = self.finish("process (\(label))", result.status, allocations: allocations)
+            outcome.blocking = blocking
+            outcome.seconds = Double(result.nanoseconds) / 1e9
+            return outcome
+        }
+        return (work, finish)
     }
 
     /// `reset` between frames: on the process thread, or on this (control) thread. Returns

@@ -123,6 +123,10 @@ final class ValidatorTests: XCTestCase {
             (["BREAK_THREAD_IN_RESET"], .realTime, "reset made 3 thread starts (first: pthread_create), the first in reset 1 of 3"),
             // 50 ms of work per frame against a 33 ms frame at 30 fps (a generous margin both ways).
             (["BREAK_SLOW"], .budget, "process is too slow for real time: median"),
+            // Two instances on two threads, 10 ms between the copy into the static buffer and out of it.
+            (["BREAK_SHARED_SCRATCH"], .concurrency, "run in parallel with another instance, the"),
+            (["BREAK_SET_PARAM_RESETS"], .reset, "after a real-time set_param(amount=default (85)), the value it already had, the output differs"),
+            (["PROBE_AUDIO", "BREAK_SET_PARAM_RESETS"], .reset, "after a real-time set_param(amount=default (85)), the value it already had, the output differs"),
             (["BREAK_TIMESTAMP"], .outputFormat, "an in-place filter changed the frame: timestamp_us 0 → 1"),
             (["PROBE_AUDIO", "BREAK_TIMESTAMP"], .outputFormat, "changed the block's metadata: timestamp_us 0 → 1"),
             (["PROBE_AUDIO", "PROBE_OUT_OF_PLACE", "BREAK_TIMESTAMP"], .outputFormat, "changed the block's metadata: timestamp_us 0 → 1"),
@@ -378,10 +382,10 @@ final class ValidatorTests: XCTestCase {
         let lines = String(decoding: try Data(contentsOf: out), as: UTF8.self).split(separator: "\n").map(String.init)
         XCTAssertEqual(process.terminationStatus, 1)
         XCTAssertEqual(lines.first, "rawfx validate \(so)")
-        XCTAssertEqual(lines.count, 1 + 15 + 1, lines.joined(separator: "\n"))
+        XCTAssertEqual(lines.count, 1 + 16 + 1, lines.joined(separator: "\n"))
         XCTAssertTrue(lines.contains { $0.hasPrefix("FAIL probe reset: after reset on the process thread") })
-        XCTAssertEqual(lines.filter { $0.hasPrefix("PASS ") }.count, 14)
-        XCTAssertTrue(lines.last!.hasPrefix("FAILED: 14 passed, 1 failed, 0 skipped in "), lines.last!)
+        XCTAssertEqual(lines.filter { $0.hasPrefix("PASS ") }.count, 15)
+        XCTAssertTrue(lines.last!.hasPrefix("FAILED: 15 passed, 1 failed, 0 skipped in "), lines.last!)
     }
 }
 

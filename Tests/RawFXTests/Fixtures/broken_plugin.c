@@ -23,6 +23,8 @@
  *   -DBREAK_THREAD_IN_RESET   real-time           reset starts (and joins) a thread
  *   -DBREAK_SLOW              budget              process busy-waits 50 ms on 320x240 frames (30 fps: 33 ms)
  *   -DBREAK_LATENCY           latency             reports a latency (2 frames, audio 480) it does not apply
+ *   -DBREAK_SHARED_SCRATCH    concurrency         process goes through a static buffer all instances share
+ *   -DBREAK_SET_PARAM_RESETS  reset               set_param of amount restarts the frame counter
  *   -DBREAK_TIMESTAMP         output-format       process adds 1 to the frame's timestamp_us
  *   -DBREAK_ANY_PIXEL_FORMAT  formats             configure accepts any pixel format (reads it as I420)
  *   -DBREAK_DEFAULT_REFUSED   parameter-extremes  set_param refuses chroma=false, its own default
@@ -141,6 +143,21 @@ static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *idle(void *argument) { return argument; }
 #endif
 
+#ifdef BREAK_SHARED_SCRATCH
+/* The luma plane goes through one static buffer, with some work between the copy in and
+ * the copy out: two instances on two threads mix their pictures. */
+static uint8_t shared_scratch[320 * 240];
+static void shared_scratch_pass(uint8_t *plane, int32_t stride, uint32_t width, uint32_t height) {
+    if ((size_t)width * height > sizeof shared_scratch) return;
+    for (uint32_t y = 0; y < height; y++) memcpy(shared_scratch + (size_t)y * width, plane + (ptrdiff_t)y * stride, width);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do clock_gettime(CLOCK_MONOTONIC, &now);
+    while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 10000000L); /* 10 ms: wide enough that two threads overlap */
+    for (uint32_t y = 0; y < height; y++) memcpy(plane + (ptrdiff_t)y * stride, shared_scratch + (size_t)y * width, width);
+}
+#endif
+
 /* The faults every process call shares (the real-time and budget checks). */
 static void real_time_faults(probe *p, uint32_t width) {
     (void)p; (void)width;
@@ -183,6 +200,9 @@ static rawfx_status set_param(const rawfx_filter *f, uint32_t index, const rawfx
         free(sink);
 #endif
         p->amount = (int)value->int_value;
+#ifdef BREAK_SET_PARAM_RESETS
+        p->frames = 0;
+#endif
         return RAWFX_OK;
     case P_CHROMA:
 #ifdef BREAK_DEFAULT_REFUSED
@@ -324,6 +344,9 @@ static rawfx_status process_video(const rawfx_filter *f, const rawfx_video_frame
 #endif
 #ifdef BREAK_INPUT_WRITE
     in->planes[0][0] ^= 1;
+#endif
+#ifdef BREAK_SHARED_SCRATCH
+    shared_scratch_pass(out->planes[0], out->strides[0], out->width, out->height);
 #endif
     return RAWFX_OK;
 }
