@@ -465,26 +465,28 @@ final class FilterValidation {
     /// Returns the parameters compared.
     private func checkSetParamKeepsState(_ format: StreamFormat, _ findings: inout Findings) -> [String] {
         guard deterministic else { return [] }
+        /// The history, then `set_param` of `change` (if any) between two frames, then the reference inputs.
+        func outputs(setting change: (ParameterInfo, TrialValue)?) -> [Captured]? {
+            guard case .success(let instance) = newInstance() else { return nil }
+            defer { instance.destroy() }
+            let what = change.map { "set_param(\($0.0.id))" } ?? "no set_param"
+            guard case .success(let io) = configure(instance, format),
+                  case .success = run(instance, io, seeds: historySeeds, label: "history before \(what)") else { return nil }
+            if let change, !instance.set(change.0, change.1, live: true).succeeded { return nil }
+            guard case .success(let after) = run(instance, io, seeds: referenceSeeds, label: "after \(what)") else { return nil }
+            return after
+        }
         var compared: [String] = []
+        var unchanged: [Captured]?  // made once, for every parameter
         for parameter in description.parameters where !parameter.needsReconfigure {
             guard let usual = settings.first(where: { $0.parameter.index == parameter.index })?.value ?? parameter.defaultTrial
             else { continue }
             begin(.reset, "set_param(\(parameter.id)) between frames keeps the stream's state")
-            var outputs: [[Captured]] = []
-            for changed in [false, true] {
-                guard case .success(let instance) = newInstance() else { return compared }
-                defer { instance.destroy() }
-                guard case .success(let io) = configure(instance, format),
-                      case .success = run(instance, io, seeds: historySeeds, label: "history before set_param(\(parameter.id))")
-                else { return compared }
-                if changed && !instance.set(parameter, usual, live: true).succeeded { break }
-                guard case .success(let after) = run(instance, io, seeds: referenceSeeds, label: "after set_param(\(parameter.id))")
-                else { return compared }
-                outputs.append(after)
-            }
-            guard outputs.count == 2 else { continue }
+            if unchanged == nil { unchanged = outputs(setting: nil) }
+            guard let reference = unchanged else { return compared }
+            guard let changed = outputs(setting: (parameter, usual)) else { continue }
             compared.append(parameter.id)
-            if let difference = firstDifference(outputs[1], outputs[0]) {
+            if let difference = firstDifference(changed, reference) {
                 findings.fail("after a real-time set_param(\(parameter.id)=\(usual)), the value it already had, the output differs "
                     + "from an instance's without it, \(difference): set_param must keep the stream's state (history, phase, estimates)",
                               kind: "set_param state")
