@@ -23,7 +23,10 @@ final class NullVideo: RawFXFilter {
 
     init() {}
     func setParameter(_ index: Int, _ value: ParameterInput) throws(FilterFailure) {}
-    func configure(input: rawfx_format, negotiation: inout rawfx_negotiation) throws(FilterFailure) {}
+    func configure(input: rawfx_format, negotiation: inout rawfx_negotiation) throws(FilterFailure) {
+        // Even a pass-through refuses what it does not know: it says I420 out (rawfx validate).
+        try requireI420(input, "null")
+    }
     func processVideo(_ input: UnsafePointer<rawfx_video_frame>, _ output: UnsafeMutablePointer<rawfx_video_frame>) -> rawfx_status {
         rawfx_status(RAWFX_OK)
     }
@@ -39,9 +42,7 @@ final class CopyVideo: RawFXFilter {
     init() {}
     func setParameter(_ index: Int, _ value: ParameterInput) throws(FilterFailure) {}
     func configure(input: rawfx_format, negotiation: inout rawfx_negotiation) throws(FilterFailure) {
-        guard input.video.pixel_format == rawfx_pixel_format(RAWFX_PIXEL_I420) else {
-            throw .unsupported("copy handles I420 only")
-        }
+        try requireI420(input, "copy")
     }
     func processVideo(_ input: UnsafePointer<rawfx_video_frame>, _ output: UnsafeMutablePointer<rawfx_video_frame>) -> rawfx_status {
         let i = input.pointee
@@ -53,6 +54,13 @@ final class CopyVideo: RawFXFilter {
         output.pointee.color_range = i.color_range
         output.pointee.rotation = i.rotation
         return rawfx_status(RAWFX_OK)
+    }
+}
+
+/// Refuses a pixel format other than I420, naming the filter.
+private func requireI420(_ input: rawfx_format, _ filter: String) throws(FilterFailure) {
+    guard input.video.pixel_format == rawfx_pixel_format(RAWFX_PIXEL_I420) else {
+        throw .unsupported("\(filter) handles I420 only")
     }
 }
 

@@ -36,7 +36,8 @@
  * VAD: SpeexDSP's VAD only changes what speex_preprocess_run returns, never the
  * audio. Enabling it (SPEEX_PREPROCESS_SET_VAD) makes SpeexDSP print a warning on
  * stderr, so `vad` takes effect at configure (RECONFIGURE), and it is set when a
- * state is created (configure, on_callback), never on the process thread. The
+ * state is created (configure, on_callback), never on the process thread; the
+ * warning is caught (set_vad_quietly) and becomes a debug line of the filter's log. The
  * flag of the block a call returns describes SpeexDSP's analysis window: that
  * block and the 10 ms after it.
  *
@@ -51,14 +52,18 @@
  * computed even with vad off. The process thread writes the fields with relaxed
  * atomic stores.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include "rawfx/plugin_helpers.h"
 #include "rawfx/ext/voice_activity.h"
 
 #include <speex/speex_preprocess.h>
 
+#include <fcntl.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RFX_STORE_RELAXED(field, value) __atomic_store_n(&(field), (value), __ATOMIC_RELAXED)
 
@@ -219,12 +224,49 @@ static int apply_live_settings_to_set(denoise_instance *d, state_set *set)
  * reads only what configure fixed, so on_callback may call it while set_param
  * changes the live parameters on the process thread; those are applied when
  * the state goes live. Returns NULL when SpeexDSP fails. */
+/* [control] SPEEX_PREPROCESS_SET_VAD, whose speex_warning ("warning: The VAD has been
+ * replaced by a hack pending a complete rewrite") SpeexDSP writes to stderr itself: for the
+ * call, stderr is a pipe, and what came through it is logged (debug) through the host, so
+ * that the host's own output keeps its form (every line of the rawfx tool starts "rawfx:").
+ * Another thread's stderr write in those microseconds would land in the pipe too. */
+static int set_vad_quietly(const denoise_instance *d, SpeexPreprocessState *st)
+{
+    spx_int32_t on = 1;
+    int fds[2] = { -1, -1 }, saved = -1;
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+        fflush(stderr);
+        saved = dup(STDERR_FILENO);
+        if (saved >= 0 && dup2(fds[1], STDERR_FILENO) < 0) {
+            close(saved);
+            saved = -1;
+        }
+    }
+    int status = speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_VAD, &on);
+    if (saved >= 0) {
+        fflush(stderr);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+    }
+    if (fds[0] >= 0) {
+        char text[512];
+        ssize_t n = read(fds[0], text, sizeof text - 1);
+        while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+            n--;
+        if (n > 0) {
+            text[n] = 0;
+            rawfx_log(&d->base, RAWFX_LOG_DEBUG, "SpeexDSP: %s", text);
+        }
+        close(fds[0]);
+        close(fds[1]);
+    }
+    return status;
+}
+
 static SpeexPreprocessState *new_state(const denoise_instance *d)
 {
     SpeexPreprocessState *st = speex_preprocess_state_init((int)d->block_frames, (int)d->sample_rate);
     if (st != NULL && d->vad_active) {
-        spx_int32_t on = 1;
-        if (speex_preprocess_ctl(st, SPEEX_PREPROCESS_SET_VAD, &on) != 0) {
+        if (set_vad_quietly(d, st) != 0) {
             speex_preprocess_state_destroy(st);
             return NULL;
         }

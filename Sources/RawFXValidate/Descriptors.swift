@@ -145,7 +145,7 @@ struct FilterDescription {
         if size < PluginStruct.filterDescriptor10 {
             problems.append("struct_size \(size) is smaller than the 1.0 size \(PluginStruct.filterDescriptor10) (RAWFX_SIZE_1_0_FILTER_DESCRIPTOR)")
         }
-        let id = d.id.map { String(cString: $0) }
+        let id = boundedString(d.id, field: "id", problems: &problems)
         self.id = id ?? "filter#\(index)"
         if let id {
             if !FilterType.isValidIdentifier(id) {
@@ -155,7 +155,7 @@ struct FilterDescription {
             problems.append("no id")
         }
         for (field, value) in [("name", d.name), ("version", d.version), ("description", d.description)]
-        where value.map({ String(cString: $0).isEmpty }) ?? true {
+        where boundedString(value, field: field, problems: &problems)?.isEmpty ?? true {
             problems.append("\(field) is missing or empty")
         }
         kind = MediaKind(rawValue: d.media_kind)
@@ -178,7 +178,10 @@ struct FilterDescription {
         var parameters: [ParameterInfo] = []
         // The array's stride is the plugin's own struct_size (a later minor may grow it).
         let stride = d.param_count > 0 && d.params != nil ? Int(d.params.pointee.struct_size) : 0
-        if d.param_count > 0 && d.params == nil {
+        if d.param_count > maxDescriptorCount {
+            problems.append("param_count is \(d.param_count), over the \(maxDescriptorCount) any host walks: no parameter read")
+            unusable = "its param_count is implausible"
+        } else if d.param_count > 0 && d.params == nil {
             problems.append("param_count is \(d.param_count) but params is NULL")
             unusable = "its parameter array is missing"
         } else if d.param_count > 0 && stride < PluginStruct.paramDescriptor10 {
@@ -202,7 +205,8 @@ struct FilterDescription {
 
     private static func readParameter(_ p: rawfx_param_descriptor, index: Int) -> (ParameterInfo, [String]) {
         var problems: [String] = []
-        let id = p.id.map { String(cString: $0) } ?? "parameter#\(index)"
+        var strings: [String] = []  // a string's problem, named after the id is known
+        let id = boundedString(p.id, field: "id", problems: &strings) ?? "parameter#\(index)"
         func problem(_ text: String) { problems.append("parameter '\(id)': \(text)") }
         if Int(p.struct_size) < PluginStruct.paramDescriptor10 {
             problem("struct_size \(p.struct_size) is smaller than \(PluginStruct.paramDescriptor10)")
@@ -212,7 +216,7 @@ struct FilterDescription {
         } else if !FilterType.isValidIdentifier(id) {
             problem("id does not follow RAWFX_ID_RULE \(FilterType.identifierRule)")
         }
-        for (field, value) in [("name", p.name), ("help", p.help)] where value.map({ String(cString: $0).isEmpty }) ?? true {
+        for (field, value) in [("name", p.name), ("help", p.help)] where boundedString(value, field: field, problems: &strings)?.isEmpty ?? true {
             problem("\(field) is missing or empty")
         }
         var range: ClosedRange<Double>?
@@ -238,9 +242,11 @@ struct FilterDescription {
         case RAWFX_PARAM_ENUM:
             if p.enum_count == 0 || p.enum_values == nil {
                 problem("an ENUM with no values (enum_count \(p.enum_count))")
+            } else if p.enum_count > maxDescriptorCount {
+                problem("enum_count is \(p.enum_count), over the \(maxDescriptorCount) any host walks: no value read")
             } else {
                 for i in 0..<Int(p.enum_count) {
-                    let name = p.enum_values[i].map { String(cString: $0) } ?? ""
+                    let name = boundedString(p.enum_values[i], field: "enum value \(i)", problems: &strings) ?? ""
                     if name.isEmpty { problem("enum value \(i) is NULL or empty") }
                     if enumValues.contains(name) { problem("enum value '\(name)' appears twice") }
                     enumValues.append(name)
@@ -258,9 +264,10 @@ struct FilterDescription {
         if p.flags & UInt32(RAWFX_PARAM_FLAG_PATH) != 0 && Int(p.type) != RAWFX_PARAM_STRING {
             problem("RAWFX_PARAM_FLAG_PATH on a parameter that is not a STRING")
         }
+        let defaultString = boundedString(p.default_string, field: "default_string", problems: &strings)
+        strings.forEach(problem)
         let info = ParameterInfo(index: index, id: id, type: p.type, flags: p.flags, defaultValue: p.default_value,
-                                 range: range, defaultString: p.default_string.map { String(cString: $0) },
-                                 enumValues: enumValues)
+                                 range: range, defaultString: defaultString, enumValues: enumValues)
         return (info, problems)
     }
 }

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Foundation
 import RawFX
 import RawFXAllocCounter
 import RawFXRuntime
@@ -33,6 +38,7 @@ final class FilterValidation {
     let description: FilterDescription
     let settings: [Setting]
     let createCycles: Int
+    let budget: Budget
     private let begin: (Check, String) -> Void
     private let emit: (CheckResult) -> Void
     private let ledger = InstanceLedger()
@@ -53,11 +59,12 @@ final class FilterValidation {
 
     /// `begin(check, step)` is called before each step (a worker streams it, so that a crash
     /// is pinned on its step); `emit` once per check, as soon as its line is final.
-    init(description: FilterDescription, settings: [Setting], createCycles: Int,
+    init(description: FilterDescription, settings: [Setting], createCycles: Int, budget: Budget = Budget(),
          begin: @escaping (Check, String) -> Void, emit: @escaping (CheckResult) -> Void) {
         self.description = description
         self.settings = settings
         self.createCycles = createCycles
+        self.budget = budget
         self.begin = begin
         self.emit = emit
     }
@@ -92,6 +99,8 @@ final class FilterValidation {
             checkDeterminism()
             checkReset()
             checkRealTime()
+            checkLatency()
+            checkConcurrency()
             checkParameterExtremes()
         }
         finish()
@@ -111,7 +120,7 @@ final class FilterValidation {
     /// Reports the checks fed by every pass, and skips what could not run.
     private func finish() {
         let reason = "not run: the filter processed none of the formats (see formats)"
-        for check in [Check.determinism, .reset, .realTime, .parameterExtremes] where !reported.contains(check) {
+        for check in [Check.determinism, .reset, .realTime, .budget, .latency, .concurrency, .parameterExtremes] where !reported.contains(check) {
             report(CheckResult(subject: id, check: check, outcome: .skip, reason: reason))
         }
         report(guards.result(id, .guardBytes, passing:
@@ -262,7 +271,10 @@ final class FilterValidation {
                 }
             }
         }
-        if description.kind == .video { probeUnknownPixelFormat() }
+        if description.kind == .video, probeUnknownPixelFormat() {
+            findings.fail("configure accepted pixel format 0x7F00, which no minor of the ABI defines: a filter must refuse "
+                + "a format it cannot read (a future host may offer one), not read it as I420")
+        }
         chooseWorkingFormat()
         if accepted.isEmpty { findings.fail("accepted none of the \(formats.count) formats (\(refused.joined(separator: ", ")))") }
         let refusals = refused.isEmpty ? "" : "; refused \(refused.joined(separator: ", "))"
@@ -301,13 +313,14 @@ final class FilterValidation {
 
     /// A host of a later minor may offer a pixel format this filter never heard of: it must
     /// refuse it (with a message; error-messages checks that), not take it for I420.
-    private func probeUnknownPixelFormat() {
+    /// True when the filter accepted a pixel format no minor defines.
+    private func probeUnknownPixelFormat() -> Bool {
         begin(.formats, "configure with an unknown pixel format")
-        guard case .success(let instance) = newInstance() else { return }
+        guard case .success(let instance) = newInstance() else { return false }
+        defer { instance.destroy() }
         var format = StreamFormat.video(VideoFormat(width: 320, height: 240)).cValue
         format.video.pixel_format = 0x7F00
-        _ = instance.configure(format, label: "320x240, unknown pixel format 0x7F00")
-        instance.destroy()
+        return instance.configure(format, label: "320x240, unknown pixel format 0x7F00").succeeded
     }
 
     // MARK: - The format the other passes use
@@ -438,66 +451,138 @@ final class FilterValidation {
                 return io
             }
         }
+        let kept = checkSetParamKeepsState(format, &findings)
         if !deterministic {
             findings.notes.append("outputs not compared with a fresh instance's: the filter is not deterministic (see determinism)")
         }
         report(findings.result(id, .reset, passing:
-            "after reset (process and control thread) and after \(renegotiation), the output equals a fresh instance's"))
+            "after reset (process and control thread) and after \(renegotiation), the output equals a fresh instance's"
+            + (kept.isEmpty ? "" : "; a real-time set_param to the value in use kept the stream's state (\(kept.joined(separator: ", ")))")))
     }
 
-    // MARK: - real-time
+    /// A real-time set_param keeps the stream's state (rawfx.h): an instance that is set to
+    /// the value it already has between two frames must go on exactly as one that was not.
+    /// Returns the parameters compared.
+    private func checkSetParamKeepsState(_ format: StreamFormat, _ findings: inout Findings) -> [String] {
+        guard deterministic else { return [] }
+        /// The history, then `set_param` of `change` (if any) between two frames, then the reference inputs.
+        func outputs(setting change: (ParameterInfo, TrialValue)?) -> [Captured]? {
+            guard case .success(let instance) = newInstance() else { return nil }
+            defer { instance.destroy() }
+            let what = change.map { "set_param(\($0.0.id))" } ?? "no set_param"
+            guard case .success(let io) = configure(instance, format),
+                  case .success = run(instance, io, seeds: historySeeds, label: "history before \(what)") else { return nil }
+            if let change, !instance.set(change.0, change.1, live: true).succeeded { return nil }
+            guard case .success(let after) = run(instance, io, seeds: referenceSeeds, label: "after \(what)") else { return nil }
+            return after
+        }
+        var compared: [String] = []
+        var unchanged: [Captured]?  // made once, for every parameter
+        for parameter in description.parameters where !parameter.needsReconfigure {
+            guard let usual = settings.first(where: { $0.parameter.index == parameter.index })?.value ?? parameter.defaultTrial
+            else { continue }
+            begin(.reset, "set_param(\(parameter.id)) between frames keeps the stream's state")
+            if unchanged == nil { unchanged = outputs(setting: nil) }
+            guard let reference = unchanged else { return compared }
+            guard let changed = outputs(setting: (parameter, usual)) else { continue }
+            compared.append(parameter.id)
+            if let difference = firstDifference(changed, reference) {
+                findings.fail("after a real-time set_param(\(parameter.id)=\(usual)), the value it already had, the output differs "
+                    + "from an instance's without it, \(difference): set_param must keep the stream's state (history, phase, estimates)",
+                              kind: "set_param state")
+            }
+        }
+        return compared
+    }
+
+    // MARK: - real-time and budget
+
+    /// Process calls the real-time pass times and counts, the first right after configure.
+    static let realTimeCalls = 10
 
     private func checkRealTime() {
-        guard rawfx_allocation_counter_active() != 0 else {
-            report(CheckResult(subject: id, check: .realTime, outcome: .skip, reason:
-                "heap allocations cannot be counted: this executable does not use RawFXAllocCounter's malloc"))
-            return
-        }
         let format = working!
-        begin(.realTime, "allocations in process, reset and set_param at \(label(format))")
+        begin(.realTime, "allocations, locks, sleeps, I/O and thread starts in process, reset and set_param at \(label(format))")
         var findings = Findings()
-        defer { report(findings.result(id, .realTime, passing: realTimeSummary)) }
+        var budgetFindings = Findings()
+        var budgetLine = ""
+        let allocationsCounted = rawfx_allocation_counter_active() != 0
+        let blockingCounted = rawfx_rt_counter_active() != 0
+        defer {
+            if !allocationsCounted {
+                report(CheckResult(subject: id, check: .realTime, outcome: .skip, reason:
+                    "heap allocations cannot be counted: this executable does not use RawFXAllocCounter's malloc"))
+            } else {
+                report(findings.result(id, .realTime, passing: realTimeSummary))
+            }
+            report(budgetFindings.result(id, .budget, passing: budgetLine))
+        }
         let instance: TestInstance
         let io: StreamIO
         switch newInstance().flatMap({ made in configure(made, format).map { (made, $0) } }) {
         case .failure(let failure):
             findings.fail(failure.message)
+            budgetFindings.fail(failure.message)
             return
         case .success(let made): (instance, io) = made
         }
         defer { instance.destroy() }
+        var blocking: [String: BlockingCalls] = [:]
+        var firstBlocked: [String: String] = [:]
+        func note(_ call: String, _ calls: BlockingCalls, at step: String) {
+            guard calls.total > 0 else { return }
+            blocking[call, default: BlockingCalls()].add(calls)
+            if firstBlocked[call] == nil { firstBlocked[call] = step }
+        }
 
-        /// One frame; its allocations, or nil after a failure (noted).
-        func frame(_ seed: Int, _ label: String) -> UInt64? {
+        /// One frame; its outcome, or nil after a failure (noted).
+        func frame(_ seed: Int, _ label: String) -> CallOutcome? {
             io.prepare(seed: seed, call: 0, variant: 0)
             let outcome = instance.process(io, label: label)
             guard outcome.succeeded else {
-                findings.fail("\(label): process \(outcome.failure); allocations not counted further")
+                findings.fail("\(label): process \(outcome.failure); not counted further")
+                budgetFindings.fail("\(label): process \(outcome.failure)")
                 return nil
             }
             io.verify(label: label, guards: &guards, format: &outputFormat)
-            return outcome.allocations
+            note("process", outcome.blocking, at: label)
+            return outcome
         }
 
-        // Warm-up: first calls may fill lazy caches; the steady state is what counts.
-        for seed in 300..<302 { guard frame(seed, "warm-up") != nil else { return } }
+        // Every call counts, the first after configure included: a host calls it on its
+        // real-time thread like any other. The calls come at the stream's pace (a host gets a
+        // frame per frame duration), so a hand-over to a worker thread has the time it would
+        // have in a host; the validator waits between calls, outside the counted call.
+        let frames = FilterValidation.realTimeCalls
         var processAllocations: UInt64 = 0
-        let frames = 8
-        for seed in 310..<(310 + frames) {
-            guard let made = frame(seed, "counted frames") else { return }
-            processAllocations += made
+        var firstAllocations: UInt64 = 0
+        var times: [Double] = []
+        var duration = 0.0
+        let start = DispatchTime.now().uptimeNanoseconds
+        var due = 0.0
+        for call in 0..<frames {
+            let now = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            if due > now { usleep(UInt32((due - now) * 1e6)) }
+            guard let outcome = frame(310 + call, call == 0 ? "first process after configure" : "counted frames") else { return }
+            duration = io.duration(frameRate: budget.frameRate)
+            due += duration
+            processAllocations += outcome.allocations
+            if call == 0 { firstAllocations = outcome.allocations }
+            times.append(outcome.seconds)
         }
         if processAllocations > 0 {
-            findings.fail("process allocated \(processAllocations) times in \(frames) calls (after \(2) warm-up calls)")
+            findings.fail("process allocated \(processAllocations) times in \(frames) calls"
+                + (firstAllocations > 0 ? " (\(firstAllocations) in the first call after configure)" : ""))
         }
+        budgetLine = budget.judge(times: times, duration: duration, what: label(format), findings: &budgetFindings)
 
-        guard frame(320, "before reset") != nil else { return }
-        _ = instance.reset(onProcessThread: true)
         var resetAllocations: UInt64 = 0
         let resets = 3
         for i in 0..<resets {
             guard frame(330 + i, "between resets") != nil else { return }
-            resetAllocations += instance.reset(onProcessThread: true)
+            let (made, calls) = instance.reset(onProcessThread: true)
+            resetAllocations += made
+            note("reset", calls, at: "reset \(i + 1) of \(resets)")
         }
         // The real-time rules are those of the minor the plugin declared: 1.0 allowed reset
         // and set_param to allocate (docs/plugin-abi.md, "The rules from 1.1 on").
@@ -520,14 +605,16 @@ final class FilterValidation {
             if let usual { values.append(usual) }
             var allocations: UInt64 = 0
             var counted = 0
-            // The first round warms up; the second counts. A value process then fails on is
-            // the parameter-extremes check's business: it only ends this parameter's rounds.
-            rounds: for round in 0..<2 {
+            // Two rounds, both counted (the first set_param of a value is real-time too). A
+            // value process then fails on is the parameter-extremes check's business: it
+            // only ends this parameter's rounds.
+            rounds: for _ in 0..<2 {
                 for value in values {
                     let outcome = instance.set(parameter, value, live: true)
-                    if round == 1 && outcome.succeeded {
+                    if outcome.succeeded {
                         allocations += outcome.allocations
                         counted += 1
+                        note("set_param(\(parameter.id))", outcome.blocking, at: "set_param(\(parameter.id)=\(value))")
                     }
                     let label = "after set_param(\(parameter.id)=\(value))"
                     io.prepare(seed: 340, call: 0, variant: 0)
@@ -545,17 +632,259 @@ final class FilterValidation {
                               + "ABI 1.0 plugin, whose values the host sets on a new instance, not on the live one")
             }
         }
-        realTimeSummary = "no heap allocation in \(frames) process calls, \(resets) resets and \(setCalls) real-time set_param calls"
-            + (live.isEmpty ? " (no parameter is real-time)" : "") + ", on the process thread after a warm-up"
+        for (call, calls) in blocking.sorted(by: { $0.key < $1.key }) {
+            let what = "\(call) made \(calls.summary), the first in \(firstBlocked[call] ?? "?")"
+            if call == "process" || realTimeRules {
+                findings.fail(what + " (a real-time call must not lock, wait, sleep, do file I/O or start a thread)")
+            } else {
+                findings.notes.append(what + ": allowed for an ABI 1.0 plugin's \(call), which 1.1 makes real-time")
+            }
+        }
+        let kinds = blockingCounted ? "no heap allocation, lock, blocking wait, sleep, file I/O or thread start"
+            : "no heap allocation"
+        realTimeSummary = "\(kinds) in \(frames) process calls (the first after configure included), \(resets) resets and \(setCalls) real-time set_param calls"
+            + (live.isEmpty ? " (no parameter is real-time)" : "") + ", on the process thread"
+        if !blockingCounted {
+            findings.notes.append("locks, sleeps, I/O and thread starts not counted: "
+                + (rawfx_built_with_sanitizer() != 0 ? "the sanitizer intercepts those functions" : "this executable does not interpose them"))
+        }
     }
 
     private var realTimeSummary = ""
+
+    // MARK: - latency
+
+    /// Runs a stream through a fresh instance and finds the delay between its input and its
+    /// output: video, for each output frame the input frame it matches best (luma, mean
+    /// absolute difference, distinctly better than any other); audio, the lag of the peak of
+    /// the normalized cross-correlation of channel 0 (noise in, so the peak is sharp). The
+    /// measured delay must be the latency configure reported (audio: within 1 ms). When the
+    /// output does not resemble the input (a denoiser fed noise, a change of size or rate),
+    /// nothing is measured and the line says so.
+    private func checkLatency() {
+        let format = working!
+        begin(.latency, "measured against the reported latency at \(label(format))")
+        var findings = Findings()
+        var passing = ""
+        defer { report(findings.result(id, .latency, passing: passing)) }
+        let instance: TestInstance
+        let io: StreamIO
+        switch newInstance().flatMap({ made in configure(made, format).map { (made, $0) } }) {
+        case .failure(let failure):
+            findings.fail(failure.message)
+            return
+        case .success(let made): (instance, io) = made
+        }
+        defer { instance.destroy() }
+        let negotiation = instance.negotiation!
+        let reported = Int(negotiation.latency)
+        guard let output = StreamFormat(negotiation.output) else { return }
+        switch (format, output) {
+        case (.video(let a), .video(let b)):
+            guard a.width == b.width, a.height == b.height, reported <= Int(RAWFX_MAX_VIDEO_LATENCY_FRAMES) else {
+                passing = "not measured: the output (\(label(output))) is not the input's size; reported \(reported) frames"
+                return
+            }
+            let calls = reported + 8
+            var inputs: [[UInt8]] = [], outputs: [[UInt8]] = []
+            let luma = a.width * a.height
+            for call in 0..<calls {
+                io.prepare(seed: 500 + call, call: call, variant: 0)
+                inputs.append(Array(io.captureInput().bytes.prefix(luma)))
+                let outcome = instance.process(io, label: "latency, call \(call + 1)")
+                guard outcome.succeeded else {
+                    findings.fail("latency, call \(call + 1): process \(outcome.failure)")
+                    return
+                }
+                io.verify(label: "latency, call \(call + 1)", guards: &guards, format: &outputFormat)
+                outputs.append(Array(io.capture().bytes.prefix(luma)))
+            }
+            var lags: [Int: Int] = [:]
+            for (j, out) in outputs.enumerated() where j >= reported {
+                let scores = inputs.map { correlation($0, out) }
+                let order = scores.indices.sorted { scores[$0] > scores[$1] }
+                // Distinct: clearly like one input frame, at least twice as like it as any other.
+                if scores[order[0]] >= 0.3, scores[order[0]] >= 2 * max(0, scores[order[1]]) { lags[j - order[0], default: 0] += 1 }
+            }
+            guard let (measured, count) = lags.max(by: { $0.value < $1.value }), count * 2 >= calls - reported else {
+                passing = "not measured: the output frames do not distinctly match input frames (correlation); reported \(reported) frames"
+                return
+            }
+            if measured != reported {
+                findings.fail("reported a latency of \(reported) frame\(reported == 1 ? "" : "s") but output frame n shows input frame "
+                    + "n - \(measured) (\(count) of \(calls - reported) frames matched)")
+            }
+            passing = "measured \(measured) frame\(measured == 1 ? "" : "s") (\(count) of \(calls - reported) output frames matched to an input frame by correlation), as reported"
+        case (.audio(let a), .audio(let b)):
+            guard a.sampleRate == b.sampleRate, a.sampleRate >= 1000 else {
+                passing = "not measured: the output rate (\(b.sampleRate) Hz) is not the input's; reported \(reported) frames"
+                return
+            }
+            let rate = a.sampleRate
+            let search = reported + rate / 50          // lags 0 ..< reported + 20 ms
+            let window = rate / 10                     // 100 ms of signal compared at each lag
+            guard reported <= rate * 2 else {
+                passing = "not measured: a reported latency of \(reported) frames is over 2 s; the check compares 2 s at most"
+                return
+            }
+            var input: [Double] = [], out: [Double] = []
+            var call = 0
+            while out.count < search + window {
+                io.prepare(seed: 600 + call, call: call, variant: 0)
+                let inBlock = io.captureInput()
+                let outcome = instance.process(io, label: "latency, call \(call + 1)")
+                guard outcome.succeeded else {
+                    findings.fail("latency, call \(call + 1): process \(outcome.failure)")
+                    return
+                }
+                io.verify(label: "latency, call \(call + 1)", guards: &guards, format: &outputFormat)
+                input += channelZero(inBlock)
+                out += channelZero(io.capture())
+                call += 1
+                if call > 10_000 { break }
+            }
+            let x = Array(input.prefix(window))
+            let xEnergy = x.reduce(0) { $0 + $1 * $1 }
+            var scores: [Double] = []
+            x.withUnsafeBufferPointer { x in
+                out.withUnsafeBufferPointer { y in
+                    for lag in 0..<search {
+                        var dot = 0.0, yEnergy = 0.0
+                        for i in 0..<window {
+                            let v = y[lag + i]
+                            dot += x[i] * v
+                            yEnergy += v * v
+                        }
+                        scores.append(xEnergy > 0 && yEnergy > 0 ? dot / (xEnergy * yEnergy).squareRoot() : 0)
+                    }
+                }
+            }
+            let best = scores.indices.max { abs(scores[$0]) < abs(scores[$1]) }!
+            let tolerance = max(2, rate / 1000)
+            let runnerUp = scores.indices.filter { abs($0 - best) > tolerance }.map { abs(scores[$0]) }.max() ?? 0
+            let peak = abs(scores[best])
+            guard peak >= 0.3, peak >= 2 * runnerUp else {
+                passing = String(format: "not measured: the output does not follow the input (correlation peak %.2f); reported %d frames",
+                                 peak, reported)
+                return
+            }
+            if abs(best - reported) > tolerance {
+                findings.fail("reported a latency of \(reported) frames but the output follows the input by \(best) "
+                    + String(format: "(cross-correlation peak %.2f; ", peak)
+                    + "\(best < reported ? "early" : "late") by \(abs(best - reported)) frames)")
+            }
+            passing = "measured \(best) frames (cross-correlation peak "
+                + String(format: "%.2f", peak) + "), reported \(reported), within \(tolerance)"
+        default:
+            return
+        }
+    }
+
+    /// The Pearson correlation of two pictures' bytes (0 when either is flat).
+    private func correlation(_ a: [UInt8], _ b: [UInt8]) -> Double {
+        let n = min(a.count, b.count)
+        guard n > 1 else { return 0 }
+        var sa = 0.0, sb = 0.0, saa = 0.0, sbb = 0.0, sab = 0.0
+        a.withUnsafeBufferPointer { a in
+            b.withUnsafeBufferPointer { b in
+                for i in 0..<n {
+                    let x = Double(a[i]), y = Double(b[i])
+                    sa += x; sb += y; saa += x * x; sbb += y * y; sab += x * y
+                }
+            }
+        }
+        let count = Double(n)
+        let va = saa - sa * sa / count, vb = sbb - sb * sb / count
+        guard va > 0, vb > 0 else { return 0 }
+        return (sab - sa * sb / count) / (va * vb).squareRoot()
+    }
+
+    /// Channel 0 of an audio capture, as numbers.
+    private func channelZero(_ captured: Captured) -> [Double] {
+        guard case .audio(let channels) = captured.layout else { return [] }
+        return captured.bytes.withUnsafeBytes { raw in
+            let samples = raw.bindMemory(to: Int16.self)
+            return stride(from: 0, to: samples.count, by: channels).map { Double(samples[$0]) }
+        }
+    }
+
+    // MARK: - concurrency
+
+    /// Two instances process different inputs at the same time on two threads; each output
+    /// must equal that of an instance processing its input alone. State shared between
+    /// instances (a static scratch buffer or history) shows as a difference.
+    private func checkConcurrency() {
+        let format = working!
+        begin(.concurrency, "two instances in parallel at \(label(format))")
+        var findings = Findings()
+        var passing = "two instances processing different inputs in parallel (two threads, \(FilterValidation.sequenceLength) calls each) "
+            + "gave the outputs each gives alone"
+        defer { report(findings.result(id, .concurrency, passing: passing)) }
+        guard deterministic else {
+            passing = "not compared: the filter is not deterministic (see determinism)"
+            return
+        }
+        let aloneA = freshOutputs
+        let aloneB: [Captured]
+        switch runFresh(format, seeds: historySeeds, variant: 0, label: "second input alone") {
+        case .failure(let failure):
+            findings.fail(failure.message)
+            return
+        case .success(let outputs): aloneB = outputs
+        }
+        let pair: (TestInstance, StreamIO, TestInstance, StreamIO)
+        switch newInstance().flatMap({ a in configure(a, format).map { (a, $0) } }).flatMap({ a in
+            newInstance().flatMap { b in configure(b, format).map { (a.0, a.1, b, $0) } } }) {
+        case .failure(let failure):
+            findings.fail(failure.message)
+            return
+        case .success(let made): pair = made
+        }
+        let (a, ioA, b, ioB) = pair
+        defer {
+            a.destroy()
+            b.destroy()
+        }
+        var outA: [Captured] = [], outB: [Captured] = []
+        for (call, seeds) in zip(referenceSeeds, historySeeds).enumerated() {
+            ioA.prepare(seed: seeds.0, call: call, variant: 0)
+            ioB.prepare(seed: seeds.1, call: call, variant: 0)
+            let label = "in parallel, call \(call + 1)"
+            let (first, second) = TestInstance.processInParallel(a, ioA, b, ioB, label: label)
+            guard first.succeeded, second.succeeded else {
+                findings.fail("\(label): process \(first.succeeded ? second.failure : first.failure)")
+                return
+            }
+            ioA.verify(label: label, guards: &guards, format: &outputFormat)
+            ioB.verify(label: label, guards: &guards, format: &outputFormat)
+            outA.append(ioA.capture())
+            outB.append(ioB.capture())
+        }
+        if let difference = firstDifference(outA, aloneA) {
+            findings.fail("run in parallel with another instance, the output differs from the instance's alone, \(difference) "
+                + "(state shared between instances, such as a static buffer?)")
+        } else if let difference = firstDifference(outB, aloneB) {
+            findings.fail("run in parallel with another instance, the second instance's output differs from its output alone, "
+                + "\(difference) (state shared between instances, such as a static buffer?)")
+        }
+    }
 
     // MARK: - parameter-extremes
 
     private func checkParameterExtremes() {
         let format = working!
         var findings = Findings()
+        // Each parameter's own default must be accepted: a host sets it to restore a value.
+        for parameter in description.parameters {
+            guard let value = parameter.defaultTrial else { continue }
+            begin(.parameterExtremes, "\(parameter.id) set to its default")
+            guard case .success(let instance) = newInstance(applying: settings(without: parameter)) else { continue }
+            defer { instance.destroy() }
+            let outcome = instance.set(parameter, value, live: false)
+            if !outcome.succeeded {
+                findings.fail("set_param refused \(parameter.id)'s own default (\(value)): \(outcome.failure)", kind: "default")
+            }
+        }
         var tried = 0, refusedSets = 0, refusedConfigures = 0
         for parameter in description.parameters where !parameter.extremes.isEmpty {
             for value in parameter.extremes {

@@ -30,7 +30,9 @@ final class PluginFile {
 
     /// Loads and initializes the file, or returns why it cannot be loaded, worded as the
     /// engine words it (`PluginLoadError`).
-    static func load(path given: String) -> Result<PluginFile, PluginLoadError> {
+    /// `step` names each step before it runs (a worker streams them, so that a crash, a hang
+    /// or an exit in the plugin's code is pinned on the step).
+    static func load(path given: String, step: (String) -> Void = { _ in }) -> Result<PluginFile, PluginLoadError> {
         var status = stat()
         guard stat(given, &status) == 0 else { return .failure(.notFound(path: given)) }
         // dlopen would block on a FIFO and fail obscurely on a directory.
@@ -43,6 +45,7 @@ final class PluginFile {
             path = String(cString: resolved)
             free(resolved)
         }
+        step("dlopen (the library's constructors)")
         guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) else {
             return .failure(.notSharedObject(path: path, reason: dlerror().map { String(cString: $0) } ?? "unknown dlopen error"))
         }
@@ -50,6 +53,7 @@ final class PluginFile {
         // and a Swift plugin's runtime records must outlive every use of the file.
         guard let symbol = dlsym(handle, RAWFX_ENTRY_SYMBOL) else { return .failure(.missingEntrySymbol(path: path)) }
         let getEntry = unsafeBitCast(symbol, to: rawfx_get_plugin_entry_fn.self)
+        step("\(RAWFX_ENTRY_SYMBOL)() and the entry")
         guard let entry = getEntry() else {
             return .failure(.malformedDescriptor(path: path, reason: "\(RAWFX_ENTRY_SYMBOL) returned NULL"))
         }
@@ -67,6 +71,7 @@ final class PluginFile {
         guard let initialize = e.`init`, let count = e.filter_count, let describe = e.filter_descriptor else {
             return .failure(.malformedDescriptor(path: path, reason: "the entry lacks init, filter_count or filter_descriptor"))
         }
+        step("init")
         let host = ValidatorHost(kind: .library, source: RawFXValidate.fileName(path))
         var message = [CChar](repeating: 0, count: 512)
         host.begin(.initialize)
@@ -83,8 +88,11 @@ final class PluginFile {
             let text = String(nulTerminated: message)
             return .failure(.refusedHost(path: path, message: text.isEmpty ? "init returned status \(initStatus) without a message" : text))
         }
+        step("filter_count")
+        let filterCount = count()
+        step("filter_descriptor and the descriptors' strings and parameters")
         return .success(PluginFile(path: path, entry: e, abi: abi, host: host,
-                                   count: count(), describe: { describe($0) }))
+                                   count: filterCount, describe: { describe($0) }))
     }
 
     private init(path: String, entry e: rawfx_plugin_entry, abi: ABIVersion, host: ValidatorHost,
@@ -94,9 +102,9 @@ final class PluginFile {
         entry = e
         self.abi = abi
         libraryHost = host
-        name = e.plugin_name.map { String(cString: $0) } ?? ""
-        version = e.plugin_version.map { String(cString: $0) } ?? ""
         var problems: [String] = []
+        name = boundedString(e.plugin_name, field: "plugin_name", problems: &problems) ?? ""
+        version = boundedString(e.plugin_version, field: "plugin_version", problems: &problems) ?? ""
         var notes: [String] = []
         if name.isEmpty { problems.append("plugin_name is missing or empty") }
         if version.isEmpty { problems.append("plugin_version is missing or empty") }
@@ -105,7 +113,10 @@ final class PluginFile {
         }
         if count == 0 { problems.append("filter_count is 0: the file provides no filters") }
         var filters: [FilterDescription] = []
-        for index in 0..<count {
+        if count > maxDescriptorCount {
+            problems.append("filter_count is \(count), over the \(maxDescriptorCount) any host walks: no descriptor read")
+        }
+        for index in 0..<(count > maxDescriptorCount ? 0 : count) {
             guard let descriptor = describe(index) else {
                 problems.append("filter_descriptor(\(index)) returned NULL though filter_count is \(count)")
                 continue
@@ -140,6 +151,25 @@ final class PluginFile {
         return findings.result(fileName, .descriptors,
                                passing: "\(summary): \(filters.count) filter\(filters.count == 1 ? "" : "s") (\(list))")
     }
+}
+
+/// The most filters, parameters or enum values the validator walks: a larger count is
+/// reported, not followed (a garbage count would read far past the plugin's arrays).
+let maxDescriptorCount: UInt32 = 4096
+
+/// The longest string the validator reads from a plugin's struct.
+let maxDescriptorString = 4096
+
+/// A plugin's C string, read at most `maxDescriptorString` bytes far; a longer one (not
+/// NUL-terminated, say) is a problem and reads as its first bytes.
+func boundedString(_ pointer: UnsafePointer<CChar>?, field: String, problems: inout [String]) -> String? {
+    guard let pointer else { return nil }
+    let length = strnlen(pointer, maxDescriptorString + 1)
+    if length > maxDescriptorString {
+        problems.append("\(field) is longer than \(maxDescriptorString) bytes (not NUL-terminated?)")
+    }
+    let bytes = UnsafeRawBufferPointer(start: pointer, count: min(length, maxDescriptorString))
+    return String(decoding: bytes, as: UTF8.self)
 }
 
 /// The last component of a path.

@@ -10,6 +10,8 @@ import Darwin
 /// work: calls are never concurrent, as rawfx.h promises a plugin.
 final class ProcessThread: @unchecked Sendable {
     static let shared = ProcessThread()
+    /// A second process thread, for two instances processing in parallel (the concurrency check).
+    static let second = ProcessThread()
 
     private let start = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
     private let done = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
@@ -38,8 +40,17 @@ final class ProcessThread: @unchecked Sendable {
     /// Runs `body` on the process thread and returns when it has finished. The closure is
     /// built on the caller's thread, so calling it allocates nothing on the process thread.
     func run(_ body: @escaping () -> Void) {
+        begin(body)
+        wait()
+    }
+
+    /// Starts `body` on the process thread; `wait()` returns when it has finished.
+    func begin(_ body: @escaping () -> Void) {
         work = body
         sem_post(start)
+    }
+
+    func wait() {
         while sem_wait(done) != 0 {}
         work = nil
     }

@@ -12,6 +12,9 @@ public enum Check: String, CaseIterable, Codable, Sendable {
     case determinism
     case reset
     case realTime = "real-time"
+    case budget
+    case latency
+    case concurrency
     case parameterExtremes = "parameter-extremes"
     case errorMessages = "error-messages"
     case threads

@@ -41,6 +41,10 @@ protocol StreamIO: AnyObject {
     /// the frame struct it returned (`output-format`).
     func verify(label: String, guards: inout Findings, format: inout Findings)
     func capture() -> Captured
+    /// The input as prepared (call before process: an in-place filter overwrites it).
+    func captureInput() -> Captured
+    /// How long the prepared input lasts: a frame at `frameRate`, or the block's frames at its rate.
+    func duration(frameRate: Double) -> Double
 }
 
 /// The largest output the validator processes: a negotiated output beyond this (a scaler at
@@ -88,6 +92,7 @@ private func changedField(_ before: rawfx_video_frame, _ after: rawfx_video_fram
         ("strides[0]", Int(before.strides.0), Int(after.strides.0)),
         ("strides[1]", Int(before.strides.1), Int(after.strides.1)),
         ("strides[2]", Int(before.strides.2), Int(after.strides.2)),
+        ("timestamp_us", Int(before.timestamp_us), Int(after.timestamp_us)),
     ]
     return fields.first { $0.1 != $0.2 }.map { "\($0.0) \($0.1) → \($0.2)" }
 }
@@ -179,6 +184,14 @@ final class VideoIO: FrameStructs<rawfx_video_frame>, StreamIO {
         return Captured(layout: .video(width: width, height: height), bytes: buffer.picture(width: width, height: height),
                         shape: "\(frame.width)x\(frame.height) range \(frame.color_range) rotation \(frame.rotation)")
     }
+
+    func captureInput() -> Captured {
+        let width = input.format.width, height = input.format.height
+        return Captured(layout: .video(width: width, height: height), bytes: input.picture(width: width, height: height),
+                        shape: "\(width)x\(height)")
+    }
+
+    func duration(frameRate: Double) -> Double { 1 / frameRate }
 }
 
 /// Audio: a guarded block in, and for out-of-place filters a guarded output of the capacity
@@ -208,6 +221,9 @@ final class AudioIO: FrameStructs<rawfx_audio_frame>, StreamIO {
         input.fill(seed: seed, frames: frames)
         givenIn = AudioBlock(samples: input.samples, frameCount: frames, format: format,
                              timestampMicroseconds: Int64(call) * 10_000).raw
+        // Metadata a filter must pass on unchanged (not zero, so that clearing it shows).
+        givenIn.source = rawfx_audio_source(RAWFX_AUDIO_SOURCE_ONE_WAY)
+        givenIn.user_id = 4242 + UInt64(call)
         inFrame.pointee = givenIn
         if let output {
             inputBefore = input.storage.snapshot()
@@ -224,6 +240,15 @@ final class AudioIO: FrameStructs<rawfx_audio_frame>, StreamIO {
 
     func verify(label: String, guards: inout Findings, format: inout Findings) {
         let after = result
+        // The block's metadata passes unchanged (the host prefilled an out-of-place output with it).
+        let metadata = after.timestamp_us != givenIn.timestamp_us ? "timestamp_us \(givenIn.timestamp_us) → \(after.timestamp_us)"
+            : after.source != givenIn.source ? "source \(givenIn.source) → \(after.source)"
+            : after.user_id != givenIn.user_id ? "user_id \(givenIn.user_id) → \(after.user_id)" : nil
+        if let metadata { format.fail("\(label): changed the block's metadata: \(metadata)", kind: "metadata") }
+        if output != nil, let change = [("timestamp_us", inFrame.pointee.timestamp_us != givenIn.timestamp_us),
+                                         ("source", inFrame.pointee.source != givenIn.source)].first(where: { $0.1 }) {
+            format.fail("\(label): changed the input block's \(change.0)", kind: "input metadata")
+        }
         if let output {
             if let offset = input.storage.firstDifference(from: inputBefore) {
                 guards.fail("\(label): wrote into its input block (byte \(offset - GuardedAudioBuffer.guardSamples * 2) of the samples); an out-of-place filter must not", kind: "input")
@@ -256,4 +281,12 @@ final class AudioIO: FrameStructs<rawfx_audio_frame>, StreamIO {
         return Captured(layout: .audio(channels: buffer.channels), bytes: Array(bytes),
                         shape: "\(after.frame_count) frames at \(after.sample_rate) Hz x\(after.channels), flags \(after.flags)")
     }
+
+    func captureInput() -> Captured {
+        let bytes = UnsafeRawBufferPointer(start: input.samples, count: frames * input.channels * 2)
+        return Captured(layout: .audio(channels: input.channels), bytes: Array(bytes),
+                        shape: "\(frames) frames at \(format.sampleRate) Hz x\(input.channels)")
+    }
+
+    func duration(frameRate: Double) -> Double { Double(frames) / Double(format.sampleRate) }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import RawFX
 import RawFXAllocCounter
 
@@ -10,6 +11,66 @@ func statusName(_ status: rawfx_status) -> String {
     return "\(status)" + (names[Int(status)].map { " (\($0))" } ?? "")
 }
 
+/// What a real-time call did besides allocating, as RawFXAllocCounter's interposers counted
+/// it (rawfx_rt_counter.h): locks and blocking waits, sleeps, file opens and writes, thread
+/// starts; with the function of the first of each kind.
+struct BlockingCalls: Sendable {
+    var locks: UInt64 = 0, sleeps: UInt64 = 0, io: UInt64 = 0, threads: UInt64 = 0
+    var firstLock: String?, firstSleep: String?, firstIO: String?, firstThread: String?
+
+    init() {}
+
+    init(_ c: rawfx_rt_counts) {
+        locks = c.locks
+        sleeps = c.sleeps
+        io = c.ios
+        threads = c.threads
+        firstLock = c.first_locks.map { String(cString: $0) }
+        firstSleep = c.first_sleeps.map { String(cString: $0) }
+        firstIO = c.first_ios.map { String(cString: $0) }
+        firstThread = c.first_threads.map { String(cString: $0) }
+    }
+
+    var total: UInt64 { locks + sleeps + io + threads }
+
+    mutating func add(_ other: BlockingCalls) {
+        locks += other.locks
+        sleeps += other.sleeps
+        io += other.io
+        threads += other.threads
+        firstLock = firstLock ?? other.firstLock
+        firstSleep = firstSleep ?? other.firstSleep
+        firstIO = firstIO ?? other.firstIO
+        firstThread = firstThread ?? other.firstThread
+    }
+
+    mutating func add(_ other: rawfx_rt_counts) { add(BlockingCalls(other)) }
+
+    /// "2 locks or blocking waits (first: pthread_mutex_lock), 1 sleep (first: nanosleep)".
+    var summary: String {
+        var parts: [String] = []
+        func part(_ n: UInt64, _ what: String, _ first: String?) {
+            if n > 0 { parts.append("\(n) \(what)\(n == 1 ? "" : "s") (first: \(first ?? "?"))") }
+        }
+        part(locks, "lock or blocking wait", firstLock)
+        part(sleeps, "sleep", firstSleep)
+        part(io, "file open or write", firstIO)
+        part(threads, "thread start", firstThread)
+        return parts.joined(separator: ", ")
+    }
+}
+
+/// Runs `body` as a real-time call on this thread: RawFXAllocCounter's interposers count its
+/// locks, sleeps, I/O and thread starts (the host's own functions pause the count). The raw
+/// counts: making a BlockingCalls allocates (its strings), so only after the allocation count.
+func countingBlockingCalls(_ body: () -> Void) -> rawfx_rt_counts {
+    _ = rawfx_rt_take()
+    let before = rawfx_rt_set(1)
+    body()
+    _ = rawfx_rt_set(before)
+    return rawfx_rt_take()
+}
+
 /// What one call into the plugin did.
 struct CallOutcome {
     var status: rawfx_status
@@ -17,6 +78,10 @@ struct CallOutcome {
     var message: String
     /// Heap allocations on the calling thread (and, for process, in slice jobs on workers).
     var allocations: UInt64
+    /// Locks, sleeps, I/O and thread starts of a real-time call (process, reset, live set_param).
+    var blocking = BlockingCalls()
+    /// How long process took, in seconds (0 for other calls).
+    var seconds: Double = 0
     var succeeded: Bool { status == RAWFX_OK }
     /// "returned -2 (RAWFX_ERR_UNSUPPORTED): <message>".
     var failure: String { "returned \(statusName(status))" + (message.isEmpty ? " with no message" : ": \(message)") }
@@ -147,17 +212,24 @@ final class TestInstance {
         let setParam = fields.set_param!
         var status: rawfx_status = 0
         var allocations: UInt64 = 0
+        var blocking = rawfx_rt_counts()
         value.withC { c in
             let call = {
                 host?.begin(live ? .liveSetParam : .setParam)
                 let before = rawfx_thread_allocation_count()
-                status = setParam(filter, index, c)
+                if live {
+                    blocking = countingBlockingCalls { status = setParam(filter, index, c) }
+                } else {
+                    status = setParam(filter, index, c)
+                }
                 allocations = rawfx_thread_allocation_count() &- before
                 host?.end()
             }
             if live { ProcessThread.shared.run(call) } else { call() }
         }
-        return finish("set_param(\(parameter.id)=\(value))", status, allocations: allocations)
+        var outcome = finish("set_param(\(parameter.id)=\(value))", status, allocations: allocations)
+        outcome.blocking = BlockingCalls(blocking)
+        return outcome
     }
 
     /// The outcome of a call that returned `status`: on failure with `get_error` (read right
@@ -188,43 +260,89 @@ final class TestInstance {
     /// `process_video` / `process_audio` on the process thread, with `is_process_thread`
     /// true for the call; allocations counted on that thread and in slice jobs.
     func process(_ io: StreamIO, label: String) -> CallOutcome {
+        let call = processCall(io)
+        ProcessThread.shared.run(call.work)
+        return call.finish(label)
+    }
+
+    /// `a` on the process thread and `b` on a second one, at the same time (two instances
+    /// used on different threads, as rawfx.h allows).
+    static func processInParallel(_ a: TestInstance, _ ioA: StreamIO, _ b: TestInstance, _ ioB: StreamIO,
+                                  label: String) -> (CallOutcome, CallOutcome) {
+        let first = a.processCall(ioA), second = b.processCall(ioB)
+        ProcessThread.shared.begin(first.work)
+        ProcessThread.second.begin(second.work)
+        ProcessThread.shared.wait()
+        ProcessThread.second.wait()
+        return (first.finish("\(label), first instance"), second.finish("\(label), second instance"))
+    }
+
+    /// What a process call on another thread hands back.
+    private final class ProcessResult: @unchecked Sendable {
+        var status: rawfx_status = 0
+        var allocations: UInt64 = 0
+        var counts = rawfx_rt_counts()
+        var nanoseconds: UInt64 = 0
+    }
+
+    /// The work of one process call (to run on a process thread) and what makes its outcome.
+    private func processCall(_ io: StreamIO) -> (work: () -> Void, finish: (String) -> CallOutcome) {
         let filter = self.filter, host = self.host, video = self.video, audio = self.audio
         let input = io.inputPointer, output = io.outputPointer
         let workerBefore = host?.workerAllocations.load(ordering: .relaxed) ?? 0
-        var status: rawfx_status = 0
-        var allocations: UInt64 = 0
-        ProcessThread.shared.run {
+        let result = ProcessResult()
+        host?.workerBlocking.withLock { $0 = BlockingCalls() }
+        let work = {
             host?.enterProcess()
             let before = rawfx_thread_allocation_count()
-            if let video {
-                status = video(filter, input.assumingMemoryBound(to: rawfx_video_frame.self),
-                               output.assumingMemoryBound(to: rawfx_video_frame.self))
-            } else {
-                status = audio!(filter, input.assumingMemoryBound(to: rawfx_audio_frame.self),
-                                output.assumingMemoryBound(to: rawfx_audio_frame.self))
+            let start = DispatchTime.now().uptimeNanoseconds
+            result.counts = countingBlockingCalls {
+                if let video {
+                    result.status = video(filter, input.assumingMemoryBound(to: rawfx_video_frame.self),
+                                          output.assumingMemoryBound(to: rawfx_video_frame.self))
+                } else {
+                    result.status = audio!(filter, input.assumingMemoryBound(to: rawfx_audio_frame.self),
+                                           output.assumingMemoryBound(to: rawfx_audio_frame.self))
+                }
             }
-            allocations = rawfx_thread_allocation_count() &- before
+            result.nanoseconds = DispatchTime.now().uptimeNanoseconds &- start
+            result.allocations = rawfx_thread_allocation_count() &- before
             host?.leaveProcess()
         }
-        allocations &+= (host?.workerAllocations.load(ordering: .relaxed) ?? 0) &- workerBefore
-        return finish("process (\(label))", status, allocations: allocations)
+        let finish = { (label: String) -> CallOutcome in
+            let allocations = result.allocations &+ ((host?.workerAllocations.load(ordering: .relaxed) ?? 0) &- workerBefore)
+            var blocking = BlockingCalls(result.counts)
+            if let host { blocking.add(host.workerBlocking.withLock { $0 }) }
+            var outcome = self.finish("process (\(label))", result.status, allocations: allocations)
+            outcome.blocking = blocking
+            outcome.seconds = Double(result.nanoseconds) / 1e9
+            return outcome
+        }
+        return (work, finish)
     }
 
     /// `reset` between frames: on the process thread, or on this (control) thread. Returns
-    /// the allocations it made on the thread that ran it.
-    func reset(onProcessThread: Bool) -> UInt64 {
+    /// the allocations it made on the thread that ran it, and on the process thread its
+    /// locks, sleeps, I/O and thread starts.
+    @discardableResult
+    func reset(onProcessThread: Bool) -> (allocations: UInt64, blocking: BlockingCalls) {
         let filter = self.filter, host = self.host
         let reset = fields.reset!
         var allocations: UInt64 = 0
+        var blocking = rawfx_rt_counts()
         let call = {
             host?.begin(.reset)
             let before = rawfx_thread_allocation_count()
-            reset(filter)
+            if onProcessThread {
+                blocking = countingBlockingCalls { reset(filter) }
+            } else {
+                reset(filter)
+            }
             allocations = rawfx_thread_allocation_count() &- before
             host?.end()
         }
         if onProcessThread { ProcessThread.shared.run(call) } else { call() }
         serviceCallbacks()
-        return allocations
+        return (allocations, BlockingCalls(blocking))
     }
 }

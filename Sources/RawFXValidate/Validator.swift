@@ -22,9 +22,16 @@ public struct ValidationOptions: Sendable {
     public var createCycles: Int
     /// Seconds a filter's worker process may take (isolated runs only).
     public var timeoutSeconds: Double
+    /// How long a process call may take (the median of the timed ones), in percent of the
+    /// frame's duration (1 / frameRate) or the block's (frames / rate).
+    public var budgetPercent: Double
+    /// The video frame rate the budget assumes.
+    public var frameRate: Double
 
     public init(filter: String? = nil, settings: [String] = [], allowSkips: Bool = false, threads: Int = 2,
-                createCycles: Int = 200, timeoutSeconds: Double = 300) {
+                createCycles: Int = 200, timeoutSeconds: Double = 300, budgetPercent: Double = 100, frameRate: Double = 30) {
+        self.budgetPercent = budgetPercent
+        self.frameRate = frameRate
         self.filter = filter
         self.settings = settings
         self.allowSkips = allowSkips
@@ -46,6 +53,7 @@ public enum PluginValidator {
         try run(path: path, options: options, progress: progress) { file, description, settings in
             var results: [CheckResult] = []
             FilterValidation(description: description, settings: settings, createCycles: options.createCycles,
+                             budget: Budget(percent: options.budgetPercent, frameRate: options.frameRate),
                              begin: { _, _ in }, emit: { results.append($0) }).run()
             return results
         }
@@ -57,7 +65,20 @@ public enum PluginValidator {
     public static func validateIsolated(path: String, options: ValidationOptions = ValidationOptions(),
                                         workerCommand: [String],
                                         progress: ([CheckResult]) -> Void = { _ in }) throws(ValidatorError) -> ValidationReport {
-        try run(path: path, options: options, progress: progress) { _, description, _ in
+        // Loading runs the plugin's code (constructors, init, the descriptor walk): a worker
+        // does it first, so a crash, a hang or an exit there is a FAIL line, not this process's end.
+        let start = DispatchTime.now()
+        let probe = WorkerProcess(command: workerCommand + ["--load-only"], filter: "", timeout: options.timeoutSeconds).execute()
+        if !probe.loaded {
+            let why = probe.ended ?? "the worker exited with status 0 before loading finished (exit() in the plugin?)"
+            let line = CheckResult(subject: RawFXValidate.fileName(path), check: .descriptors, outcome: .fail,
+                                   reason: "loading failed: \(why) during: \(probe.current?.step ?? "start-up")")
+            progress([line])
+            return ValidationReport(path: path, plugin: nil, results: [line],
+                                    seconds: Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9,
+                                    allowSkips: options.allowSkips)
+        }
+        return try run(path: path, options: options, progress: progress) { _, description, _ in
             WorkerProcess(command: workerCommand + ["--filter", description.id], filter: description.id,
                           timeout: options.timeoutSeconds).run()
         }
@@ -66,7 +87,7 @@ public enum PluginValidator {
     /// The child's side of `validateIsolated`: validates `options.filter` and streams each
     /// step and result as a JSON line on what was stdout; stdout itself goes to stderr, so
     /// a plugin's printf cannot break the stream. Returns the exit status.
-    public static func runWorker(path: String, options: ValidationOptions) -> Int32 {
+    public static func runWorker(path: String, options: ValidationOptions, loadOnly: Bool = false) -> Int32 {
         let stream = dup(STDOUT_FILENO)
         dup2(STDERR_FILENO, STDOUT_FILENO)
         func send(_ message: WorkerMessage) {
@@ -80,10 +101,22 @@ public enum PluginValidator {
             }
         }
         rfx_runtime_set_thread_count(UInt32(clamping: options.threads))
+        if loadOnly {
+            // Every step of loading, then the file's deinit: the parent loads the file itself
+            // only once this worker has come through all of it.
+            let step: (String) -> Void = { send(WorkerMessage(begin: WorkerMessage.Step(check: .descriptors, step: $0))) }
+            if case .success(let file) = PluginFile.load(path: path, step: step) {
+                step("deinit")
+                file.close()
+            }
+            send(WorkerMessage(loaded: true))
+            return 0
+        }
         guard case .success(let file) = PluginFile.load(path: path), let id = options.filter,
               let description = file.filters.first(where: { $0.id == id }),
               let settings = try? parseSettings(options.settings, file: file)[id] ?? [] else { return 3 }
         FilterValidation(description: description, settings: settings, createCycles: options.createCycles,
+                             budget: Budget(percent: options.budgetPercent, frameRate: options.frameRate),
                          begin: { send(WorkerMessage(begin: WorkerMessage.Step(check: $0, step: $1))) },
                          emit: { send(WorkerMessage(result: $0)) }).run()
         file.close()
@@ -180,6 +213,14 @@ struct WorkerMessage: Codable {
     }
     var begin: Step?
     var result: CheckResult?
+    /// The load-only worker came through loading (a refusal included) and deinit.
+    var loaded: Bool?
+
+    init(begin: Step? = nil, result: CheckResult? = nil, loaded: Bool? = nil) {
+        self.begin = begin
+        self.result = result
+        self.loaded = loaded
+    }
 }
 
 /// A worker process validating one filter, read line by line; a crash, an exit or a hang
@@ -194,7 +235,34 @@ struct WorkerProcess {
         let passed = Atomic<Bool>(false)
     }
 
+    /// What a worker reported and how it ended.
+    struct Execution {
+        var results: [Check: CheckResult] = [:]
+        var current: WorkerMessage.Step?
+        /// "crashed: signal 11 (…)", "did not finish within …", "the worker exited with status 3", or nil.
+        var ended: String?
+        var loaded = false
+        var startFailure: String?
+    }
+
     func run() -> [CheckResult] {
+        let execution = execute()
+        if let failure = execution.startFailure {
+            return Check.instanceChecks.map {
+                CheckResult(subject: filter, check: $0, outcome: .skip, reason: "could not start a worker process: \(failure)")
+            }
+        }
+        let results = execution.results, current = execution.current
+        var ended = execution.ended
+        if ended == nil && results.count < Check.instanceChecks.count {
+            ended = "the worker exited with status 0 before its last check (exit() in the plugin?)"
+        }
+        return lines(results: results, current: current, ended: ended)
+    }
+
+    /// Runs the worker to its end, reading its lines.
+    func execute() -> Execution {
+        var execution = Execution()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
@@ -203,9 +271,9 @@ struct WorkerProcess {
         do {
             try process.run()
         } catch {
-            return Check.instanceChecks.map {
-                CheckResult(subject: filter, check: $0, outcome: .skip, reason: "could not start a worker process: \(error)")
-            }
+            execution.startFailure = "\(error)"
+            execution.ended = "could not start a worker process: \(error)"
+            return execution
         }
         let deadline = Deadline()
         let pid = process.processIdentifier
@@ -229,6 +297,7 @@ struct WorkerProcess {
                 guard let message = try? decoder.decode(WorkerMessage.self, from: line) else { continue }
                 if let step = message.begin { current = step }
                 if let result = message.result { results[result.check] = result }
+                if message.loaded == true { execution.loaded = true }
             }
         }
         process.waitUntilExit()
@@ -243,6 +312,14 @@ struct WorkerProcess {
         } else {
             ended = nil
         }
+        execution.results = results
+        execution.current = current
+        execution.ended = ended
+        return execution
+    }
+
+    /// One line per instance check, a crash, an exit or a hang pinned on the step in progress.
+    private func lines(results: [Check: CheckResult], current: WorkerMessage.Step?, ended: String?) -> [CheckResult] {
         // The check a crash, exit or hang is pinned on: the one in progress, or the first
         // that had not reported (a step outside any check).
         var failing: Check?

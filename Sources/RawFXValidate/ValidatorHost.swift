@@ -114,6 +114,8 @@ final class ValidatorHost: @unchecked Sendable {
     private let callbackPending = Atomic<Bool>(false)
     /// Allocations made by slice jobs on the pool's worker threads.
     let workerAllocations = Atomic<UInt64>(0)
+    /// Locks, sleeps, I/O and thread starts of slice jobs on the pool's worker threads.
+    let workerBlocking = Mutex(BlockingCalls())
 
     private let logLines = Atomic<Int>(0)
     private let processThreadQueries = Atomic<Int>(0)
@@ -333,13 +335,21 @@ final class ValidatorHost: @unchecked Sendable {
     fileprivate func runJob(_ index: UInt32) {
         let (job, context) = slot.pointee
         if ProcessThread.shared.isCurrent {
+            // Counted as part of process (run paused the count for the pool's own waits).
+            let paused = rawfx_rt_set(1)
             job?(context, index)
+            _ = rawfx_rt_set(paused)
             return
         }
         let before = rawfx_thread_allocation_count()
+        _ = rawfx_rt_take()
+        let paused = rawfx_rt_set(1)
         job?(context, index)
+        _ = rawfx_rt_set(paused)
         let made = rawfx_thread_allocation_count() &- before
         if made > 0 { workerAllocations.add(made, ordering: .relaxed) }
+        let blocking = BlockingCalls(rawfx_rt_take())
+        if blocking.total > 0 { workerBlocking.withLock { $0.add(blocking) } }
     }
 }
 
@@ -348,27 +358,37 @@ final class ValidatorHost: @unchecked Sendable {
 
 nonisolated(unsafe) private let hostLog: @convention(c) (UnsafePointer<rawfx_host>?, rawfx_log_severity, UnsafePointer<CChar>?) -> Void = {
     host, severity, message in
+    let paused = rawfx_rt_set(0)  // the host's own locks and writes are not the plugin's
+    defer { _ = rawfx_rt_set(paused) }
     guard let h = ValidatorHost.of(host) else { ValidatorHost.nullHostCalls.add(1, ordering: .relaxed); return }
     h.log(severity, message)
 }
 
 nonisolated(unsafe) private let hostRequestReconfigure: @convention(c) (UnsafePointer<rawfx_host>?) -> Void = { host in
+    let paused = rawfx_rt_set(0)  // the host's own locks and writes are not the plugin's
+    defer { _ = rawfx_rt_set(paused) }
     guard let h = ValidatorHost.of(host) else { ValidatorHost.nullHostCalls.add(1, ordering: .relaxed); return }
     h.requestReconfigure()
 }
 
 nonisolated(unsafe) private let hostRequestCallback: @convention(c) (UnsafePointer<rawfx_host>?) -> Void = { host in
+    let paused = rawfx_rt_set(0)  // the host's own locks and writes are not the plugin's
+    defer { _ = rawfx_rt_set(paused) }
     guard let h = ValidatorHost.of(host) else { ValidatorHost.nullHostCalls.add(1, ordering: .relaxed); return }
     h.requestCallback()
 }
 
 nonisolated(unsafe) private let hostIsProcessThread: @convention(c) (UnsafePointer<rawfx_host>?) -> Int32 = { host in
+    let paused = rawfx_rt_set(0)  // the host's own locks and writes are not the plugin's
+    defer { _ = rawfx_rt_set(paused) }
     guard let h = ValidatorHost.of(host) else { ValidatorHost.nullHostCalls.add(1, ordering: .relaxed); return 0 }
     return h.isProcessThread()
 }
 
 nonisolated(unsafe) private let hostGetExtension: @convention(c) (UnsafePointer<rawfx_host>?, UnsafePointer<CChar>?) -> UnsafeRawPointer? = {
     host, id in
+    let paused = rawfx_rt_set(0)  // the host's own locks and writes are not the plugin's
+    defer { _ = rawfx_rt_set(paused) }
     guard let h = ValidatorHost.of(host) else { ValidatorHost.nullHostCalls.add(1, ordering: .relaxed); return nil }
     return h.getExtension(id)
 }
@@ -377,6 +397,8 @@ nonisolated(unsafe) private let poolThreadCount: @convention(c) (UnsafePointer<r
 
 nonisolated(unsafe) private let poolRun: @convention(c) (UnsafePointer<rawfx_host>?, rawfx_slice_job?, UnsafeMutableRawPointer?, UInt32) -> rawfx_status = {
     host, job, context, count in
+    let paused = rawfx_rt_set(0)  // the host's own locks and writes are not the plugin's
+    defer { _ = rawfx_rt_set(paused) }
     guard let h = ValidatorHost.of(host) else {
         ValidatorHost.nullHostCalls.add(1, ordering: .relaxed)
         return rawfx_status(RAWFX_ERR_STATE)

@@ -16,7 +16,8 @@ struct ValidateCommand: ParsableCommand {
         Loads the file as rawfx.h describes (not through the plugin path), checks every \
         descriptor, then drives each filter as a host would: create/destroy, odd sizes and many \
         rates, guard bytes around every plane, in-place and out-of-place output, determinism, \
-        reset and renegotiation, heap allocations in the real-time calls, parameter extremes, \
+        reset and renegotiation, allocations, locks, sleeps, I/O and thread starts in the real-time \
+        calls (the first process included), process time against a budget, measured latency, parameter extremes, \
         error messages, and the threads of every host call. Each line reads \
         'PASS|FAIL|SKIP <filter> <check>: <reason>'; the exit status is 1 when a check fails \
         (or is skipped, without --allow-skips). Each filter runs in its own process, so a crash \
@@ -54,19 +55,34 @@ struct ValidateCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds one filter may take before it counts as hung.", valueName: "seconds"))
     var timeout: Double = 300
 
+    @Option(help: ArgumentHelp("How long one process call may take, in percent of the frame's or block's duration (median of the timed calls).",
+                               valueName: "percent"))
+    var budgetPercent: Double = 100
+
+    @Option(help: ArgumentHelp("The video frame rate the budget assumes (a frame lasts 1/rate s).", valueName: "fps"))
+    var frameRate: Double = 30
+
     /// This process is a worker of an isolated run (one filter, a JSON line per step).
     @Flag(help: .hidden)
     var worker = false
 
+    /// With --worker: only load the file (constructors, init, descriptors) and deinit it.
+    @Flag(help: .hidden)
+    var loadOnly = false
+
     func validate() throws {
         guard threads >= 1 else { throw ArgumentParser.ValidationError("--threads must be at least 1") }
         guard timeout > 0 else { throw ArgumentParser.ValidationError("--timeout must be more than 0 seconds") }
+        guard budgetPercent > 0, budgetPercent.isFinite else {
+            throw ArgumentParser.ValidationError("--budget-percent must be more than 0 (100 is the whole frame's duration)")
+        }
+        guard frameRate > 0, frameRate <= 1000 else { throw ArgumentParser.ValidationError("--frame-rate must be more than 0 and at most 1000") }
     }
 
     func run() throws {
         let options = ValidationOptions(filter: filter, settings: settings, allowSkips: allowSkips, threads: threads,
-                                        timeoutSeconds: timeout)
-        if worker { Foundation.exit(PluginValidator.runWorker(path: plugin, options: options)) }
+                                        timeoutSeconds: timeout, budgetPercent: budgetPercent, frameRate: frameRate)
+        if worker { Foundation.exit(PluginValidator.runWorker(path: plugin, options: options, loadOnly: loadOnly)) }
         // The heading comes with the first lines, so a command-line error prints nothing else.
         var headed = false
         let printLines: ([CheckResult]) -> Void = { lines in
@@ -82,7 +98,8 @@ struct ValidateCommand: ParsableCommand {
                 report = try PluginValidator.validate(path: plugin, options: options, progress: printLines)
             } else {
                 let executable = Bundle.main.executableURL?.resolvingSymlinksInPath().path ?? CommandLine.arguments[0]
-                let worker = [executable, "validate", plugin, "--worker", "--threads", String(threads)]
+                let worker = [executable, "validate", plugin, "--worker", "--threads", String(threads),
+                              "--budget-percent", String(budgetPercent), "--frame-rate", String(frameRate)]
                     + settings.flatMap { ["--set", $0] }
                 report = try PluginValidator.validateIsolated(path: plugin, options: options, workerCommand: worker,
                                                               progress: printLines)

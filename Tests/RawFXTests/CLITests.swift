@@ -205,6 +205,26 @@ final class CLITests: XCTestCase, RawfxCommandTesting {
         XCTAssertFalse(((Self.listing["filters"] as? [[String: Any]]) ?? []).isEmpty, "rawfx plugins --json lists filters")
     }
 
+    /// SpeexDSP prints "warning: The VAD has been replaced by a hack…" on stderr itself when
+    /// denoise turns its VAD on (at configure): that line left the tool without the "rawfx:"
+    /// every line of it starts with. The plugin now catches it into its log (debug).
+    func testSpeexDSPWarningsDoNotReachTheTerminal() throws {
+        guard ((Self.listing["filters"] as? [[String: Any]]) ?? []).contains(where: { $0["id"] as? String == "denoise" }) else {
+            throw XCTSkip("the Speex plugin is not built")
+        }
+        let dir = temporaryDirectory()
+        let (audio, _) = try makeWAV(dir, rate: 48000)
+        let outWAV = dir.appendingPathComponent("out.wav").path
+        let quiet = try rawfx("run", "--af", "denoise=vad=true", audio, outWAV)
+        XCTAssertEqual(quiet.status, 0, quiet.stderr)
+        XCTAssertFalse(quiet.stderr.contains("The VAD has been replaced"), quiet.stderr)
+        // -vv shows debug lines: there it is, as a line of the filter's log.
+        let debug = try rawfx("run", "-vv", "--af", "denoise=vad=true", audio, outWAV)
+        XCTAssertEqual(debug.status, 0, debug.stderr)
+        XCTAssertTrue(debug.stderr.contains("rawfx: denoise: SpeexDSP: warning: The VAD has been replaced"), debug.stderr)
+        for line in quiet.stderrLines + debug.stderrLines { XCTAssertTrue(line.hasPrefix("rawfx:"), String(line)) }
+    }
+
     // MARK: - Errors: one line, non-zero, never a signal
 
     func testChainErrorsAreOneLine() throws {

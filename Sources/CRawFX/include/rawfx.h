@@ -45,7 +45,9 @@
  * - Real-time calls, in short: process_video, process_audio, reset, set_param of
  *   a parameter without RAWFX_PARAM_FLAG_RECONFIGURE, get_error, and every
  *   function of rawfx_host except get_extension. `rawfx validate` counts heap
- *   allocations in each of them.
+ *   allocations, locks and blocking waits, sleeps, file opens and writes, and thread
+ *   starts in process, reset and real-time set_param (the first process after
+ *   configure included), and times process against the frame's duration.
  * - Frames are planes plus strides. Never assume stride == width. Pointers in a
  *   frame are valid only for the duration of the call that received them.
  * - Functions that can fail return rawfx_status. On failure an instance keeps a

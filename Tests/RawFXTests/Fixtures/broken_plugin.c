@@ -16,6 +16,27 @@
  *   -DBREAK_RESET             reset               reset forgets to clear the frame counter
  *   -DBREAK_ALLOC_PROCESS     real-time           process mallocs
  *   -DBREAK_ALLOC_SET_PARAM   real-time           set_param of a real-time parameter mallocs
+ *   -DBREAK_ALLOC_FIRST       real-time           the first process after configure mallocs a scratch buffer
+ *   -DBREAK_LOCK              real-time           process locks a mutex
+ *   -DBREAK_SLEEP             real-time           process sleeps (usleep(100))
+ *   -DBREAK_FILE_IO           real-time           process opens /dev/null and writes to it
+ *   -DBREAK_THREAD_IN_RESET   real-time           reset starts (and joins) a thread
+ *   -DBREAK_SLOW              budget              process busy-waits 50 ms on 320x240 frames (30 fps: 33 ms)
+ *   -DBREAK_LATENCY           latency             reports a latency (2 frames, audio 480) it does not apply
+ *   -DBREAK_SHARED_SCRATCH    concurrency         process goes through a static buffer all instances share
+ *   -DBREAK_SET_PARAM_RESETS  reset               set_param of amount restarts the frame counter
+ *   -DBREAK_TIMESTAMP         output-format       process adds 1 to the frame's timestamp_us
+ *   -DBREAK_ANY_PIXEL_FORMAT  formats             configure accepts any pixel format (reads it as I420)
+ *   -DBREAK_DEFAULT_REFUSED   parameter-extremes  set_param refuses chroma=false, its own default
+ *
+ * Loading faults, each a FAIL of the file's descriptors line naming the step (the isolated run
+ * loads the file in a worker first):
+ *   -DBREAK_LOAD_CRASH        a library constructor writes through NULL
+ *   -DBREAK_INIT_EXIT         init calls exit(0)
+ *   -DBREAK_INIT_HANG         init never returns
+ *   -DBREAK_INIT_HEAP         init frees a block twice (glibc aborts)
+ *   -DBREAK_HUGE_COUNT        filter_count answers 0xFFFFFFFF
+ *   -DBREAK_UNTERMINATED      plugin_name has no NUL in its first 6000 bytes
  *   -DBREAK_EXTREMES          parameter-extremes  rows=64 (its maximum) configures, then process fails
  *   -DBREAK_CRASH             parameter-extremes  rows=64 crashes configure (for the isolated run)
  *   -DBREAK_HANG              parameter-extremes  rows=64 never returns from configure (isolated run)
@@ -31,6 +52,7 @@
  * process checks that the host says it runs on the process thread (and configure, that it
  * does not).
  */
+#define _DEFAULT_SOURCE /* usleep, clock_gettime under -std=c99 */
 #ifdef PROBE_ABI_1_0
 #include "abi-1.0/rawfx.h"
 #else
@@ -38,9 +60,13 @@
 #include "rawfx/ext/thread_pool.h"
 #endif
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #ifdef PROBE_AUDIO
 #define PROBE_KIND RAWFX_MEDIA_AUDIO
@@ -82,6 +108,7 @@ typedef struct probe {
     const rawfx_video_frame *in;
     rawfx_video_frame *out;
     int key;
+    void *scratch;            /* BREAK_ALLOC_FIRST: made by the first process after configure */
 } probe;
 
 static int creates;            /* BREAK_CREATE */
@@ -104,7 +131,62 @@ static rawfx_status fail(probe *p, rawfx_status status, const char *message) {
     return status;
 }
 
-static void destroy(const rawfx_filter *f) { free(of(f)); }
+static void destroy(const rawfx_filter *f) {
+    free(of(f)->scratch);
+    free(of(f));
+}
+
+#ifdef BREAK_LOCK
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
+#ifdef BREAK_THREAD_IN_RESET
+static void *idle(void *argument) { return argument; }
+#endif
+
+#ifdef BREAK_SHARED_SCRATCH
+/* The luma plane goes through one static buffer, with some work between the copy in and
+ * the copy out: two instances on two threads mix their pictures. */
+static uint8_t shared_scratch[320 * 240];
+static void shared_scratch_pass(uint8_t *plane, int32_t stride, uint32_t width, uint32_t height) {
+    if ((size_t)width * height > sizeof shared_scratch) return;
+    for (uint32_t y = 0; y < height; y++) memcpy(shared_scratch + (size_t)y * width, plane + (ptrdiff_t)y * stride, width);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do clock_gettime(CLOCK_MONOTONIC, &now);
+    while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 10000000L); /* 10 ms: wide enough that two threads overlap */
+    for (uint32_t y = 0; y < height; y++) memcpy(plane + (ptrdiff_t)y * stride, shared_scratch + (size_t)y * width, width);
+}
+#endif
+
+/* The faults every process call shares (the real-time and budget checks). */
+static void real_time_faults(probe *p, uint32_t width) {
+    (void)p; (void)width;
+#ifdef BREAK_ALLOC_FIRST
+    if (p->scratch == NULL) p->scratch = malloc(256); /* a lazy buffer: the first call allocates */
+#endif
+#ifdef BREAK_LOCK
+    pthread_mutex_lock(&shared_lock);
+    pthread_mutex_unlock(&shared_lock);
+#endif
+#ifdef BREAK_SLEEP
+    usleep(100);
+#endif
+#ifdef BREAK_FILE_IO
+    int fd = open("/dev/null", O_WRONLY);
+    if (fd >= 0) {
+        (void)!write(fd, "x", 1);
+        close(fd);
+    }
+#endif
+#ifdef BREAK_SLOW
+    if (width == 320) {
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        do clock_gettime(CLOCK_MONOTONIC, &now);
+        while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 50000000L);
+    }
+#endif
+}
 
 static rawfx_status set_param(const rawfx_filter *f, uint32_t index, const rawfx_param_value *value) {
     probe *p = of(f);
@@ -118,8 +200,16 @@ static rawfx_status set_param(const rawfx_filter *f, uint32_t index, const rawfx
         free(sink);
 #endif
         p->amount = (int)value->int_value;
+#ifdef BREAK_SET_PARAM_RESETS
+        p->frames = 0;
+#endif
         return RAWFX_OK;
-    case P_CHROMA: p->chroma = value->int_value != 0; return RAWFX_OK;
+    case P_CHROMA:
+#ifdef BREAK_DEFAULT_REFUSED
+        if (value->int_value == 0) return fail(p, RAWFX_ERR_INVALID_ARGUMENT, "chroma must be on");
+#endif
+        p->chroma = value->int_value != 0;
+        return RAWFX_OK;
     case P_ROWS: p->rows = (int)value->int_value; return RAWFX_OK;
     default: return fail(p, RAWFX_ERR_INVALID_ARGUMENT, "no such parameter");
     }
@@ -134,7 +224,9 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *input, 
     p->error[0] = 0;
     if (input->kind != PROBE_KIND) return fail(p, RAWFX_ERR_UNSUPPORTED, "wrong media kind");
 #ifndef PROBE_AUDIO
+#ifndef BREAK_ANY_PIXEL_FORMAT
     if (input->video.pixel_format != RAWFX_PIXEL_I420) return fail(p, RAWFX_ERR_UNSUPPORTED, "I420 only");
+#endif
 #ifdef BREAK_NO_MESSAGE
     if (input->video.width == 641) return fail(p, RAWFX_ERR_UNSUPPORTED, "641 is not welcome");
 #endif
@@ -161,6 +253,11 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *input, 
     if (p->host) p->host->log(p->host, RAWFX_LOG_DEBUG, "configured");
 #endif
     p->frames = 0;
+    free(p->scratch);
+    p->scratch = NULL;
+#ifdef BREAK_LATENCY
+    result->latency = PROBE_KIND == RAWFX_MEDIA_AUDIO ? 480 : 2;
+#endif
 #ifdef BREAK_LATENCY_CAP
     result->latency = 0xFFFFFFFFu;
 #endif
@@ -216,6 +313,7 @@ static rawfx_status process_video(const rawfx_filter *f, const rawfx_video_frame
     sink = malloc(64);
     free(sink);
 #endif
+    real_time_faults(p, in->width);
     p->in = in;
     p->out = out;
     p->key = (int)next_key(p);
@@ -235,6 +333,9 @@ static rawfx_status process_video(const rawfx_filter *f, const rawfx_video_frame
 #ifdef BREAK_INPLACE_FORMAT
     out->rotation = 90;
 #endif
+#ifdef BREAK_TIMESTAMP
+    out->timestamp_us += 1;
+#endif
 #ifdef BREAK_PADDING
     if (out->height > 1) out->planes[0][out->strides[0] + out->width] = 0x42;
 #endif
@@ -243,6 +344,9 @@ static rawfx_status process_video(const rawfx_filter *f, const rawfx_video_frame
 #endif
 #ifdef BREAK_INPUT_WRITE
     in->planes[0][0] ^= 1;
+#endif
+#ifdef BREAK_SHARED_SCRATCH
+    shared_scratch_pass(out->planes[0], out->strides[0], out->width, out->height);
 #endif
     return RAWFX_OK;
 }
@@ -254,6 +358,7 @@ static rawfx_status process_audio(const rawfx_filter *f, const rawfx_audio_frame
     sink = malloc(64);
     free(sink);
 #endif
+    real_time_faults(p, 0);
     int key = p->amount ^ (int)next_key(p);
     uint32_t n = in->frame_count * in->channels;
     for (uint32_t i = 0; i < n; i++) out->samples[i] = (int16_t)(in->samples[i] ^ key);
@@ -263,6 +368,9 @@ static rawfx_status process_audio(const rawfx_filter *f, const rawfx_audio_frame
 #ifdef BREAK_INPLACE_FORMAT
     out->frame_count = in->frame_count / 2;
 #endif
+#ifdef BREAK_TIMESTAMP
+    out->timestamp_us += 1;
+#endif
     return RAWFX_OK;
 }
 #endif
@@ -271,6 +379,10 @@ static void reset(const rawfx_filter *f) {
     probe *p = of(f);
 #ifndef BREAK_RESET
     p->frames = 0;
+#endif
+#ifdef BREAK_THREAD_IN_RESET
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, idle, NULL) == 0) pthread_join(thread, NULL);
 #endif
 #ifndef PROBE_ABI_1_0
     if (p->host) p->host->request_callback(p->host);
@@ -340,16 +452,44 @@ static const rawfx_filter_descriptor descriptor = {
 #endif
 };
 
+#ifdef BREAK_LOAD_CRASH
+__attribute__((constructor)) static void crash_on_load(void) { *(volatile int *)NULL = 1; }
+#endif
+#ifdef BREAK_UNTERMINATED
+static char plugin_name[6001]; /* filled with 'A' by init, the last byte stays 0 */
+#define PLUGIN_NAME plugin_name
+#else
+#define PLUGIN_NAME "rawfx-probe"
+#endif
+
 static rawfx_status init(const rawfx_host_info *host, char *error, size_t capacity) {
     (void)error; (void)capacity;
+#ifdef BREAK_INIT_EXIT
+    exit(0);
+#endif
+#ifdef BREAK_INIT_HANG
+    for (volatile int forever = 1; forever;) {}
+#endif
+#ifdef BREAK_INIT_HEAP
+    char *volatile twice = malloc(24);
+    free(twice);
+    free(twice);
+#endif
+#ifdef BREAK_UNTERMINATED
+    memset(plugin_name, 'A', 6000);
+#endif
     return host->abi.major == RAWFX_ABI_MAJOR ? RAWFX_OK : RAWFX_ERR_VERSION;
 }
 static void deinit(void) {}
+#ifdef BREAK_HUGE_COUNT
+static uint32_t filter_count(void) { return 0xFFFFFFFFu; }
+#else
 static uint32_t filter_count(void) { return 1; }
+#endif
 static const rawfx_filter_descriptor *filter_descriptor(uint32_t i) { return i == 0 ? &descriptor : NULL; }
 
 static const rawfx_plugin_entry entry = {
-    sizeof entry, RAWFX_ABI_VERSION_INIT, "rawfx-probe", "1.0.0", init, deinit, filter_count, filter_descriptor,
+    sizeof entry, RAWFX_ABI_VERSION_INIT, PLUGIN_NAME, "1.0.0", init, deinit, filter_count, filter_descriptor,
 };
 
 RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void) { return &entry; }
