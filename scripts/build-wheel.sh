@@ -49,6 +49,12 @@ patchelf --set-rpath '$ORIGIN/../lib' "$native/bin/rawfx"
 patchelf --set-rpath '$ORIGIN/../../lib' "$native/libexec/rawfx/rawfx-isolate"
 for plugin in "$native"/lib/rawfx/plugins/*.so; do patchelf --set-rpath '$ORIGIN/../..' "$plugin"; done
 
+# A relocatable rawfx.pc (pkg-config's ${pcfiledir}): a C or C++ host builds against the wheel's
+# headers and library with PKG_CONFIG_PATH=<site-packages>/rawfx/_native/lib/pkgconfig.
+mkdir -p "$native/lib/pkgconfig"
+rawfx_pc '${pcfiledir}/../..' "$(cat "$stage/VERSION")" '-Wl,-rpath,${libdir}' -l:librawfx.so.1 > "$native/lib/pkgconfig/rawfx.pc"
+chmod 644 "$native/lib/pkgconfig/rawfx.pc"
+
 mkdir -p "$output"
 wheel=$(python3 python/_build/rawfx_build.py native-wheel "$native" "$output")
 echo "build-wheel.sh: $wheel ($(du -h "$wheel" | cut -f1)); bundled: ${bundled[*]:-nothing}"

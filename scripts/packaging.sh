@@ -1,6 +1,8 @@
 # Sourced by scripts/install.sh, scripts/build-wheel.sh and scripts/build-deb.sh: what they share.
 
-# rawfx_pc PREFIX VERSION [LIBS_EXTRA]: rawfx.pc for an installation in PREFIX on stdout.
+# rawfx_pc PREFIX VERSION [LIBS_EXTRA [LINK]]: rawfx.pc for an installation in PREFIX on stdout;
+# LINK names the library (default -lrawfx; the wheel, which cannot hold the librawfx.so link,
+# gives -l:librawfx.so.1).
 rawfx_pc() {
     cat <<PC
 prefix=$1
@@ -13,7 +15,7 @@ Name: RawFX
 Description: Frame-effects engine for video SDK raw-data hooks: the plugin ABI (rawfx.h) and the embedding API (rawfx_embed.h, librawfx)
 Version: $2
 Cflags: -I\${includedir}
-Libs: -L\${libdir} -lrawfx${3:+ $3}
+Libs: -L\${libdir} ${4:--lrawfx}${3:+ $3}
 PC
 }
 

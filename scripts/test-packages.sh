@@ -4,7 +4,9 @@
 # namespace where the toolchain's lib folder (/opt/swift/usr/lib) is an empty tmpfs, and with
 # RAWFX_* and LD_LIBRARY_PATH unset.
 #   wheel: pip install (timed, under 30 s) into a fresh venv holding only numpy and pytest, then
-#          `import rawfx` loads the wheel's own librawfx, and the Python tests (python/tests) pass;
+#          `import rawfx` loads the wheel's own librawfx, the Python tests (python/tests) pass, and
+#          scripts/test-install.sh --against the wheel's rawfx/_native (its relocatable rawfx.pc)
+#          builds and runs the C and C++ examples;
 #   .deb:  lintian reports no error (its warnings are printed); `dpkg -x` gives the documented
 #          layout and the extracted rawfx runs a chain; a real `dpkg -i` (timed, under 30 s), then
 #          scripts/test-install.sh --against /usr (the C and C++ examples built with pkg-config
@@ -90,6 +92,8 @@ for id in watermark scale rotate denoise resample gain; do
 done
 echo "test-packages: import rawfx loads $(head -1 <<< "$loaded") and finds $(tail -1 <<< "$loaded" | wc -w) filters"
 (cd python/tests && without_toolchain "$venv/bin/python" -m pytest -q -p no:cacheprovider)
+# The C and C++ examples against the wheel's headers and library (its relocatable rawfx.pc).
+without_toolchain scripts/test-install.sh --against "$site/rawfx/_native"
 
 # --- The .deb: lintian, its layout, then a real install.
 lint=$(lintian --fail-on error "$deb" 2>&1) || { echo "$lint" >&2; fail "lintian reports errors on $deb"; }
