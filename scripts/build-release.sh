@@ -9,7 +9,8 @@
 #   include/...                     rawfx.h, rawfx/ext/*.h, rawfx/plugin_helpers.h, rawfx_embed.h,
 #                                   rawfx_hooks.h, rawfx/zoom_adapter.hpp
 #   VERSION                         the engine's version (rawfx --version)
-# The Swift standard library, Foundation and Dispatch are linked in statically: no staged file
+# The Swift standard library, Dispatch and Foundation (FoundationEssentials only in librawfx and the
+# helper: the engine imports no more, which keeps ICU's data out) are linked in statically: no staged file
 # needs the Swift toolchain at run time. The files are stripped and carry no RUNPATH (the
 # packagers set their own). The script fails unless:
 #   - librawfx.so.1's SONAME is librawfx.so.1 and its dynamic symbols are exactly the functions
