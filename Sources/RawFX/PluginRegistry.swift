@@ -132,7 +132,11 @@ public final class PluginRegistry: @unchecked Sendable {
             do {
                 names = try FileManager.default.contentsOfDirectory(atPath: entry)
             } catch {
-                failures.append(.cannotOpen(path: entry, reason: "cannot list the directory: \(error)"))
+                // The C library's words for it ("Permission denied"): FoundationEssentials' error
+                // prints as a CocoaError dump.
+                var reason = "\(error)"
+                if let handle = opendir(entry) { closedir(handle) } else { reason = String(cString: strerror(errno)) }
+                failures.append(.cannotOpen(path: entry, reason: "cannot list the directory: \(reason)"))
                 continue
             }
             let directory = entry.hasSuffix("/") ? entry : entry + "/"
