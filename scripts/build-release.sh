@@ -28,7 +28,7 @@ build=1
 case "${1:-}" in
     "") ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "build-release.sh: unknown argument '$1'; expected --no-build" >&2; exit 2 ;;
 esac
 
