@@ -29,6 +29,18 @@
 //   Benchmarks/bench        `swift run -c release bench`
 import PackageDescription
 
+/// The packaging build (scripts/build-release.sh sets RAWFX_PACKAGING=1, with
+/// `-c release -Xswiftc -static-stdlib` and its own scratch path): librawfx gets its SONAME
+/// (librawfx.so.1) and a version script that exports the C API and nothing else; each plugin
+/// exports its entry point only, so the Swift runtime linked statically into it stays its own.
+/// Off by default: unsafe flags would keep a package that depends on RawFX from building.
+let packaging = Context.environment["RAWFX_PACKAGING"] == "1"
+let packageRoot = Context.packageDirectory
+func packagingLinkerFlags(_ flags: [String]) -> [LinkerSetting] {
+    packaging ? [.unsafeFlags(flags)] : []
+}
+let pluginLinkerFlags = packagingLinkerFlags(["-Xlinker", "--version-script=\(packageRoot)/Plugins/plugin.map"])
+
 /// A plugin is a dynamic library product: SwiftPM builds it as lib<name>.so next to
 /// the executables, where the loader looks by default.
 func plugin(_ name: String, target: String) -> Product {
@@ -108,7 +120,10 @@ let package = Package(
         .target(name: "RawFXEmulator", dependencies: ["RawFX", "RawFXSDK", "RawFXMedia"], path: "Sources/RawFXEmulator"),
         .target(name: "RawFXPluginKit", dependencies: ["CRawFX"], path: "Sources/RawFXPluginKit"),
         .target(name: "CRawFXEmbed", dependencies: ["CRawFX"], path: "Sources/CRawFXEmbed"),
-        .target(name: "RawFXEmbed", dependencies: ["RawFX", "RawFXSDK", "RawFXCompose", "CRawFXEmbed"], path: "Sources/RawFXEmbed"),
+        .target(name: "RawFXEmbed", dependencies: ["RawFX", "RawFXSDK", "RawFXCompose", "CRawFXEmbed"], path: "Sources/RawFXEmbed",
+                exclude: ["librawfx.map"],
+                linkerSettings: packagingLinkerFlags(["-Xlinker", "-soname=librawfx.so.1",
+                                                      "-Xlinker", "--version-script=\(packageRoot)/Sources/RawFXEmbed/librawfx.map"])),
         .executableTarget(
             name: "rawfx",
             dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXValidate", "RawFXObservability",
@@ -140,18 +155,18 @@ let package = Package(
 
         // Plugins: each is its own .so.
         .target(name: "WatermarkPlugin", dependencies: ["RawFXPluginKit", "CLibPNG", "CLibYUV", "WatermarkKernels"],
-                path: "Plugins/Watermark"),
+                path: "Plugins/Watermark", linkerSettings: pluginLinkerFlags),
         // The watermark's SIMD row blends (C: run-time CPU dispatch), linked into its .so.
         .target(name: "WatermarkKernels", path: "Plugins/WatermarkKernels"),
         // C targets do not inherit a system module's `link`: name the library here.
         .target(name: "YUVPlugin", dependencies: ["CRawFX", "CLibYUV", "RawFXScaleKernels"], path: "Plugins/YUV",
-                linkerSettings: [.linkedLibrary("yuv")]),
+                linkerSettings: [.linkedLibrary("yuv")] + pluginLinkerFlags),
         .target(name: "SpeexPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speex",
-                linkerSettings: [.linkedLibrary("speexdsp")]),
-        .target(name: "BasicsPlugin", dependencies: ["RawFXPluginKit"], path: "Plugins/Basics"),
+                linkerSettings: [.linkedLibrary("speexdsp")] + pluginLinkerFlags),
+        .target(name: "BasicsPlugin", dependencies: ["RawFXPluginKit"], path: "Plugins/Basics", linkerSettings: pluginLinkerFlags),
         // dfn and rnnoise: their libraries (PyPI wheels) are opened with dlopen, never linked.
         .target(name: "SpeechPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speech",
-                linkerSettings: [.linkedLibrary("speexdsp"), .linkedLibrary("dl"), .linkedLibrary("pthread")]),
+                linkerSettings: [.linkedLibrary("speexdsp"), .linkedLibrary("dl"), .linkedLibrary("pthread")] + pluginLinkerFlags),
 
         .executableTarget(
             name: "bench",

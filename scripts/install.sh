@@ -78,19 +78,8 @@ put 755 "$bin/rawfx" bin/rawfx
 put 755 "$bin/rawfx-isolate" libexec/rawfx/rawfx-isolate
 
 pc=$(mktemp)
-cat > "$pc" <<PC
-prefix=$prefix
-exec_prefix=\${prefix}
-libdir=\${exec_prefix}/lib
-includedir=\${prefix}/include
-plugindir=\${libdir}/rawfx/plugins
-
-Name: RawFX
-Description: Frame-effects engine for video SDK raw-data hooks: the plugin ABI (rawfx.h) and the embedding API (rawfx_embed.h, librawfx)
-Version: $version
-Cflags: -I\${includedir}
-Libs: -L\${libdir} -lrawfx -Wl,-rpath,\${libdir}
-PC
+source scripts/packaging.sh
+rawfx_pc "$prefix" "$version" '-Wl,-rpath,${libdir}' > "$pc"
 put 644 "$pc" lib/pkgconfig/rawfx.pc
 rm -f "$pc"
 

@@ -5,16 +5,31 @@
 # `pkg-config --cflags --libs rawfx`, runs them against the installed command and library
 # only (no build folder on any path), then uninstalls and checks the prefix is empty.
 #
+#
 #   scripts/test-install.sh [--configuration release|debug]   (default release)
+#   scripts/test-install.sh --against PREFIX
+# --against runs the same checks against an installation made otherwise (the .deb's /usr, the
+# wheel's rawfx/_native: scripts/test-packages.sh), with neither install.sh nor uninstall.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-configuration=${2:-release}
-[ "${1:-}" = --configuration ] || configuration=release
+configuration=release
+against=""
+case "${1:-}" in
+    "") ;;
+    --configuration) configuration=${2:?--configuration needs release or debug} ;;
+    --against) against=${2:?--against needs the prefix of an installation} ;;
+    *) echo "test-install.sh: unknown argument '$1'; expected --configuration release|debug or --against PREFIX" >&2; exit 2 ;;
+esac
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-prefix="$work/prefix"
-scripts/install.sh --prefix "$prefix" --configuration "$configuration" --no-build
+if [ -n "$against" ]; then
+    prefix=$against
+    [ -f "$prefix/lib/pkgconfig/rawfx.pc" ] || { echo "test-install: $prefix/lib/pkgconfig/rawfx.pc is missing: no RawFX installation there" >&2; exit 1; }
+else
+    prefix="$work/prefix"
+    scripts/install.sh --prefix "$prefix" --configuration "$configuration" --no-build
+fi
 
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 unset RAWFX_PLUGIN_PATH
@@ -28,7 +43,14 @@ c++ -std=c++17 -Wall -Wextra -Werror -I "$standin" $(pkg-config --cflags rawfx) 
 # ldd's output is captured whole first: `ldd | grep -q` under pipefail fails at random when grep
 # exits at its first match and ldd dies of SIGPIPE before its last line.
 linked=$(ldd ./embed)
-[[ $linked == *"librawfx.so => $prefix/lib/librawfx.so"* ]] || { echo "test-install: embed does not load $prefix/lib/librawfx.so" >&2; echo "$linked" >&2; exit 1; }
+# (librawfx.so.1 => ... with a SONAME, as the .deb's library has; compared as real paths, since
+# ld.so.cache may name /usr/lib/librawfx.so.1 as /lib/librawfx.so.1 on a merged-/usr system.)
+loaded=$(sed -n 's/^[[:space:]]*librawfx\.so\(\.1\)\{0,1\} => \([^ ]*\) .*/\2/p' <<< "$linked")
+# The wheel's tree has librawfx.so.1 only (a wheel holds no symbolic link).
+expected="$prefix/lib/librawfx.so"
+[ -e "$expected" ] || expected="$prefix/lib/librawfx.so.1"
+[ -n "$loaded" ] && [ "$(readlink -f "$loaded")" = "$(readlink -f "$expected")" ] ||
+    { echo "test-install: embed does not load $expected" >&2; echo "$linked" >&2; exit 1; }
 
 # A Y4M and a WAV; the installed library finds the installed plugins by default.
 ffmpeg -nostdin -loglevel error -f lavfi -i testsrc2=size=320x240:rate=25 -frames:v 5 -pix_fmt yuv420p in.y4m
@@ -61,6 +83,7 @@ cmp plain.y4m iso-out.y4m
 echo "test-install: the plugin, the embedder and the hooks (C and C++) built with pkg-config alone; outputs identical to rawfx run, isolated stages included"
 
 cd "$OLDPWD"
+[ -n "$against" ] && exit 0
 scripts/uninstall.sh --prefix "$prefix"
 left=$(find "$prefix" -mindepth 1)
 [ -z "$left" ] || { echo "test-install: uninstall left: $left" >&2; exit 1; }

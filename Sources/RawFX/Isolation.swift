@@ -1,7 +1,14 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+// FoundationEssentials, not Foundation: librawfx and rawfx-isolate link the Swift runtime in
+// statically for the packages (scripts/build-release.sh), and Foundation would bring ICU's data
+// (about 40 MB) into each; the engine needs none of its international part.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import RawFXRuntime
 
 /// Isolated stages (`name@isolate`, docs/isolation.md): the filter runs in a `rawfx-isolate`
@@ -25,7 +32,7 @@ public enum Isolation {
         if let explicit = environment[helperVariable], !explicit.isEmpty { return explicit }
         var candidates: [String] = []
         var bases: [URL] = []
-        if let executable = Bundle.main.executableURL { bases.append(executable) }
+        if let executable = FileSystem.executablePath { bases.append(URL(fileURLWithPath: executable)) }
         if let image = rfx_isolation_engine_image_path() { bases.append(URL(fileURLWithPath: String(cString: image))) }
         for base in bases {
             let directory = base.resolvingSymlinksInPath().deletingLastPathComponent().path

@@ -3,7 +3,14 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+// FoundationEssentials, not Foundation: librawfx and rawfx-isolate link the Swift runtime in
+// statically for the packages (scripts/build-release.sh), and Foundation would bring ICU's data
+// (about 40 MB) into each; the engine needs none of its international part.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import RawFXRuntime
 
 /// One loaded plugin file: the `dlopen` handle, the entry it exported, and the host object
@@ -181,7 +188,23 @@ public final class PluginLibrary: @unchecked Sendable {
 /// Serialises every `[loader]` call (dlopen, init, deinit, dlclose) and guards `openLibraries`
 /// and the libraries' type caches. Recursive: a library whose construction throws after the
 /// plugin's init runs its `deinit` while its loader still holds the lock.
-private let loaderLock = NSRecursiveLock()
+private let loaderLock = RecursiveLock()
+
+/// A recursive pthread mutex: what NSRecursiveLock is, without Foundation's whole module.
+final class RecursiveLock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    init() {
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+}
 
 /// The libraries loaded in this process, by file; guarded by `loaderLock`.
 nonisolated(unsafe) private var openLibraries: [FileIdentity: LibraryRecord] = [:]

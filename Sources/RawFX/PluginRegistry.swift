@@ -3,7 +3,14 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+// FoundationEssentials, not Foundation: librawfx and rawfx-isolate link the Swift runtime in
+// statically for the packages (scripts/build-release.sh), and Foundation would bring ICU's data
+// (about 40 MB) into each; the engine needs none of its international part.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Every filter from the plugin files on a search path, by id.
 ///
@@ -88,13 +95,12 @@ public final class PluginRegistry: @unchecked Sendable {
         }
         if let defaults {
             path += defaults
-        } else if let executable = Bundle.main.executableURL?.resolvingSymlinksInPath() {
-            let directory = executable.deletingLastPathComponent()
+        } else if let executable = FileSystem.executablePath {
+            let directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
             path.append(directory.path)
             // An installed command (PREFIX/bin/rawfx) finds the plugins installed with it.
             let installed = directory.deletingLastPathComponent().appendingPathComponent("lib/rawfx/plugins").path
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: installed, isDirectory: &isDirectory), isDirectory.boolValue {
+            if FileSystem.isDirectory(installed) {
                 path.append(installed)
             }
         }
@@ -126,7 +132,11 @@ public final class PluginRegistry: @unchecked Sendable {
             do {
                 names = try FileManager.default.contentsOfDirectory(atPath: entry)
             } catch {
-                failures.append(.cannotOpen(path: entry, reason: "cannot list the directory: \(error.localizedDescription)"))
+                // The C library's words for it ("Permission denied"): FoundationEssentials' error
+                // prints as a CocoaError dump.
+                var reason = "\(error)"
+                if let handle = opendir(entry) { closedir(handle) } else { reason = String(cString: strerror(errno)) }
+                failures.append(.cannotOpen(path: entry, reason: "cannot list the directory: \(reason)"))
                 continue
             }
             let directory = entry.hasSuffix("/") ? entry : entry + "/"
@@ -184,5 +194,31 @@ public struct FilterIDClash: Equatable, Sendable, CustomStringConvertible {
 
     public var description: String {
         "filter '\(id)' of \(skippedPath) is skipped: \(keptPath), earlier on the plugin path, already provides it"
+    }
+}
+
+/// The few file-system questions the engine asks, answered by the C library (the engine uses
+/// FoundationEssentials, which has no `Bundle`).
+package enum FileSystem {
+    /// The running executable's path, symbolic links resolved (`/proc/self/exe`), as
+    /// `Bundle.main.executableURL` resolved gave it.
+    package static var executablePath: String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return nil }
+        buffer[length] = 0
+        return String(nulTerminated: buffer)
+    }
+
+    /// True when `path` names a directory (symbolic links followed).
+    package static func isDirectory(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+    }
+
+    /// True when `path` names a file, not a directory, that this process may execute.
+    package static func isExecutableFile(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && status.st_mode & S_IFMT != S_IFDIR && access(path, X_OK) == 0
     }
 }

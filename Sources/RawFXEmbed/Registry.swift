@@ -4,7 +4,14 @@ import Glibc
 import Darwin
 #endif
 import CRawFXEmbed
+// FoundationEssentials, not Foundation: librawfx and rawfx-isolate link the Swift runtime in
+// statically for the packages (scripts/build-release.sh), and Foundation would bring ICU's data
+// (about 40 MB) into each; the engine needs none of its international part.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import RawFX
 
 /// A registry behind `rawfx_registry *`, with the C strings the getters lend (freed with it).
@@ -30,13 +37,11 @@ final class RegistryHandle {
 func defaultPluginDirectories() -> [String] {
     guard let file = libraryFile() else { return [] }
     let directory = URL(fileURLWithPath: file).resolvingSymlinksInPath().deletingLastPathComponent().path
-    var isDirectory: ObjCBool = false
     let installed = directory + "/rawfx/plugins"
-    if FileManager.default.fileExists(atPath: installed, isDirectory: &isDirectory), isDirectory.boolValue {
+    if FileSystem.isDirectory(installed) {
         return [installed]
     }
-    if FileManager.default.isExecutableFile(atPath: directory + "/rawfx"),
-       FileManager.default.fileExists(atPath: directory + "/rawfx", isDirectory: &isDirectory), !isDirectory.boolValue {
+    if FileSystem.isExecutableFile(directory + "/rawfx") {
         return [directory]
     }
     return []

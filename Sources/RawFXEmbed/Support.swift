@@ -4,7 +4,14 @@ import Glibc
 import Darwin
 #endif
 import CRawFXEmbed
+// FoundationEssentials, not Foundation: librawfx and rawfx-isolate link the Swift runtime in
+// statically for the packages (scripts/build-release.sh), and Foundation would bring ICU's data
+// (about 40 MB) into each; the engine needs none of its international part.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import RawFX
 
 // The C boundary of librawfx: every exported function catches every Swift error and checks
@@ -236,7 +243,9 @@ func jsonQuoted(_ s: String) -> String {
         switch scalar {
         case "\"": out += "\\\""
         case "\\": out += "\\\\"
-        case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+        case _ where scalar.value < 0x20:
+            let hex = String(scalar.value, radix: 16)
+            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
         default: out.unicodeScalars.append(scalar)
         }
     }

@@ -7,16 +7,22 @@ import subprocess
 # The file names: installed by scripts/install.sh, and as `swift build` leaves it.
 INSTALLED_NAME = "librawfx.so"
 BUILD_NAME = "libRawFXEmbed.so"
+# The binary wheel's own copy (scripts/build-wheel.sh): rawfx/_native/ is laid out like an
+# installation prefix, so the library finds the plugins in _native/lib/rawfx/plugins and the
+# helper in _native/libexec/rawfx beside itself.
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native", "lib", "librawfx.so.1")
 
 
 def candidates():
-    """Where librawfx is looked for, in order: $RAWFX_LIBRARY, pkg-config's libdir for rawfx,
-    then a SwiftPM build folder (.build/release, .build/debug) above the working directory or
-    above this package (a source checkout)."""
+    """Where librawfx is looked for, in order: $RAWFX_LIBRARY, the library bundled in this
+    package (the binary wheel), pkg-config's libdir for rawfx, then a SwiftPM build folder
+    (.build/release, .build/debug) above the working directory or above this package (a source
+    checkout)."""
     explicit = os.environ.get("RAWFX_LIBRARY")
     if explicit:
         yield explicit
         return
+    yield BUNDLED
     try:
         libdir = subprocess.run(["pkg-config", "--variable=libdir", "rawfx"], capture_output=True,
                                 text=True, check=True).stdout.strip()
