@@ -398,7 +398,7 @@ extension CompositorLayout {
     /// `share:speaker=inset`, or a custom layout as a JSON array of
     /// `{"id", "x", "y", "width", "height", "z"}` (optionally after `custom:`).
     public init(parsing text: String) throws(LayoutError) {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
         let json = trimmed.hasPrefix("custom:") ? String(trimmed.dropFirst(7)) : trimmed
         if json.hasPrefix("[") {
             do {
