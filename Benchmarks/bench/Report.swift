@@ -410,6 +410,7 @@ enum Report {
             "max_ns": f.maxNanoseconds,
             "allocs_total": f.allocations,
             "descheduled": f.descheduled,
+            "cpu_ns_per_call": f.cpuNanosecondsPerUnit,
             "allocs_per_call": f.units > 0 ? Double(f.allocations) / Double(f.units) : 0,
         ]
         if let rt = f.realtimeFactor { d["realtime_factor"] = rt }
