@@ -170,7 +170,7 @@ let package = Package(
 
         .executableTarget(
             name: "bench",
-            dependencies: ["RawFX", "RawFXRuntime", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CBenchPeers"],
+            dependencies: ["RawFX", "RawFXRuntime", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CBenchPeers", "RawFXCompose"],
             path: "Benchmarks/bench"),
         // FFmpeg for `bench --peers`, opened with dlopen at run time (never linked).
         .target(name: "CBenchPeers", path: "Benchmarks/CBenchPeers", linkerSettings: [.linkedLibrary("dl")]),

@@ -217,6 +217,10 @@ struct bench_peers_graph {
     AVFrame *output;
     int width, height;
     int64_t pts;
+    /* multi-input graphs: the sources [in0] … and their sizes (NULL for one input) */
+    AVFilterContext **sources;
+    int *sizes; /* width, height per source */
+    int source_count;
 };
 
 /* The frame's planes belong to the bench. */
@@ -260,6 +264,33 @@ static int wrap_planes(AVFrame *frame, enum AVPixelFormat format, int width, int
     frame->height = height;
     frame->pts = pts;
     return 0;
+}
+
+/* The end of a create: frees the open ends; on failure (`ok` 0) the graph too. */
+static bench_peers_graph *finish_create(bench_peers_graph *g, AVFilterInOut **inputs, AVFilterInOut **outputs, int ok) {
+    ff.avfilter_inout_free(inputs);
+    ff.avfilter_inout_free(outputs);
+    if (ok) return g;
+    bench_peers_graph_destroy(g);
+    return NULL;
+}
+
+/* Links `description` between the open ends and configures the graph; `shape` ends the message. */
+static int parse_and_configure(bench_peers_graph *g, const char *description, AVFilterInOut **inputs,
+                               AVFilterInOut **outputs, const char *shape, char *error, size_t capacity) {
+    char doing[320];
+    int rc = ff.avfilter_graph_parse_ptr(g->graph, description, inputs, outputs, NULL);
+    if (rc < 0) {
+        snprintf(doing, sizeof doing, "parsing the filter graph '%.240s'", description);
+        say_av(error, capacity, doing, rc);
+        return rc;
+    }
+    rc = ff.avfilter_graph_config(g->graph, NULL);
+    if (rc < 0) {
+        snprintf(doing, sizeof doing, "configuring the filter graph '%.200s' %s", description, shape);
+        say_av(error, capacity, doing, rc);
+    }
+    return rc;
 }
 
 bench_peers_graph *bench_peers_graph_create(const char *description, int width, int height,
@@ -312,20 +343,9 @@ bench_peers_graph *bench_peers_graph_create(const char *description, int width, 
     }
     inputs->name = ff.av_strdup("out");
     inputs->filter_ctx = g->sink;
-    rc = ff.avfilter_graph_parse_ptr(g->graph, description, &inputs, &outputs, NULL);
-    if (rc < 0) {
-        char doing[256];
-        snprintf(doing, sizeof doing, "parsing the filter graph '%s'", description);
-        say_av(error, capacity, doing, rc);
-        goto fail;
-    }
-    rc = ff.avfilter_graph_config(g->graph, NULL);
-    if (rc < 0) {
-        char doing[256];
-        snprintf(doing, sizeof doing, "configuring the filter graph '%s' for yuv420p %dx%d", description, width, height);
-        say_av(error, capacity, doing, rc);
-        goto fail;
-    }
+    char shape[64];
+    snprintf(shape, sizeof shape, "for yuv420p %dx%d", width, height);
+    if (parse_and_configure(g, description, &inputs, &outputs, shape, error, capacity) < 0) goto fail;
     if (logo) {
         /* The logo once, then end of stream: overlay repeats the last logo frame (eof_action=repeat). */
         AVFrame *frame = ff.av_frame_alloc();
@@ -343,33 +363,18 @@ bench_peers_graph *bench_peers_graph_create(const char *description, int width, 
             goto fail;
         }
     }
-    ff.avfilter_inout_free(&inputs);
-    ff.avfilter_inout_free(&outputs);
-    return g;
+    return finish_create(g, &inputs, &outputs, 1);
 fail:
-    ff.avfilter_inout_free(&inputs);
-    ff.avfilter_inout_free(&outputs);
-    bench_peers_graph_destroy(g);
-    return NULL;
+    return finish_create(g, &inputs, &outputs, 0);
 }
 
-int bench_peers_graph_run(bench_peers_graph *g, uint8_t *const planes[3], const int strides[3],
-                          uint8_t *const copy_to[3], const int copy_strides[3], char *error, size_t capacity) {
-    int rc = wrap_planes(g->input, AV_PIX_FMT_YUV420P, g->width, g->height, 3, planes, strides, g->pts++);
-    if (rc < 0) {
-        say_av(error, capacity, "wrapping the frame in an AVBufferRef", rc);
-        return rc;
-    }
-    /* Without AV_BUFFERSRC_FLAG_KEEP_REF the source takes the reference: the frame stays writable. */
-    rc = ff.av_buffersrc_add_frame_flags(g->source, g->input, 0);
-    if (rc < 0) {
-        ff.av_frame_unref(g->input);
-        say_av(error, capacity, "av_buffersrc_add_frame_flags", rc);
-        return rc;
-    }
+/* Takes every frame the sink has; with `copy_to`, copies each there. The frames taken, or a
+ * negative AVERROR. */
+static int drain_sink(bench_peers_graph *g, uint8_t *const copy_to[3], const int copy_strides[3], char *error,
+                      size_t capacity) {
     int taken = 0;
     for (;;) {
-        rc = ff.av_buffersink_get_frame(g->sink, g->output);
+        int rc = ff.av_buffersink_get_frame(g->sink, g->output);
         if (rc == AVERROR(EAGAIN)) break;
         if (rc < 0) {
             say_av(error, capacity, "av_buffersink_get_frame", rc);
@@ -387,6 +392,117 @@ int bench_peers_graph_run(bench_peers_graph *g, uint8_t *const planes[3], const 
     return taken;
 }
 
+int bench_peers_graph_run(bench_peers_graph *g, uint8_t *const planes[3], const int strides[3],
+                          uint8_t *const copy_to[3], const int copy_strides[3], char *error, size_t capacity) {
+    int rc = wrap_planes(g->input, AV_PIX_FMT_YUV420P, g->width, g->height, 3, planes, strides, g->pts++);
+    if (rc < 0) {
+        say_av(error, capacity, "wrapping the frame in an AVBufferRef", rc);
+        return rc;
+    }
+    /* Without AV_BUFFERSRC_FLAG_KEEP_REF the source takes the reference: the frame stays writable. */
+    rc = ff.av_buffersrc_add_frame_flags(g->source, g->input, 0);
+    if (rc < 0) {
+        ff.av_frame_unref(g->input);
+        say_av(error, capacity, "av_buffersrc_add_frame_flags", rc);
+        return rc;
+    }
+    return drain_sink(g, copy_to, copy_strides, error, capacity);
+}
+
+bench_peers_graph *bench_peers_multi_graph_create(const char *description, int input_count, const int widths[],
+                                                  const int heights[], char *error, size_t capacity) {
+    if (!loaded(error, capacity)) return NULL;
+    if (input_count < 1 || input_count > 64) {
+        say(error, capacity, "FFmpeg: %d inputs (expected 1 to 64)", input_count);
+        return NULL;
+    }
+    bench_peers_graph *g = calloc(1, sizeof *g);
+    if (!g) {
+        say(error, capacity, "out of memory");
+        return NULL;
+    }
+    AVFilterInOut *outputs = NULL, *inputs = NULL;
+    int rc;
+    g->source_count = input_count;
+    g->sources = calloc((size_t)input_count, sizeof *g->sources);
+    g->sizes = calloc((size_t)input_count * 2, sizeof *g->sizes);
+    g->graph = ff.avfilter_graph_alloc();
+    g->input = ff.av_frame_alloc();
+    g->output = ff.av_frame_alloc();
+    if (!g->sources || !g->sizes || !g->graph || !g->input || !g->output) {
+        say(error, capacity, "out of memory");
+        goto fail;
+    }
+    g->graph->nb_threads = 1;
+    for (int k = 0; k < input_count; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "in%d", k);
+        g->sizes[2 * k] = widths[k];
+        g->sizes[2 * k + 1] = heights[k];
+        if (!(g->sources[k] = buffer_source(g->graph, name, widths[k], heights[k], AV_PIX_FMT_YUV420P, error, capacity)))
+            goto fail;
+    }
+    g->source = g->sources[0];
+    g->width = widths[0];
+    g->height = heights[0];
+    rc = ff.avfilter_graph_create_filter(&g->sink, ff.avfilter_get_by_name("buffersink"), "out", NULL, NULL, g->graph);
+    if (rc < 0) {
+        say_av(error, capacity, "creating the buffer sink", rc);
+        goto fail;
+    }
+    /* The open ends: [in0] … feed the description, its output goes to [out]. */
+    for (int k = input_count - 1; k >= 0; k--) {
+        AVFilterInOut *end = ff.avfilter_inout_alloc();
+        if (!end) {
+            say(error, capacity, "out of memory");
+            goto fail;
+        }
+        char name[16];
+        snprintf(name, sizeof name, "in%d", k);
+        end->name = ff.av_strdup(name);
+        end->filter_ctx = g->sources[k];
+        end->next = outputs;
+        outputs = end;
+    }
+    inputs = ff.avfilter_inout_alloc();
+    if (!inputs) {
+        say(error, capacity, "out of memory");
+        goto fail;
+    }
+    inputs->name = ff.av_strdup("out");
+    inputs->filter_ctx = g->sink;
+    char shape[64];
+    snprintf(shape, sizeof shape, "with %d yuv420p inputs", input_count);
+    if (parse_and_configure(g, description, &inputs, &outputs, shape, error, capacity) < 0) goto fail;
+    return finish_create(g, &inputs, &outputs, 1);
+fail:
+    return finish_create(g, &inputs, &outputs, 0);
+}
+
+int bench_peers_multi_graph_run(bench_peers_graph *g, uint8_t *const planes[], const int strides[],
+                                uint8_t *const copy_to[3], const int copy_strides[3], char *error, size_t capacity) {
+    if (!g->sources) {
+        say(error, capacity, "FFmpeg: not a multi-input graph");
+        return -1;
+    }
+    for (int k = 0; k < g->source_count; k++) {
+        int rc = wrap_planes(g->input, AV_PIX_FMT_YUV420P, g->sizes[2 * k], g->sizes[2 * k + 1], 3, planes + 3 * k,
+                             strides + 3 * k, g->pts);
+        if (rc < 0) {
+            say_av(error, capacity, "wrapping a frame in an AVBufferRef", rc);
+            return rc;
+        }
+        rc = ff.av_buffersrc_add_frame_flags(g->sources[k], g->input, 0);
+        if (rc < 0) {
+            ff.av_frame_unref(g->input);
+            say_av(error, capacity, "av_buffersrc_add_frame_flags", rc);
+            return rc;
+        }
+    }
+    g->pts++;
+    return drain_sink(g, copy_to, copy_strides, error, capacity);
+}
+
 int bench_peers_graph_output_width(const bench_peers_graph *g) { return ff.av_buffersink_get_w(g->sink); }
 int bench_peers_graph_output_height(const bench_peers_graph *g) { return ff.av_buffersink_get_h(g->sink); }
 
@@ -395,6 +511,8 @@ void bench_peers_graph_destroy(bench_peers_graph *g) {
     ff.avfilter_graph_free(&g->graph);
     ff.av_frame_free(&g->input);
     ff.av_frame_free(&g->output);
+    free(g->sources);
+    free(g->sizes);
     free(g);
 }
 
@@ -428,6 +546,18 @@ bench_peers_graph *bench_peers_graph_create(const char *description, int width, 
 }
 int bench_peers_graph_run(bench_peers_graph *graph, uint8_t *const planes[3], const int strides[3],
                           uint8_t *const copy_to[3], const int copy_strides[3], char *error, size_t capacity) {
+    (void)graph, (void)planes, (void)strides, (void)copy_to, (void)copy_strides;
+    say(error, capacity, NO_HEADERS);
+    return -1;
+}
+bench_peers_graph *bench_peers_multi_graph_create(const char *description, int input_count, const int widths[],
+                                                  const int heights[], char *error, size_t capacity) {
+    (void)description, (void)input_count, (void)widths, (void)heights;
+    say(error, capacity, NO_HEADERS);
+    return NULL;
+}
+int bench_peers_multi_graph_run(bench_peers_graph *graph, uint8_t *const planes[], const int strides[],
+                                uint8_t *const copy_to[3], const int copy_strides[3], char *error, size_t capacity) {
     (void)graph, (void)planes, (void)strides, (void)copy_to, (void)copy_strides;
     say(error, capacity, NO_HEADERS);
     return -1;

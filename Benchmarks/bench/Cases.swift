@@ -13,6 +13,9 @@ final class BenchContext {
     private var audioPools: [String: AudioPool] = [:]
     private var logoStore: Logo?
     private var logoPlanesStore: LogoPlanes?
+    /// The compose cases' pools, one per input size, kept across those cases (they share the
+    /// 640x360 pool) and released by `finish`.
+    private var composePools: [String: FramePool] = [:]
 
     init(options: Options, registry: PluginRegistry) {
         self.options = options
@@ -27,6 +30,17 @@ final class BenchContext {
         let format = VideoFormat(width: width, height: height)
         let made = FramePool(width: width, height: height, count: options.poolFrames(frameBytes: format.packedByteCount))
         pool = made
+        return made
+    }
+
+    /// A cold pool of this size for the compose cases (the single-size pool is released first).
+    func composePool(width: Int, height: Int) -> FramePool {
+        pool = nil
+        let key = "\(width)x\(height)"
+        if let made = composePools[key] { return made }
+        let format = VideoFormat(width: width, height: height)
+        let made = FramePool(width: width, height: height, count: options.poolFrames(frameBytes: format.packedByteCount))
+        composePools[key] = made
         return made
     }
 
@@ -59,6 +73,7 @@ final class BenchContext {
     /// Frees the frame pool and deletes the temporary logo PNG (exit() runs no deinit).
     func finish() {
         pool = nil
+        composePools = [:]
         logoStore?.remove()
     }
 }
@@ -528,4 +543,4 @@ func audioCases() -> [BenchCase] {
 
 func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
 
-func allCases() -> [BenchCase] { videoCases() + receiveCases() + streamCases() + audioCases() }
+func allCases() -> [BenchCase] { videoCases() + receiveCases() + streamCases() + composeCases() + audioCases() }

@@ -205,6 +205,9 @@ struct PathFigures {
     var slices: Int
     /// Share of the wall time the thread was not on a CPU (preempted by other processes).
     var descheduled: Double
+    /// The measuring thread's CPU time per unit (CLOCK_THREAD_CPUTIME_ID over the slices):
+    /// what the `vs_` figures compare. Of a threaded path, only the calling thread's share.
+    var cpuNanosecondsPerUnit: Double
     /// Audio only: frames processed per second of wall time / sample rate.
     var realtimeFactor: Double?
     /// Audio only: 10 ms blocks per second (frames / block size), the throughput unit.
@@ -237,6 +240,7 @@ struct PathFigures {
         allocationsPerUnit = r.units > 0 ? Double(r.allocations) / Double(r.units) : 0
         slices = r.slices
         descheduled = r.nanoseconds > 0 ? max(0, 1 - Double(r.cpuNanoseconds) / Double(r.nanoseconds)) : 0
+        cpuNanosecondsPerUnit = r.units > 0 ? Double(r.cpuNanoseconds) / Double(r.units) : 0
         if let rate = sampleRate, rate > 0, seconds > 0 {
             let audioSeconds = Double(r.audioFrames) / Double(rate)
             realtimeFactor = audioSeconds / seconds

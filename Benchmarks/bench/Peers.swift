@@ -14,6 +14,8 @@ enum Peer: String {
     case ffmpegFastBilinear = "ffmpeg_fast_bilinear"
     case copy
     case libyuv
+    /// The compose cases' memory floor (ComposeFloor): every input byte read once, every output byte written once.
+    case floor
 }
 
 struct PeerFailure: Error, CustomStringConvertible { let description: String }

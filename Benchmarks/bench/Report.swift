@@ -224,11 +224,12 @@ enum Report {
         out += "ratio: engine/direct throughput, median of interleaved rounds on thread CPU time; "
         out += "off-CPU: share of wall time the thread was preempted;\n"
         out += "vs_ffmpeg, vs_copy: FFmpeg's / a plain frame copy's time over RawFX's (>1: RawFX faster), same rounds; "
+        out += "vs_floor (compose): reading every input byte once and writing the output once, over RawFX's time;\n"
         out += "speedup: p50 at 1 thread / p50 at 2; alloc '!': the engine path allocates per call;\n"
         out += "ceiling 1, ceiling 2: SIMD arithmetic in L1 through the engine's pool at 1 and 2 threads in the same rounds; "
         out += "memory 1, memory 2: a cold 1080p frame copied the same way; 'max': their speedup, what the machine gave those rounds\n\n"
         let header = ["case", "path", "rate", "ns/unit", "p50 µs", "p99 µs", "alloc", "RT x", "ratio", "vs_ffmpeg", "vs_copy",
-                      "speedup", "off-CPU"]
+                      "vs_floor", "speedup", "off-CPU"]
         var rows: [[String]] = [header]
         var notes: [String] = []
         for r in results {
@@ -258,6 +259,7 @@ enum Report {
                     p.role == .engine ? (r.ratio.map { format($0, 3) } ?? "") : "",
                     p.role == .engine ? (r.versus(.ffmpeg).map { format($0, 2) } ?? "") : "",
                     p.role == .engine ? (r.versus(.copy).map { format($0, 2) } ?? "") : "",
+                    p.role == .engine ? (r.versus(.floor).map { format($0, 2) } ?? "") : "",
                     speedupCell(r, p),
                     format(f.descheduled * 100, 0) + " %",
                 ])
@@ -408,6 +410,7 @@ enum Report {
             "max_ns": f.maxNanoseconds,
             "allocs_total": f.allocations,
             "descheduled": f.descheduled,
+            "cpu_ns_per_call": f.cpuNanosecondsPerUnit,
             "allocs_per_call": f.units > 0 ? Double(f.allocations) / Double(f.units) : 0,
         ]
         if let rt = f.realtimeFactor { d["realtime_factor"] = rt }

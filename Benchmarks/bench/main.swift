@@ -115,6 +115,11 @@ for c in cases {
         if let engine = built.engine as? EngineVideo {
             poolBytes["\(engine.pool.format.width)x\(engine.pool.format.height)"] = (engine.pool.count, engine.pool.totalBytes)
         }
+        if let engine = built.engine as? EngineCompose {
+            for pool in engine.feed.pools {
+                poolBytes["\(pool.format.width)x\(pool.format.height)"] = (pool.count, pool.totalBytes)
+            }
+        }
         var paths: [Workload] = [built.engine]
         if let direct = built.direct { paths.append(direct) }
         paths += built.references.map(\.workload)

@@ -80,6 +80,17 @@ int bench_peers_graph_output_height(const bench_peers_graph *graph);
 
 void bench_peers_graph_destroy(bench_peers_graph *graph);
 
+/* A graph of `input_count` yuv420p buffer sources named [in0] … [in<N-1>], input k of
+ * widths[k] x heights[k], into one buffer sink, one thread (the compositor's peer:
+ * "[in0]scale=…[s0];…;[s0][s1]…xstack=inputs=N:…"). Destroyed with bench_peers_graph_destroy. */
+bench_peers_graph *bench_peers_multi_graph_create(const char *description, int input_count, const int widths[],
+                                                  const int heights[], char *error, size_t capacity);
+
+/* Feeds one frame to every source (planes[3k..3k+2] and strides[3k..3k+2] are input k's),
+ * then takes every frame the sink has, as bench_peers_graph_run (copy_to: the output's size). */
+int bench_peers_multi_graph_run(bench_peers_graph *graph, uint8_t *const planes[], const int strides[],
+                                uint8_t *const copy_to[3], const int copy_strides[3], char *error, size_t capacity);
+
 #ifdef __cplusplus
 }
 #endif
