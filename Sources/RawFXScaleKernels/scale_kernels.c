@@ -584,9 +584,9 @@ static void columns_row_c(const scale_plan *plan, const uint8_t *const *rows, in
 }
 
 #if SCALE_X86
+/* h of half k of `block` from its source bytes `s` (the row at the half's offset). */
 __attribute__((target("ssse3")))
-static inline __m128i columns_half_ssse3(const uint8_t *row, const scale_column_block *block, int k, int far) {
-    const uint8_t *s = row + block->offset[k];
+static inline __m128i columns_taps_ssse3(const uint8_t *s, const scale_column_block *block, int k, int far) {
     __m128i taps = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)s), _mm_loadu_si128((const __m128i *)(block->near + 16 * k)));
     if (far)
         taps = _mm_or_si128(taps, _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(s + COLUMN_NEAR_BYTES)),
@@ -596,10 +596,16 @@ static inline __m128i columns_half_ssse3(const uint8_t *row, const scale_column_
 }
 
 __attribute__((target("ssse3")))
-static int columns_row_ssse3(const scale_plan *plan, const uint8_t *const *rows, int fy, uint8_t *dst, int half) {
+static inline __m128i columns_half_ssse3(const uint8_t *row, const scale_column_block *block, int k, int far) {
+    return columns_taps_ssse3(row + block->offset[k], block, k, far);
+}
+
+__attribute__((target("ssse3")))
+static int columns_row_ssse3(const scale_plan *plan, const uint8_t *const *rows, int fy, uint8_t *dst, int half,
+                             int limit) {
     const int far = plan->column_far;
     const __m128i bias = _mm_set1_epi16(COLUMN_BIAS), vertical = _mm_set1_epi16((short)(fy << 7));
-    for (; half < plan->simd_halves; half++) {
+    for (; half < limit; half++) {
         const scale_column_block *block = &plan->columns[half / 2];
         __m128i v = columns_half_ssse3(rows[0], block, half & 1, far);
         if (fy)
@@ -621,12 +627,39 @@ static inline __m256i columns_block_avx2(const uint8_t *row, const scale_column_
     return _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)block->weights), taps);
 }
 
+/* The whole halves past simd_halves, whose loads would pass the row's end: each row's
+ * bytes from the half's offset to the row's end are copied into a zeroed buffer first, and
+ * the half runs in SSSE3 there. A lane past the row has weight 0 (the C path's integers),
+ * so the output is the C path's; only a row's last one or two halves come here. */
+__attribute__((target("ssse3")))
+static int columns_tail_ssse3(const scale_plan *plan, const uint8_t *const *rows, int fy, uint8_t *dst, int half) {
+    const int far = plan->column_far;
+    const __m128i bias = _mm_set1_epi16(COLUMN_BIAS), vertical = _mm_set1_epi16((short)(fy << 7));
+    uint8_t padded[2][COLUMN_FAR_BYTES];
+    for (; half < plan->dst_w / 8; half++) {
+        const scale_column_block *block = &plan->columns[half / 2];
+        const int offset = block->offset[half & 1];
+        const int bytes = plan->src_w - offset < COLUMN_FAR_BYTES ? plan->src_w - offset : COLUMN_FAR_BYTES;
+        if (bytes <= 0) break;
+        for (int r = 0; r < (fy ? 2 : 1); r++) {
+            memset(padded[r], 0, sizeof padded[r]);
+            memcpy(padded[r], rows[r] + offset, (size_t)bytes);
+        }
+        __m128i v = columns_taps_ssse3(padded[0], block, half & 1, far);
+        if (fy) v = _mm_add_epi16(v, _mm_mulhrs_epi16(_mm_sub_epi16(columns_taps_ssse3(padded[1], block, half & 1, far), v), vertical));
+        const __m128i out = _mm_srli_epi16(_mm_add_epi16(v, bias), 7);
+        _mm_storel_epi64((__m128i *)(dst + 8 * half), _mm_packus_epi16(out, out));
+    }
+    return half;
+}
+
 /* Whole blocks (two halves); the caller finishes an odd half in SSSE3. */
 __attribute__((target("avx2")))
-static int columns_row_avx2(const scale_plan *plan, const uint8_t *const *rows, int fy, uint8_t *dst, int half) {
+static int columns_row_avx2(const scale_plan *plan, const uint8_t *const *rows, int fy, uint8_t *dst, int half,
+                            int limit) {
     const int far = plan->column_far;
     const __m256i bias = _mm256_set1_epi16(COLUMN_BIAS), vertical = _mm256_set1_epi16((short)(fy << 7));
-    for (; half + 2 <= plan->simd_halves; half += 2) {
+    for (; half + 2 <= limit; half += 2) {
         const scale_column_block *block = &plan->columns[half / 2];
         __m256i v = columns_block_avx2(rows[0], block, far);
         if (fy)
@@ -765,8 +798,14 @@ static void columns_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t s
         uint8_t *out = dst + (ptrdiff_t)j * dst_stride;
         int half = 0;
 #if SCALE_X86
-        if (plan->isa >= SCALE_ISA_AVX2) half = columns_row_avx2(plan, rows, fy, out, half);
-        if (plan->isa >= SCALE_ISA_SSSE3) half = columns_row_ssse3(plan, rows, fy, out, half);
+        /* A row's last halves load up to 32 bytes past its end: from a row with two more
+         * rows below it (rows at least 32 bytes wide, running top down) those bytes are
+         * the plane's own, else the halves take the padded copy. Lanes past the row have
+         * weight 0 either way, so the output is the same. */
+        const int inside = plan->src_w >= COLUMN_FAR_BYTES && src_stride >= plan->src_w && top + 2 < plan->src_h;
+        const int limit = inside ? plan->dst_w / 8 : plan->simd_halves;
+        if (plan->isa >= SCALE_ISA_AVX2) half = columns_row_avx2(plan, rows, fy, out, half, limit);
+        if (plan->isa >= SCALE_ISA_SSSE3) half = columns_tail_ssse3(plan, rows, fy, out, columns_row_ssse3(plan, rows, fy, out, half, limit));
 #endif
         columns_row_c(plan, rows, fy, out, half);
     }
