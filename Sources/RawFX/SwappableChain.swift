@@ -134,3 +134,13 @@ public final class SwappableVideoChain: Sendable {
         try slot.latest.setBypass(stage, bypassed)
     }
 }
+
+/// What runs video frames on one processing thread: a `VideoChain`, or a `SwappableVideoChain`
+/// whose chain the control side replaces. A compositor's overlays take either.
+public protocol VideoProcessor: AnyObject, Sendable {
+    /// [process] Runs one frame; the output view is valid until the next call.
+    func process(_ frame: VideoFrame) throws(ChainError) -> VideoFrame
+}
+
+extension VideoChain: VideoProcessor {}
+extension SwappableVideoChain: VideoProcessor {}

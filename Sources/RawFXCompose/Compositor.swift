@@ -123,6 +123,22 @@ public enum CompositorError: Error, Hashable, CustomStringConvertible {
     }
 }
 
+/// A border drawn inside a tile's rectangle, over its picture or placeholder.
+public struct TileBorder: Sendable, Hashable {
+    /// Pixels, even, 0 (none) to 64.
+    public var width: Int
+    public var color: YUVColor
+
+    public init(width: Int, color: YUVColor) {
+        self.width = width
+        self.color = color
+    }
+
+    func validate() throws(CompositorError) {
+        guard (0...64).contains(width), width & 1 == 0 else { throw .badBorder(width) }
+    }
+}
+
 /// Scaling filters of the tiles (the `scale` filter's `filter` parameter).
 public enum ScaleQuality: Int32, Sendable, CaseIterable {
     case none = 0, linear = 1, bilinear = 2, box = 3
@@ -194,6 +210,7 @@ public final class Compositor: @unchecked Sendable {
         var share: String?
         /// The app's order (ids); inputs not in it follow in the order they were added.
         var order: [String] = []
+        var overlay: (any VideoProcessor)?
         var version = 0
     }
     private let control: Locked<ControlState>
@@ -221,6 +238,7 @@ public final class Compositor: @unchecked Sendable {
     private let composed = Atomic<Int>(0)
     private let placeholdersShown = Atomic<Int>(0)
     private let lastComposeNanoseconds = Atomic<UInt64>(0)
+    private let overlayFailures = Atomic<Int>(0)
 
     public init(_ configuration: Configuration) throws(CompositorError) {
         let c = configuration
@@ -292,10 +310,14 @@ public final class Compositor: @unchecked Sendable {
 
     /// [any thread] Adds an input; it is drawn from the next output frame on (its placeholder
     /// until its first frame). `chain`: filters run on each of its frames before scaling.
+    /// `overlay`: in-place filters run on its tile once drawn (a name label); `border`: the
+    /// tile's own border instead of the compositor's (an active speaker's highlight).
     public func addInput(id: String, placeholder: Placeholder? = nil, fit: TileFit? = nil,
-                         chain: VideoChain? = nil) throws(CompositorError) -> CompositorInput {
-        let input = CompositorInput(id: id, placeholder: placeholder, fit: fit, chain: chain,
-                                    originNanoseconds: originNanoseconds)
+                         chain: VideoChain? = nil, overlay: (any VideoProcessor)? = nil,
+                         border: TileBorder? = nil) throws(CompositorError) -> CompositorInput {
+        try border?.validate()
+        let input = CompositorInput(id: id, placeholder: placeholder, fit: fit, chain: chain, overlay: overlay,
+                                    border: border, originNanoseconds: originNanoseconds)
         try control.withLock { (state: inout ControlState) throws(CompositorError) in
             guard state.inputs.count < Self.maximumInputs else { throw .tooManyInputs(maximum: Self.maximumInputs) }
             guard !state.inputs.contains(where: { $0.id == id }) else { throw .duplicateInput(id: id) }
@@ -337,6 +359,13 @@ public final class Compositor: @unchecked Sendable {
         }
     }
 
+    /// [any thread] In-place filters run on the whole output after every tile (a caption bar,
+    /// a logo), from the next output frame on; nil: none. The chain's parameters change at run
+    /// time through its own control (`setParameter`), without a new scene.
+    public func setOverlay(_ chain: (any VideoProcessor)?) {
+        postScene { $0.overlay = chain }
+    }
+
     /// [any thread] The layout in force for the control side (the compose thread may still
     /// draw the previous one until its next frame).
     public var layout: CompositorLayout { control.withLock { $0.layout } }
@@ -345,8 +374,8 @@ public final class Compositor: @unchecked Sendable {
         let next: CompositorScene = control.withLock { state in
             change(&state)
             state.version += 1
-            return CompositorScene(state.inputs, layout: state.layout,
-                                   roles: Self.roles(state), configuration: configuration, version: state.version)
+            return CompositorScene(state.inputs, layout: state.layout, roles: Self.roles(state),
+                                   overlay: state.overlay, configuration: configuration, version: state.version)
         }
         scenes.post { _ in next }
     }
@@ -419,23 +448,20 @@ public final class Compositor: @unchecked Sendable {
         let chunks = ensureChunks(Self.chunkCount())
         for pass in 0..<current.passCount {
             let jobs = compose_schedule(frame, Int32(pass), chunks)
-            guard jobs > 0 else { continue }
             if jobs == 1 {
                 compose_run_chunk(frame, 0)
-            } else {
+            } else if jobs > 1 {
                 rfx_runtime_run_jobs(compose_run_chunk, frame, jobs)
             }
-        }
-        if configuration.border > 0 {
-            let color = configuration.borderColor
-            var c = (color.y, color.u, color.v)
-            withUnsafePointer(to: &c) { pointer in
-                pointer.withMemoryRebound(to: UInt8.self, capacity: 3) { colorPointer in
-                    for index in 0..<count {
-                        compose_draw_border(frame, tiles[index].rect, Int32(configuration.border), colorPointer)
-                    }
-                }
+            // A pass's borders and overlays before the tiles above them.
+            for index in 0..<count where current.passes[index] == pass {
+                decorate(current.inputs[index], tiles[index].rect, at: time)
             }
+        }
+        if let overlay = current.overlay {
+            var whole = canvas.frame
+            whole.raw.timestamp_us = time
+            runOverlay(overlay, on: whole)
         }
         composed.add(1, ordering: .relaxed)
         placeholdersShown.add(placeholders, ordering: .relaxed)
@@ -443,6 +469,47 @@ public final class Compositor: @unchecked Sendable {
         var output = canvas.frame
         output.raw.timestamp_us = time
         return output
+    }
+
+    /// The tile's border (its own or the compositor's), then its overlay chain on the tile's
+    /// rectangle of the canvas.
+    private func decorate(_ input: CompositorInput, _ rect: compose_rect, at time: Int64) {
+        let border = input.border ?? TileBorder(width: configuration.border, color: configuration.borderColor)
+        if border.width > 0 {
+            var c = (border.color.y, border.color.u, border.color.v)
+            withUnsafePointer(to: &c) { pointer in
+                pointer.withMemoryRebound(to: UInt8.self, capacity: 3) {
+                    compose_draw_border(frame, rect, Int32(border.width), $0)
+                }
+            }
+        }
+        guard let overlay = input.overlay, rect.width > 0, rect.height > 0 else { return }
+        let whole = canvas.frame
+        let x = Int(rect.x), y = Int(rect.y)
+        let view = VideoFrame(format: VideoFormat(width: Int(rect.width), height: Int(rect.height),
+                                                  colorRange: configuration.colorRange),
+                              y: whole.plane(0) + y * whole.stride(0) + x, yStride: whole.stride(0),
+                              u: whole.plane(1) + y / 2 * whole.stride(1) + x / 2, uStride: whole.stride(1),
+                              v: whole.plane(2) + y / 2 * whole.stride(2) + x / 2, vStride: whole.stride(2),
+                              timestampMicroseconds: time)
+        runOverlay(overlay, on: view)
+    }
+
+    /// Runs an overlay chain in place on `view`. A chain whose output is elsewhere (a filter
+    /// that is not in place) is copied back when it kept the size; a failure or another size
+    /// leaves the picture as drawn and is counted.
+    private func runOverlay(_ chain: any VideoProcessor, on view: VideoFrame) {
+        do {
+            let result = try chain.process(view)
+            guard result.raw.planes.0 != view.raw.planes.0 else { return }
+            guard result.width == view.width, result.height == view.height else {
+                overlayFailures.add(1, ordering: .relaxed)
+                return
+            }
+            result.copy(to: view)
+        } catch {
+            overlayFailures.add(1, ordering: .relaxed)
+        }
     }
 
     /// Points the tile at what the input should show at `time`: its newest frame (through its
@@ -589,6 +656,9 @@ public final class Compositor: @unchecked Sendable {
     public var framesComposed: Int { composed.load(ordering: .relaxed) }
     /// Tiles drawn with a placeholder, summed over every output frame.
     public var placeholderTilesShown: Int { placeholdersShown.load(ordering: .relaxed) }
+    /// Overlay chains (a tile's or the program's) that failed or changed the size, summed over
+    /// every output frame; the picture is then left as drawn.
+    public var overlayFailureCount: Int { overlayFailures.load(ordering: .relaxed) }
     /// Time the last `compose` took, in nanoseconds.
     public var lastComposeTime: UInt64 { lastComposeNanoseconds.load(ordering: .relaxed) }
 }
@@ -608,10 +678,13 @@ final class CompositorScene: @unchecked Sendable {
     let passes: [Int]
     let passCount: Int
     let backgroundRects: UnsafeMutableBufferPointer<compose_rect>
+    /// In-place filters on the whole output after the tiles.
+    let overlay: (any VideoProcessor)?
 
-    init(_ all: [CompositorInput], layout: CompositorLayout, roles: LayoutRoles,
+    init(_ all: [CompositorInput], layout: CompositorLayout, roles: LayoutRoles, overlay: (any VideoProcessor)? = nil,
          configuration: Compositor.Configuration, version: Int) {
         self.version = version
+        self.overlay = overlay
         self.layout = layout
         let placements = layout.placements(width: configuration.width, height: configuration.height, roles: roles)
         self.placements = placements

@@ -21,6 +21,13 @@ public final class CompositorInput: @unchecked Sendable {
     public let fit: TileFit?
     /// Filters run on each new frame before it is scaled into its tile (compose thread).
     public let chain: VideoChain?
+    /// Filters run in place on the tile itself, after it is drawn (its picture or its
+    /// placeholder) and before the tiles above it: a name label, an initials card. They see
+    /// the tile's rectangle of the output as an I420 frame of the tile's size with the
+    /// output's strides; the chain renegotiates when the tile's size changes (compose thread).
+    public let overlay: (any VideoProcessor)?
+    /// The tile's border; nil: the compositor's.
+    public let border: TileBorder?
 
     struct Slot {
         var frame: VideoFrame?
@@ -48,11 +55,14 @@ public final class CompositorInput: @unchecked Sendable {
     @exclusivity(unchecked) var processed: VideoFrame?
     @exclusivity(unchecked) var chainErrors = 0
 
-    init(id: String, placeholder: Placeholder?, fit: TileFit?, chain: VideoChain?, originNanoseconds: UInt64) {
+    init(id: String, placeholder: Placeholder?, fit: TileFit?, chain: VideoChain?, overlay: (any VideoProcessor)?,
+         border: TileBorder?, originNanoseconds: UInt64) {
         self.id = id
         self.placeholder = placeholder
         self.fit = fit
         self.chain = chain
+        self.overlay = overlay
+        self.border = border
         self.originNanoseconds = originNanoseconds
         slots = .allocate(capacity: 3)
         slots.initialize(repeating: Slot(), count: 3)

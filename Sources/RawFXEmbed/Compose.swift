@@ -74,6 +74,43 @@ public func rawfxCompositorAddInput(_ pointer: OpaquePointer?, _ id: UnsafePoint
     }
 }
 
+@_cdecl("rawfx_compositor_add_input_with_options")
+public func rawfxCompositorAddInputWithOptions(_ pointer: OpaquePointer?, _ id: UnsafePointer<CChar>?,
+                                               _ options: UnsafePointer<rawfx_compositor_input_options>?,
+                                               _ out: UnsafeMutablePointer<OpaquePointer?>?) -> rawfx_result {
+    let function = "rawfx_compositor_add_input_with_options"
+    guard let out else { return invalid(function, "input is NULL; expected the address of a rawfx_compositor_input *") }
+    out.pointee = nil
+    guard let pointer else { return invalid(function, "compositor is NULL") }
+    guard let name = string(id), !name.isEmpty else { return invalid(function, "id is NULL or empty; expected a name for the input") }
+    var o = rawfx_compositor_input_options()
+    if let options {
+        if let failure = checkSize(options.pointee.struct_size, of: "rawfx_compositor_input_options",
+                                   expected: MemoryLayout<rawfx_compositor_input_options>.size, function) { return failure }
+        // Fields past the caller's struct_size read as zero (an older header).
+        withUnsafeMutableBytes(of: &o) { target in
+            target.copyMemory(from: UnsafeRawBufferPointer(start: options, count: Int(options.pointee.struct_size)))
+        }
+    }
+    let target = compositor(pointer)
+    let overlay = o.overlay.map { object($0, as: SwappableVideoChain.self) }
+    let border = o.has_border != 0
+        ? TileBorder(width: Int(o.border), color: color(o.border_rgb, target.configuration.colorRange)) : nil
+    do {
+        out.pointee = handle(try target.addInput(id: name, overlay: overlay, border: border))
+        return rawfxOK
+    } catch {
+        return invalid(function, error.description)
+    }
+}
+
+@_cdecl("rawfx_compositor_set_overlay")
+public func rawfxCompositorSetOverlay(_ pointer: OpaquePointer?, _ overlay: OpaquePointer?) -> rawfx_result {
+    guard let pointer else { return invalid("rawfx_compositor_set_overlay", "compositor is NULL") }
+    compositor(pointer).setOverlay(overlay.map { object($0, as: SwappableVideoChain.self) })
+    return rawfxOK
+}
+
 @_cdecl("rawfx_compositor_remove_input")
 public func rawfxCompositorRemoveInput(_ pointer: OpaquePointer?, _ id: UnsafePointer<CChar>?) -> rawfx_result {
     let function = "rawfx_compositor_remove_input"

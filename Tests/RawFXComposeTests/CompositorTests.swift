@@ -535,3 +535,108 @@ final class ActiveSpeakerTests: XCTestCase {
         XCTAssertEqual(compositor.currentScene.layout, .grid)
     }
 }
+
+final class CompositorOverlayTests: XCTestCase {
+    /// Equal sample arrays; a failure names the first difference, not the whole picture.
+    func assertSame(_ a: [UInt8], _ b: [UInt8], _ message: String, file: StaticString = #filePath, line: UInt = #line) {
+        guard a != b else { return }
+        let common = min(a.count, b.count)
+        let differing = (0..<common).filter { a[$0] != b[$0] }
+        let first = differing.first.map { "at \($0) (\(a[$0]) vs \(b[$0]))" } ?? "past the shorter one"
+        XCTFail("\(message): \(a.count) and \(b.count) samples, \(differing.count) differ, the first \(first)",
+                file: file, line: line)
+    }
+
+    /// A copy of the canvas (compose returns a view that the next compose redraws).
+    func snapshot(_ frame: VideoFrame) -> VideoBuffer {
+        let copy = VideoBuffer(format: frame.format)
+        frame.copy(to: copy.frame)
+        return copy
+    }
+
+    /// Plane samples of `rect` turned half a turn: rows reversed, each row reversed.
+    func halfTurn(_ frame: VideoFrame, plane p: Int, in rect: TileRect) -> [UInt8] {
+        let shift = p > 0 ? 1 : 0
+        let width = rect.width >> shift
+        let rows = samples(frame, plane: p, in: rect)
+        return stride(from: rows.count - width, through: 0, by: -width).flatMap { rows[$0..<($0 + width)].reversed() }
+    }
+
+    /// A tile's overlay runs in place on its rectangle of the output (here a half turn, a filter
+    /// that is not in place, so its output is copied back), a tile's own border replaces the
+    /// compositor's, the program overlay runs on the whole output last, and a lower tile's
+    /// overlay never reaches the tile above it.
+    func testOverlaysAndBordersDrawOnTheirTileAndTheProgramInZOrder() throws {
+        let registry = PluginRegistry()
+        let red = YUVColor(red: 220, green: 20, blue: 20)
+        func make(decorated: Bool, layout: CompositorLayout) throws -> Compositor {
+            let compositor = try Compositor(.init(width: 640, height: 360, layout: layout, fit: .cover,
+                                                  background: .color(.black()), inputTimeoutMicroseconds: 3_600_000_000))
+            let a = try compositor.addInput(id: "a", overlay: decorated ? VideoChain("rotate=angle=180", registry: registry) : nil)
+            let b = try compositor.addInput(id: "b", border: decorated ? TileBorder(width: 4, color: red) : nil)
+            a.submit(noisePicture(width: 320, height: 180, seed: 1).frame, at: 0)
+            b.submit(noisePicture(width: 320, height: 240, seed: 2).frame, at: 0)
+            compositor.setRoles(speaker: "b", share: "a")
+            return compositor
+        }
+        // The grid: tiles side by side.
+        let plain = snapshot(try make(decorated: false, layout: .grid).compose(frameIndex: 0))
+        let decorated = try make(decorated: true, layout: .grid)
+        let output = snapshot(decorated.compose(frameIndex: 0))
+        let rects = Dictionary(uniqueKeysWithValues: decorated.currentScene.placements.map { ($0.id, $0.rect) })
+        let (ra, rb) = (rects["a"]!, rects["b"]!)
+        for p in 0..<3 {
+            assertSame(samples(output.frame, plane: p, in: ra), halfTurn(plain.frame, plane: p, in: ra), "a's overlay, plane \(p)")
+        }
+        let inner = TileRect(x: rb.x + 4, y: rb.y + 4, width: rb.width - 8, height: rb.height - 8)
+        for p in 0..<3 {
+            assertSame(samples(output.frame, plane: p, in: inner), samples(plain.frame, plane: p, in: inner), "b inside its border")
+            let top = TileRect(x: rb.x, y: rb.y, width: rb.width, height: 4)
+            let left = TileRect(x: rb.x, y: rb.y, width: 4, height: rb.height)
+            let colour = [red.y, red.u, red.v][p]
+            XCTAssert(samples(output.frame, plane: p, in: top).allSatisfy { $0 == colour }, "b's border, plane \(p)")
+            XCTAssert(samples(output.frame, plane: p, in: left).allSatisfy { $0 == colour }, "b's border, plane \(p)")
+        }
+        for piece in LayoutGeometry.uncovered(by: [ra, rb], in: TileRect(x: 0, y: 0, width: 640, height: 360)) {
+            assertSame(samples(output.frame, plane: 0, in: piece), samples(plain.frame, plane: 0, in: piece), "outside the tiles")
+        }
+        // The program overlay: the whole output, after the tiles.
+        decorated.setOverlay(try VideoChain("rotate=angle=180", registry: registry))
+        let turned = decorated.compose(frameIndex: 1)
+        let whole = TileRect(x: 0, y: 0, width: 640, height: 360)
+        for p in 0..<3 { assertSame(samples(turned, plane: p), halfTurn(output.frame, plane: p, in: whole), "program overlay, plane \(p)") }
+        // Overlays on tiles and on the program allocate nothing once negotiated.
+        for index: Int64 in 2..<6 { _ = decorated.compose(frameIndex: index) }
+        let counting = rawfx_allocation_counter_active() != 0
+        // An Int loop: iterating a Range<Int64> allocates in a debug build.
+        let before = rawfx_thread_allocation_count()
+        for index in 6..<36 { _ = decorated.compose(frameIndex: Int64(index)) }
+        let allocations = rawfx_thread_allocation_count() - before
+        if counting { XCTAssertEqual(allocations, 0, "allocations over 30 frames with overlays") }
+        decorated.setOverlay(nil)
+        assertSame(samples(decorated.compose(frameIndex: 36), plane: 0), samples(output.frame, plane: 0), "without the program overlay")
+        XCTAssertEqual(decorated.overlayFailureCount, 0)
+
+        // The share with the speaker inset: a's overlay turns a's tile before b is drawn over it.
+        let plainInset = snapshot(try make(decorated: false, layout: .share(speaker: .inset)).compose(frameIndex: 0))
+        let inset = try make(decorated: true, layout: .share(speaker: .inset))
+        let insetOutput = snapshot(inset.compose(frameIndex: 0))
+        let placed = Dictionary(uniqueKeysWithValues: inset.currentScene.placements.map { ($0.id, $0.rect) })
+        let (share, speaker) = (placed["a"]!, placed["b"]!)
+        XCTAssert(share.intersects(speaker), "the inset lies on the share")
+        let speakerInner = TileRect(x: speaker.x + 4, y: speaker.y + 4, width: speaker.width - 8, height: speaker.height - 8)
+        assertSame(samples(insetOutput.frame, plane: 0, in: speakerInner), samples(plainInset.frame, plane: 0, in: speakerInner),
+                       "the speaker's tile is drawn after the share's overlay")
+        // Where the share shows, it is the half turn of the share drawn alone.
+        let shareAlone = try Compositor(.init(width: 640, height: 360, layout: .custom([
+            CustomTile(id: "a", rect: share, z: 0)]), fit: .cover, background: .color(.black())))
+        try shareAlone.addInput(id: "a").submit(noisePicture(width: 320, height: 180, seed: 1).frame, at: 0)
+        let alone = shareAlone.compose(frameIndex: 0)
+        let turnedShare = halfTurn(alone, plane: 0, in: share)
+        let drawn = samples(insetOutput.frame, plane: 0, in: share)
+        for row in stride(from: 0, to: share.height, by: 2) where !(speaker.y..<speaker.maxY).contains(share.y + row) {
+            assertSame(Array(drawn[(row * share.width)..<((row + 1) * share.width)]), Array(turnedShare[(row * share.width)..<((row + 1) * share.width)]),
+                           "share row \(row)")
+        }
+    }
+}

@@ -2,6 +2,7 @@ import CRawFXEmbed
 import Foundation
 import RawFX
 import RawFXAllocCounter
+import RawFXCompose
 import RawFXEmbed
 import XCTest
 
@@ -83,6 +84,64 @@ final class EmbedComposeTests: XCTestCase {
         XCTAssertEqual(rawfx_compositor_input_set_active(inputs[1], 0), rawfx_result(RAWFX_OK))
         XCTAssertEqual(rawfx_compositor_compose(compositor, 20, &output), rawfx_result(RAWFX_OK))
         XCTAssertEqual(output.planes.0![100 * Int(output.strides.0) + 100], 16)
+    }
+
+    /// Overlays and a tile's own border through the C API: the same bytes as the Swift
+    /// compositor given the same chains and border; the compositor keeps a chain whose handle
+    /// was destroyed, and a parameter set on a handle reaches the overlay.
+    func testOverlaysAndBordersGiveTheSwiftCompositorsBytes() throws {
+        var registry: OpaquePointer?
+        XCTAssertEqual(rawfx_registry_open(nil, &registry), rawfx_result(RAWFX_OK), String(cString: rawfx_last_error()))
+        defer { rawfx_registry_close(registry) }
+        var compositor: OpaquePointer?
+        config(width: 640, height: 360) {
+            XCTAssertEqual(rawfx_compositor_create($0, &compositor), rawfx_result(RAWFX_OK), String(cString: rawfx_last_error()))
+        }
+        defer { rawfx_compositor_destroy(compositor) }
+        var tileChain: OpaquePointer?, programChain: OpaquePointer?
+        XCTAssertEqual(rawfx_video_chain_create(registry, "rotate=angle=180", &tileChain), rawfx_result(RAWFX_OK))
+        XCTAssertEqual(rawfx_video_chain_create(registry, "rotate=angle=180", &programChain), rawfx_result(RAWFX_OK))
+        defer { rawfx_video_chain_destroy(programChain) }
+        var options = rawfx_compositor_input_options()
+        options.struct_size = UInt32(MemoryLayout<rawfx_compositor_input_options>.size)
+        options.overlay = tileChain
+        var a: OpaquePointer?, b: OpaquePointer?
+        XCTAssertEqual(rawfx_compositor_add_input_with_options(compositor, "a", &options, &a), rawfx_result(RAWFX_OK))
+        rawfx_video_chain_destroy(tileChain)  // the compositor keeps the chain
+        options.overlay = nil
+        options.has_border = 1
+        options.border = 6
+        options.border_rgb = 0x20C040
+        XCTAssertEqual(rawfx_compositor_add_input_with_options(compositor, "b", &options, &b), rawfx_result(RAWFX_OK))
+        defer { rawfx_compositor_input_release(a); rawfx_compositor_input_release(b) }
+        options.border = 7
+        var c: OpaquePointer?
+        XCTAssertEqual(rawfx_compositor_add_input_with_options(compositor, "c", &options, &c), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        XCTAssertTrue(String(cString: rawfx_last_error()).contains("border of 7 pixels: expected an even width"), String(cString: rawfx_last_error()))
+        XCTAssertEqual(rawfx_compositor_set_overlay(compositor, programChain), rawfx_result(RAWFX_OK))
+        let pictures = [patternBuffer(width: 320, height: 180, seed: 4), patternBuffer(width: 320, height: 240, seed: 5)]
+        for (input, picture) in zip([a, b], pictures) {
+            var raw = picture.frame.raw
+            XCTAssertEqual(rawfx_compositor_input_submit(input, &raw, 0), rawfx_result(RAWFX_OK))
+        }
+        var output = rawfx_video_frame()
+        XCTAssertEqual(rawfx_compositor_compose(compositor, 0, &output), rawfx_result(RAWFX_OK))
+
+        let registryObject = PluginRegistry()
+        let reference = try Compositor(.init(width: 640, height: 360, background: .color(.black()),
+                                             placeholder: .color(.black())))
+        try reference.addInput(id: "a", overlay: VideoChain("rotate=angle=180", registry: registryObject)).submit(pictures[0].frame, at: 0)
+        try reference.addInput(id: "b", border: TileBorder(width: 6, color: YUVColor(red: 0x20, green: 0xC0, blue: 0x40)))
+            .submit(pictures[1].frame, at: 0)
+        reference.setOverlay(try VideoChain("rotate=angle=180", registry: registryObject))
+        let expected = reference.compose(frameIndex: 0)
+        for p in 0..<3 { XCTAssertEqual(planeBytes(VideoFrame(output), p), planeBytes(expected, p), "plane \(p)") }
+        // The program overlay's angle, set through the handle: the tiles upright again.
+        XCTAssertEqual(rawfx_video_chain_set_parameter(programChain, "rotate.angle", "0"), rawfx_result(RAWFX_OK))
+        XCTAssertEqual(rawfx_compositor_compose(compositor, 1, &output), rawfx_result(RAWFX_OK))
+        reference.setOverlay(nil)
+        let upright = reference.compose(frameIndex: 1)
+        XCTAssertEqual(planeBytes(VideoFrame(output), 0), planeBytes(upright, 0))
     }
 
     func testBadArgumentsNameWhatIsWrong() {

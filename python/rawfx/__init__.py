@@ -733,12 +733,26 @@ class Compositor:
         self._views = None
         self._inputs = {}
 
-    def add_input(self, input_id):
+    def add_input(self, input_id, overlay=None, border=None):
         """Adds an input (at most 49); drawn from the next output frame (its placeholder until
-        its first frame)."""
+        its first frame). `overlay`: a VideoChain of in-place filters run on the tile once drawn
+        (a name label: "text=text=Alice:anchor=bottom_left"); the compositor keeps it, and its
+        set_parameter changes it live. `border`: (pixels, 0xRRGGBB), the tile's own border."""
         handle = ctypes.c_void_p()
-        _check("rawfx_compositor_add_input",
-               _lib.rawfx_compositor_add_input(self._handle, _text(input_id, "input_id"), ctypes.byref(handle)))
+        if overlay is not None and not isinstance(overlay, VideoChain):
+            raise TypeError("overlay: %r; expected a rawfx.VideoChain" % (overlay,))
+        has_border, pixels, rgb = 0, 0, 0
+        if border is not None:
+            try:
+                pixels, rgb = border
+            except (TypeError, ValueError):
+                raise ValueError("border: %r; expected (pixels, 0xRRGGBB)" % (border,)) from None
+            has_border, rgb = 1, _rgb(rgb, "border colour")
+        options = _c.CompositorInputOptions(ctypes.sizeof(_c.CompositorInputOptions),
+                                            None if overlay is None else overlay._handle, has_border, pixels, rgb)
+        _check("rawfx_compositor_add_input_with_options",
+               _lib.rawfx_compositor_add_input_with_options(self._handle, _text(input_id, "input_id"),
+                                                            ctypes.byref(options), ctypes.byref(handle)))
         made = self._inputs[input_id] = CompositorInput(self, handle, input_id)
         return made
 
@@ -752,6 +766,14 @@ class Compositor:
         """"grid", "single", "speaker[:filmstrip=bottom:others=4]", "share[:speaker=beside]", or a
         list of {"id", "x", "y", "width", "height", "z"} dicts; from the next output frame."""
         _check("rawfx_compositor_set_layout", _lib.rawfx_compositor_set_layout(self._handle, _layout_text(layout)))
+
+    def set_overlay(self, overlay):
+        """A VideoChain of in-place filters run on the whole output after the tiles (a caption
+        bar: "text=text=...:anchor=bottom"), from the next output frame; None: none."""
+        if overlay is not None and not isinstance(overlay, VideoChain):
+            raise TypeError("overlay: %r; expected a rawfx.VideoChain or None" % (overlay,))
+        _check("rawfx_compositor_set_overlay",
+               _lib.rawfx_compositor_set_overlay(self._handle, None if overlay is None else overlay._handle))
 
     def set_roles(self, speaker=None, share=None):
         """The active speaker and the share, by input id (None: none)."""

@@ -131,6 +131,11 @@ class CompositorConfig(CheckedStructure):
                 ("input_timeout_us", ctypes.c_int64), ("layout", ctypes.c_char_p)]
 
 
+class CompositorInputOptions(CheckedStructure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("overlay", ctypes.c_void_p), ("has_border", ctypes.c_int32),
+                ("border", ctypes.c_uint32), ("border_rgb", ctypes.c_uint32)]
+
+
 class StageMetrics(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("name", ctypes.c_char * 64), ("frames", ctypes.c_uint64),
                 ("errors", ctypes.c_uint64), ("drops", ctypes.c_uint64), ("bypassed", ctypes.c_uint64),
@@ -195,7 +200,7 @@ _CHECKED_BY_CALLER = {"rawfx_audio_chain_process_into"}
 
 # The rawfx_embed.h minor version whose functions this package calls (1.4: the compositor,
 # rawfx_compositor_*).
-API_MINOR = 4
+API_MINOR = 5
 
 
 def _declare(lib):
@@ -245,6 +250,8 @@ def _declare(lib):
         "rawfx_compositor_create": (result, [c.POINTER(CompositorConfig), c.POINTER(P)]),
         "rawfx_compositor_destroy": (None, [P]),
         "rawfx_compositor_add_input": (result, [P, c.c_char_p, c.POINTER(P)]),
+        "rawfx_compositor_add_input_with_options": (result, [P, c.c_char_p, c.POINTER(CompositorInputOptions), c.POINTER(P)]),
+        "rawfx_compositor_set_overlay": (result, [P, P]),
         "rawfx_compositor_remove_input": (result, [P, c.c_char_p]),
         "rawfx_compositor_input_submit": (result, [P, c.POINTER(VideoFrame), c.c_int64]),
         "rawfx_compositor_input_set_active": (result, [P, c.c_int32]),

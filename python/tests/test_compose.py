@@ -88,3 +88,42 @@ def test_bad_arguments_are_refused_with_their_reason():
     with pytest.raises(ValueError, match="does not fit"):
         comp.compose(2**64)
     comp.close()
+
+
+def test_overlays_and_a_tiles_border_draw_on_their_tile_and_the_program(registry):
+    """A tile's overlay turns only its tile (rows and columns reversed, numpy as reference), a
+    tile's own border is its colour, the program overlay turns the whole picture, and a
+    parameter set on the overlay's chain reaches the compositor."""
+    plain = rawfx.Compositor(640, 360, layout="grid", fit="cover", background="#000000", timeout=60)
+    decorated = rawfx.Compositor(640, 360, layout="grid", fit="cover", background="#000000", timeout=60)
+    turn = registry.video_chain("rotate=angle=180")
+    pictures = {"a": picture(180, 320, 1), "b": picture(240, 320, 2)}
+    for comp in (plain, decorated):
+        overlay = turn if comp is decorated else None
+        border = (4, (255, 255, 255)) if comp is decorated else None
+        comp.add_input("a", overlay=overlay).submit(*pictures["a"], time_us=0)
+        comp.add_input("b", border=border).submit(*pictures["b"], time_us=0)
+    py, pu, pv = plain.compose(0, copy=True)
+    y, u, v = decorated.compose(0, copy=True)
+    tiles = decorated.scene["tiles"]
+    a, b = tiles["a"], tiles["b"]
+    ay, ax, ah, aw = a["y"], a["x"], a["height"], a["width"]
+    assert np.array_equal(y[ay:ay + ah, ax:ax + aw], py[ay:ay + ah, ax:ax + aw][::-1, ::-1])
+    assert np.array_equal(u[ay // 2:(ay + ah) // 2, ax // 2:(ax + aw) // 2],
+                          pu[ay // 2:(ay + ah) // 2, ax // 2:(ax + aw) // 2][::-1, ::-1])
+    by, bx, bh, bw = b["y"], b["x"], b["height"], b["width"]
+    assert (y[by:by + 4, bx:bx + bw] == 235).all()  # white, limited range
+    assert np.array_equal(y[by + 4:by + bh - 4, bx + 4:bx + bw - 4], py[by + 4:by + bh - 4, bx + 4:bx + bw - 4])
+    program = registry.video_chain("rotate=angle=180")
+    decorated.set_overlay(program)
+    turned = decorated.compose(1, copy=True)[0]
+    assert np.array_equal(turned, y[::-1, ::-1])
+    program.set_parameter("rotate.angle", "0")
+    assert np.array_equal(decorated.compose(2, copy=True)[0], y)
+    decorated.set_overlay(None)
+    with pytest.raises(TypeError):
+        decorated.add_input("c", overlay="text=text=x")
+    with pytest.raises(rawfx.RawFXError, match="border of 3 pixels"):
+        decorated.add_input("c", border=(3, 0xFFFFFF))
+    for comp in (plain, decorated):
+        comp.close()

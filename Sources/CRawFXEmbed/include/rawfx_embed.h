@@ -45,7 +45,7 @@ extern "C" {
 
 /* The version of this API. Minor versions only append functions and struct fields. */
 #define RAWFX_EMBED_VERSION_MAJOR 1
-#define RAWFX_EMBED_VERSION_MINOR 4
+#define RAWFX_EMBED_VERSION_MINOR 5
 
 /* [any] The version of the library loaded, as RAWFX_EMBED_VERSION_MAJOR * 1000 + MINOR.
  * A program built against a newer minor than the library checks this before calling the
@@ -386,6 +386,30 @@ rawfx_result rawfx_compositor_set_roles(rawfx_compositor *compositor, const char
  * receives a view of the canvas, valid until the next compose or the compositor's end.
  * REAL-TIME once warm: no allocation, no lock. */
 rawfx_result rawfx_compositor_compose(rawfx_compositor *compositor, int64_t frame_index, rawfx_video_frame *output);
+
+/* Since 1.5: decorations. An overlay is a video chain of in-place filters (a `text` label,
+ * a watermark) run on a tile's rectangle of the output once the tile is drawn, picture or
+ * placeholder, before the tiles above it; the program overlay runs on the whole output after
+ * every tile (a caption bar). The compositor keeps the chain: destroy your handle whenever you
+ * like, and change its parameters at any time with rawfx_video_chain_set_parameter ("text.text",
+ * a new caption): the compose thread takes them between two frames, without allocating. The
+ * chain runs on the compose thread only: do not process frames with it yourself. */
+typedef struct rawfx_compositor_input_options {
+    uint32_t struct_size;
+    rawfx_video_chain *overlay;      /* NULL: none */
+    int32_t has_border;              /* nonzero: this tile's own border, instead of config.border */
+    uint32_t border;                 /* pixels inside the tile, even, 0 to 64 */
+    uint32_t border_rgb;             /* 0xRRGGBB */
+} rawfx_compositor_input_options;
+
+/* [any] As rawfx_compositor_add_input, with an overlay and a border of the tile's own (an
+ * active speaker's highlight). `options` NULL: as rawfx_compositor_add_input. */
+rawfx_result rawfx_compositor_add_input_with_options(rawfx_compositor *compositor, const char *id,
+                                                     const rawfx_compositor_input_options *options,
+                                                     rawfx_compositor_input **input);
+
+/* [any] The program overlay from the next output frame (NULL: none). */
+rawfx_result rawfx_compositor_set_overlay(rawfx_compositor *compositor, rawfx_video_chain *overlay);
 
 /* [process] (allocates) Where each input went in the last compose, as JSON:
  * {"version":N,"layout":"grid","tiles":{"id":{"x":..,"y":..,"width":..,"height":..,"z":..}}}.
