@@ -33,6 +33,11 @@ struct ComposeCommand: ParsableCommand {
               | ffmpeg -f yuv4mpegpipe -i - speaker.mp4
           rawfx compose --layout share --share-placement inset --share screen screen=s.y4m me=cam.y4m -o out.y4m
           rawfx compose --switch 5=speaker --layout-json layouts.jsonl a.y4m b.y4m -o out.y4m
+          rawfx compose --name alice='Alice Smith' --name bob='Bob' --captions talk.srt alice=a.y4m bob=b.y4m -o out.y4m
+
+        Labels (--label, --name) and captions (--captions) are drawn by the 'text' filter (the \
+        Text plugin; its parameters go in --label-style and --caption-style); --overlay runs any \
+        in-place chain over the whole program.
         """)
 
     @Argument(help: ArgumentHelp("Inputs, each [ID=]PATH: a .y4m file, a FIFO, or - (standard input, once).", valueName: "input"))
@@ -101,6 +106,30 @@ struct ComposeCommand: ParsableCommand {
     @Option(name: .customLong("audio-rate"), help: ArgumentHelp("The mix's sample rate (Hz; the SDKs take 32000 or 48000).", valueName: "hz"))
     var audioRate: Int = 48000
 
+    @Flag(name: .customLong("label"), help: "Name every tile (its input ID, or --name) with the 'text' filter, placeholders too.")
+    var label = false
+
+    @Option(name: .customLong("name"), help: ArgumentHelp("A tile's label: ID=Full Name (repeat for more; implies --label).", valueName: "id=name"))
+    var names: [String] = []
+
+    @Option(name: .customLong("label-style"),
+            help: ArgumentHelp("The labels' 'text' filter parameters (its text is the name).", valueName: "options"))
+    var labelStyle: String = "anchor=bottom_left:size=22:box=true"
+
+    @Option(name: .customLong("captions"), help: ArgumentHelp("Burn in the cues of a SubRip (.srt) file, at their times, in a caption bar.", valueName: "file.srt"))
+    var captions: String?
+
+    @Option(name: .customLong("caption-style"),
+            help: ArgumentHelp("The caption bar's 'text' filter parameters (its text is the cue in force).", valueName: "options"))
+    var captionStyle: String = "anchor=bottom:size=36:box=true:max_width=0.8"
+
+    @Option(name: .customLong("overlay"),
+            help: ArgumentHelp("Any in-place video chain over the whole program after the tiles, e.g. watermark=image=logo.png.", valueName: "chain"))
+    var overlay: String?
+
+    @Option(name: .customLong("plugin-path"), help: ArgumentHelp("More plugin folders or files (the labels', captions' and --overlay's filters).", valueName: "path"))
+    var pluginPath: [String] = []
+
     @Option(name: .customLong("threads"), help: ArgumentHelp("Threads the tiles are scaled on, the calling one included (1 to 64); default as rawfx run.", valueName: "n"))
     var threads: Int?
 
@@ -115,6 +144,31 @@ struct ComposeCommand: ParsableCommand {
         _ = try parsedSize()
         _ = try parsedRate()
         _ = try parsedSwitches()
+        _ = try parsedNames()
+    }
+
+    /// `--name ID=Full Name` pairs.
+    func parsedNames() throws -> [String: String] {
+        var result: [String: String] = [:]
+        for text in names {
+            guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                throw ValidationError("--name '\(text)': give ID=NAME, e.g. alice='Alice Smith'")
+            }
+            result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+        }
+        return result
+    }
+
+    /// A chain of the `text` filter styled by `style`, showing `text`. The text is set as a
+    /// parameter, not spelled in the chain, so that any name or cue needs no quoting.
+    static func textChain(style: String, text: String, registry: PluginRegistry, option: String) throws -> VideoChain {
+        do {
+            let chain = try VideoChain(style.isEmpty ? "text" : "text=\(style)", registry: registry)
+            try chain.setParameter("text.text", text)
+            return chain
+        } catch {
+            throw CLIError("\(option): \(error)")
+        }
     }
 
     func parsedSize() throws -> (width: Int, height: Int) {
@@ -314,6 +368,31 @@ struct ComposeCommand: ParsableCommand {
             throw CLIError("\(error)")
         }
 
+        // Labels, captions and the program overlay: chains of the filters the registry has.
+        let labelNames = try parsedNames()
+        var registryLoaded: PluginRegistry?
+        func overlayRegistry() throws -> PluginRegistry {
+            if let registryLoaded { return registryLoaded }
+            let loaded = try loadRegistry(pluginPath)
+            registryLoaded = loaded
+            return loaded
+        }
+        let cues = try captions.map { try SubRip.read($0) } ?? []
+        let captionChain = captions == nil ? nil
+            : try Self.textChain(style: captionStyle, text: "", registry: try overlayRegistry(), option: "--caption-style")
+        var programChain: VideoChain?
+        if let overlay {
+            do { programChain = try VideoChain(overlay, registry: try overlayRegistry()) } catch let error as ChainError {
+                throw CLIError("--overlay: \(error)")
+            }
+        }
+        switch (captionChain, programChain) {
+        case let (c?, o?): compositor.setOverlay(ChainPair(first: o, second: c))
+        case let (c?, nil): compositor.setOverlay(c)
+        case let (nil, o?): compositor.setOverlay(o)
+        case (nil, nil): break
+        }
+
         // The inputs, each with an ID.
         var sources: [Source] = []
         var audioSources: [AudioSource] = []
@@ -351,11 +430,17 @@ struct ComposeCommand: ParsableCommand {
                 continue
             }
             let reader = try Y4MReader(media)
-            let handle = try compositor.addInput(id: id)
+            let label = self.label || !names.isEmpty
+                ? try Self.textChain(style: labelStyle, text: labelNames[id] ?? id, registry: try overlayRegistry(),
+                                     option: "--label-style") : nil
+            let handle = try compositor.addInput(id: id, overlay: label)
             sources.append(Source(id: id, path: path, reader: reader, handle: handle))
         }
         guard !sources.isEmpty else { throw CLIError("no Y4M input: compose draws video inputs (WAV inputs are mixed beside them)") }
         compositor.setRoles(speaker: speaker ?? sources.first?.id, share: share)
+        for id in labelNames.keys where !sources.contains(where: { $0.id == id }) {
+            throw CLIError("--name '\(id)=…': '\(id)' is not an input ID; the inputs are \(sources.map(\.id).joined(separator: ", "))")
+        }
         for (option, value) in [("--speaker", speaker), ("--share", share)] {
             if let value, !sources.contains(where: { $0.id == value }) {
                 throw CLIError("\(option) '\(value)' is not an input ID; the inputs are \(sources.map(\.id).joined(separator: ", "))")
@@ -382,6 +467,7 @@ struct ComposeCommand: ParsableCommand {
         if let layoutJSON { layoutLines = try MediaOutput(replacing: layoutJSON) }
         let progress = ProgressLine(total: Int(frameCount), unit: "frames")
         var shownVersion = -1
+        var shownCue: Int?
         var nextSwitch = 0
         do {
             for index in 0..<frameCount {
@@ -391,6 +477,13 @@ struct ComposeCommand: ParsableCommand {
                     nextSwitch += 1
                 }
                 for source in sources { source.advance(to: time) }
+                if let captionChain {
+                    let cue = SubRip.cue(in: cues, at: time)
+                    if cue != shownCue {
+                        shownCue = cue
+                        try captionChain.setParameter("text.text", cue.map { cues[$0].text } ?? "")
+                    }
+                }
                 let frame = compositor.compose(frameIndex: index)
                 if let mixer, let audioWriter {
                     // The blocks that leave with this frame; inputs read 50 ms ahead so that the
@@ -417,5 +510,70 @@ struct ComposeCommand: ParsableCommand {
             throw CLIError("\(closedPipeOr(error, writer.output)) (the output keeps \(kept) complete frame\(kept == 1 ? "" : "s"))")
         }
         progress.finish(Int(frameCount))
+    }
+}
+
+/// Two overlays over the program, one after the other (`--overlay`, then the captions).
+final class ChainPair: VideoProcessor, @unchecked Sendable {
+    let first: VideoChain
+    let second: VideoChain
+
+    init(first: VideoChain, second: VideoChain) {
+        self.first = first
+        self.second = second
+    }
+
+    func process(_ frame: VideoFrame) throws(ChainError) -> VideoFrame {
+        try second.process(try first.process(frame))
+    }
+}
+
+/// Cues of a SubRip (.srt) file: `1`, `00:00:01,000 --> 00:00:04,500`, text lines, a blank line.
+enum SubRip {
+    struct Cue: Equatable {
+        var start: Int64  // µs
+        var end: Int64
+        var text: String
+    }
+
+    static func read(_ path: String) throws -> [Cue] {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw CLIError("--captions \(path): cannot read it as UTF-8 text: \(error.localizedDescription)")
+        }
+        return try parse(text, path: path)
+    }
+
+    static func parse(_ text: String, path: String) throws -> [Cue] {
+        var cues: [Cue] = []
+        let blocks = text.replacingOccurrences(of: "\r\n", with: "\n").components(separatedBy: "\n\n")
+        for block in blocks {
+            let lines = block.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+            guard let timing = lines.firstIndex(where: { $0.contains("-->") }) else {
+                if lines.contains(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty && Int($0.trimmingCharacters(in: .whitespaces)) == nil }) {
+                    throw CLIError("--captions \(path): a cue without a 'HH:MM:SS,mmm --> HH:MM:SS,mmm' line: \(lines.first ?? "")")
+                }
+                continue
+            }
+            let ends = lines[timing].components(separatedBy: "-->")
+            guard ends.count == 2, let start = time(ends[0]), let end = time(ends[1]), end >= start else {
+                throw CLIError("--captions \(path): '\(lines[timing])': expected HH:MM:SS,mmm --> HH:MM:SS,mmm, the end not before the start")
+            }
+            cues.append(Cue(start: start, end: end, text: lines[(timing + 1)...].joined(separator: " ")))
+        }
+        return cues.sorted { $0.start < $1.start }
+    }
+
+    /// `HH:MM:SS,mmm` (or with a dot) in microseconds.
+    static func time(_ text: String) -> Int64? {
+        let parts = text.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: ".").split(separator: ":")
+        guard parts.count == 3, let h = Int64(parts[0]), let m = Int64(parts[1]), let s = Double(parts[2]),
+              h >= 0, (0..<60).contains(m), s >= 0, s < 60 else { return nil }
+        return (h * 3600 + m * 60) * 1_000_000 + Int64((s * 1_000_000).rounded())
+    }
+
+    /// The cue in force at `time` (the last one started), if any.
+    static func cue(in cues: [Cue], at time: Int64) -> Int? {
+        cues.lastIndex { $0.start <= time && time < $0.end }
     }
 }
