@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* SpeexDSP's "desktop" quality: stopband well below the 16-bit noise floor,
@@ -66,11 +67,12 @@ static void run_hop(speech_stage *s, speech_slot *slot)
 {
     const uint32_t hop = s->ops->hop;
     for (uint32_t c = 0; c < s->channels; c++)
-        s->ops->run(s, s->live->channel[c], slot->params, slot->in + (size_t)c * hop, slot->out + (size_t)c * hop);
+        s->ops->run(s, slot->set->channel[c], slot->params, slot->in + (size_t)c * hop, slot->out + (size_t)c * hop);
 }
 
-/* The worker runs hops in the order process submitted them; the semaphores
- * order its reads of a slot (and of `live`) after process's writes. */
+/* The worker runs hops in the order process handed them over; `work` orders its
+ * reads of a slot after process's writes, and `completed` (release) process's
+ * reads of the output after the worker's writes. `done` only wakes a waiter. */
 static void *worker_main(void *arg)
 {
     speech_stage *s = (speech_stage *)arg;
@@ -78,22 +80,32 @@ static void *worker_main(void *arg)
         wait_for(&s->work);
         if (atomic_load_explicit(&s->stop, memory_order_acquire))
             break;
-        run_hop(s, &s->slots[s->worker_next % (s->queue + 1)]);
+        run_hop(s, &s->slots[s->worker_next % s->slot_count]);
         s->worker_next++;
+        atomic_store_explicit(&s->completed, s->worker_next, memory_order_release);
         sem_post(&s->done);
     }
     return NULL;
 }
 
-/* Waits for every hop in flight and forgets their results: after this the
- * worker is idle and nothing reads `live` but the caller. */
+/* Hops the worker has finished. */
+static uint64_t completed(speech_stage *s)
+{
+    return atomic_load_explicit(&s->completed, memory_order_acquire);
+}
+
+/* [control, or process offline] Waits until the worker has finished `count` hops. */
+static void wait_completed(speech_stage *s, uint64_t count)
+{
+    while (completed(s) < count)
+        wait_for(&s->done);
+}
+
+/* [control] Waits for every hop handed over: after this the worker is idle. */
 static void drain(speech_stage *s)
 {
-    while (s->taken < s->submitted) {
-        wait_for(&s->done);
-        s->taken++;
-    }
-    s->submitted = s->taken = s->worker_next = 0;
+    if (s->worker_running)
+        wait_completed(s, s->handed);
 }
 
 static void stop_worker(speech_stage *s)
@@ -136,7 +148,7 @@ void speech_stage_release(speech_stage *s)
         s->up[c] = s->down[c] = NULL;
     }
     if (s->slots != NULL) {
-        for (uint32_t i = 0; i <= s->queue; i++) {
+        for (uint32_t i = 0; i < s->slot_count; i++) {
             free(s->slots[i].in);
             free(s->slots[i].out);
         }
@@ -147,7 +159,9 @@ void speech_stage_release(speech_stage *s)
     free(s->in48);
     free(s->hop_out);
     free(s->outq);
-    s->block_in = s->in48 = s->hop_out = s->outq = NULL;
+    free(s->history);
+    free(s->dry);
+    s->block_in = s->in48 = s->hop_out = s->outq = s->history = s->dry = NULL;
     s->configured = 0;
 }
 
@@ -166,6 +180,9 @@ static void restart_stream(speech_stage *s)
     memset(s->outq, 0, (size_t)s->latency * s->channels * sizeof(float));
     s->outq_count = s->latency;
     s->skip = dropped_frames(s);
+    s->boundary = s->stream_hop = s->decided;
+    if (s->history != NULL)
+        memset(s->history, 0, (size_t)s->history_capacity * s->channels * sizeof(float));
     for (uint32_t c = 0; s->up[0] != NULL && c < s->channels; c++) {
         speex_resampler_reset_mem((SpeexResamplerState *)s->up[c]);
         speex_resampler_skip_zeros((SpeexResamplerState *)s->up[c]);
@@ -205,7 +222,13 @@ rawfx_status speech_stage_configure(speech_stage *s, const rawfx_format *input, 
     s->rate = rate;
     s->channels = channels;
     s->block = (rate + 99) / 100; /* 10 ms, rounded up like the Speex filters */
-    s->queue = s->ops->on_worker ? 1 : 0;
+    s->queue = s->ops->on_worker ? SPEECH_MAX_QUEUE : 0;
+    s->slot_count = s->ops->on_worker ? s->queue + 1 + SPEECH_SLACK : 1;
+    s->history_capacity = s->ops->on_worker ? s->ops->delay + (s->queue + 2) * hop : 0;
+    s->render = s->base.host != NULL
+        ? (const rawfx_host_render_mode *)s->base.host->get_extension(s->base.host, RAWFX_EXT_RENDER_MODE) : NULL;
+    if (s->render != NULL && (s->render->struct_size < sizeof *s->render || s->render->mode == NULL))
+        s->render = NULL;
 
     int err = 0;
     for (uint32_t c = 0; rate != SPEECH_MODEL_RATE && c < channels; c++) {
@@ -248,9 +271,14 @@ rawfx_status speech_stage_configure(speech_stage *s, const rawfx_format *input, 
     s->in48 = (float *)calloc((size_t)s->in48_capacity * channels, sizeof(float));
     s->hop_out = (float *)calloc((size_t)hop * channels, sizeof(float));
     s->outq = (float *)calloc((size_t)s->outq_capacity * channels, sizeof(float));
-    s->slots = (speech_slot *)calloc(s->queue + 1, sizeof(speech_slot));
+    s->slots = (speech_slot *)calloc(s->slot_count, sizeof(speech_slot));
     int ok = s->block_in && s->in48 && s->hop_out && s->outq && s->slots;
-    for (uint32_t i = 0; ok && i <= s->queue; i++) {
+    if (ok && s->history_capacity > 0) {
+        s->history = (float *)calloc((size_t)s->history_capacity * channels, sizeof(float));
+        s->dry = (float *)calloc((size_t)hop * channels, sizeof(float));
+        ok = s->history && s->dry;
+    }
+    for (uint32_t i = 0; ok && i < s->slot_count; i++) {
         s->slots[i].in = (float *)calloc((size_t)hop * channels, sizeof(float));
         s->slots[i].out = (float *)calloc((size_t)hop * channels, sizeof(float));
         ok = s->slots[i].in && s->slots[i].out;
@@ -269,9 +297,10 @@ rawfx_status speech_stage_configure(speech_stage *s, const rawfx_format *input, 
         return RAWFX_ERR_INTERNAL;
     }
     s->live = &s->sets[0];
-    if (s->ops->reset_state == NULL) {
+    if (s->ops->reset_state == NULL || s->ops->on_worker) {
         /* The spare for reset is built off this call: on_callback when there is
-         * a host, here when there is none. */
+         * a host, here when there is none. (A model on the worker swaps sets even
+         * if it could reset in place: the worker may still run hops on the old one.) */
         if (s->base.host != NULL) {
             atomic_store_explicit(&s->retired, &s->sets[1], memory_order_release);
             s->base.host->request_callback(s->base.host);
@@ -282,7 +311,6 @@ rawfx_status speech_stage_configure(speech_stage *s, const rawfx_format *input, 
 
     if (s->ops->on_worker) {
         atomic_store_explicit(&s->stop, 0, memory_order_relaxed);
-        s->submitted = s->taken = s->worker_next = 0;
         if (sem_init(&s->work, 0, 0) != 0 || sem_init(&s->done, 0, 0) != 0 ||
             pthread_create(&s->worker, NULL, worker_main, s) != 0) {
             speech_stage_release(s);
@@ -293,6 +321,9 @@ rawfx_status speech_stage_configure(speech_stage *s, const rawfx_format *input, 
     }
 
     drop_pool(s);
+    s->decided = s->handed = s->worker_next = s->late_hops = 0;
+    atomic_store_explicit(&s->completed, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->retire_after, 0, memory_order_relaxed);
     s->configured = 1;
     restart_stream(s);
     result->block_frames = s->block;
@@ -341,32 +372,92 @@ static void emit(speech_stage *s, const float *planar)
     push_out(s, s->hop_out, n);
 }
 
-/* One hop of in48 (interleaved) through the model, inline or via the worker. */
-static void model_hop(speech_stage *s, const float *frames)
+/* The slot's input: the hop planar at model scale, and the parameters and
+ * states it runs with. */
+static void fill_slot(speech_stage *s, speech_slot *slot, const float *frames)
 {
-    const uint32_t hop = s->ops->hop, channels = s->channels, slots = s->queue + 1;
-    speech_slot *slot = &s->slots[s->submitted % slots];
+    const uint32_t hop = s->ops->hop, channels = s->channels;
     const float scale = s->ops->scale;
     s->ops->snapshot(s, slot->params);
     for (uint32_t c = 0; c < channels; c++)
         for (uint32_t i = 0; i < hop; i++)
             slot->in[(size_t)c * hop + i] = frames[(size_t)i * channels + c] * scale;
+    slot->set = s->live;
+}
+
+/* 1 when nobody waits for the output in real time (a file). */
+static int offline(const speech_stage *s)
+{
+    return s->render != NULL && s->render->mode(s->base.host) == RAWFX_RENDER_OFFLINE;
+}
+
+/* Keeps the hop being decided in the input history, for a dry output later. */
+static void remember(speech_stage *s, const float *frames)
+{
+    const uint32_t hop = s->ops->hop, channels = s->channels;
+    const uint64_t first = (s->decided - s->stream_hop) * hop;
+    for (uint32_t i = 0; i < hop; i++)
+        memcpy(s->history + (size_t)((first + i) % s->history_capacity) * channels, frames + (size_t)i * channels,
+               channels * sizeof(float));
+}
+
+/* Hop `d`'s output when the model's is not there: the input, dry, where the
+ * model's output of hop d lies in time (`delay` frames earlier). */
+static void emit_dry(speech_stage *s, uint64_t d)
+{
+    const uint32_t hop = s->ops->hop, channels = s->channels;
+    const int64_t start = (int64_t)((d - s->stream_hop) * hop) - (int64_t)s->ops->delay;
+    for (uint32_t i = 0; i < hop; i++) {
+        const int64_t f = start + (int64_t)i;
+        for (uint32_t c = 0; c < channels; c++)
+            s->dry[(size_t)c * hop + i] =
+                f < 0 ? 0.0f : s->history[(size_t)((uint64_t)f % s->history_capacity) * channels + c] * s->ops->scale;
+    }
+    emit(s, s->dry);
+    if (s->late_hops++ % 1000 == 0)
+        rawfx_log(&s->base, RAWFX_LOG_WARNING, "the model's worker is behind real time: %llu hop(s) of 10 ms passed "
+                  "through unprocessed so far (the machine is too busy for this model)",
+                  (unsigned long long)s->late_hops);
+}
+
+/* One hop of in48 (interleaved) through the model, inline or via the worker. */
+static void model_hop(speech_stage *s, const float *frames)
+{
     if (!s->ops->on_worker) {
-        run_hop(s, slot);
-        emit(s, slot->out);
+        fill_slot(s, &s->slots[0], frames);
+        run_hop(s, &s->slots[0]);
+        emit(s, s->slots[0].out);
+        s->decided++;
         return;
     }
-    s->submitted++;
-    sem_post(&s->work);
-    if (s->submitted - s->taken <= s->queue) {
+    const int may_wait = offline(s);
+    const uint64_t n = s->decided;
+    remember(s, frames);
+    /* Hand the hop over if a slot is free: offline, wait for one; in real time
+     * a worker SPEECH_SLACK hops behind gets no more until it catches up. */
+    if (may_wait)
+        wait_completed(s, s->handed + 1 > s->slot_count ? s->handed + 1 - s->slot_count : 0);
+    uint64_t ticket = 0;
+    if (s->handed - completed(s) < s->slot_count) {
+        fill_slot(s, &s->slots[s->handed % s->slot_count], frames);
+        ticket = ++s->handed;
+        sem_post(&s->work);
+    }
+    s->ticket[n % (s->queue + 1)] = ticket;
+    s->decided++;
+    /* The hop decided `queue` hops ago is due: its model output, or (before the
+     * stream's first `queue` hops are through) nothing but the dropped frames. */
+    if (n < s->boundary + s->queue) {
         emit(s, NULL);
         return;
     }
-    /* Blocks only if the worker is still on this hop: never when it keeps up
-     * with real time, for one model call when frames come faster (a file). */
-    wait_for(&s->done);
-    emit(s, s->slots[s->taken % slots].out);
-    s->taken++;
+    const uint64_t d = n - s->queue, due = s->ticket[d % (s->queue + 1)];
+    if (due != 0 && may_wait)
+        wait_completed(s, due);
+    if (due != 0 && completed(s) >= due)
+        emit(s, s->slots[(due - 1) % s->slot_count].out);
+    else
+        emit_dry(s, d);
 }
 
 static int16_t to_int16(float x)
@@ -465,8 +556,7 @@ void speech_stage_reset(speech_stage *s)
 {
     if (!s->configured || !s->dirty)
         return;
-    drain(s);
-    if (s->ops->reset_state != NULL) {
+    if (s->ops->reset_state != NULL && !s->ops->on_worker) {
         for (uint32_t c = 0; c < s->channels; c++)
             s->ops->reset_state(s, s->live->channel[c]);
     } else {
@@ -476,11 +566,14 @@ void speech_stage_reset(speech_stage *s)
         if (fresh != NULL) {
             speech_state_set *used = s->live;
             s->live = fresh;
+            /* Hops handed over so far still run on `used`: on_callback waits for them. */
+            atomic_store_explicit(&s->retire_after, s->handed, memory_order_relaxed);
             atomic_store_explicit(&s->retired, used, memory_order_release);
         } else {
             rawfx_log(&s->base, RAWFX_LOG_WARNING, "reset came before the spare model states were ready (%s): "
                       "re-created them on the calling thread, which allocates and takes about a second",
                       s->base.host ? "on_callback has not run since the last reset" : "no host object");
+            drain(s); /* the worker must be off the live states it replaces */
             recreate_live_states(s);
         }
         if (s->base.host != NULL)
@@ -496,6 +589,13 @@ void speech_stage_on_callback(speech_stage *s)
     speech_state_set *used = atomic_exchange_explicit(&s->retired, NULL, memory_order_acq_rel);
     if (used == NULL)
         return;
+    /* The worker may still be on hops handed over before the reset that retired
+     * `used`: a few model calls at most. This is a control thread: it may wait. */
+    const uint64_t after = atomic_load_explicit(&s->retire_after, memory_order_relaxed);
+    while (s->worker_running && completed(s) < after) {
+        const struct timespec pause = {0, 500000};
+        nanosleep(&pause, NULL);
+    }
     destroy_set(s, used);
     if (!fill_set(s, used)) {
         rawfx_log(&s->base, RAWFX_LOG_WARNING, "could not create spare model states: resets re-create them on "

@@ -18,19 +18,27 @@
  *
  * A model whose hop allocates (DeepFilterNet's tract runtime: about 2,200 heap
  * allocations per hop) runs on a worker thread: process hands each hop to the
- * worker through a ring of `queue + 1` slots and takes back the hop it handed
- * over `queue` hops earlier, waiting on a semaphore only if the worker is late.
- * That adds queue * hop frames of delay (dropped like the model's) and keeps
- * the output identical to an inline run, so the filter stays deterministic.
+ * worker through a ring of slots and takes back the hop it handed over `queue`
+ * hops earlier. That adds queue * hop frames of delay (dropped like the
+ * model's). When that hop is not back yet: in real time (a hook) process never
+ * waits, and the hop's output is its input, dry, at the same place in time
+ * (counted and logged); offline ("rawfx.render-mode/1": a file) process waits
+ * on a semaphore, so a file's output is the same however fast the machine is,
+ * and identical to an inline run. A worker more than SPEECH_SLACK hops behind
+ * gets no new hops in real time (they too pass dry) until it catches up.
  *
  * Reset: a model with an in-place reset (RNNoise's rnnoise_init) uses it; one
  * without (DeepFilterNet) swaps in a spare set of states built off the audio
- * thread, as Plugins/Speex/denoise.c does.
+ * thread, as Plugins/Speex/denoise.c does. Reset never waits for the worker:
+ * each handed-over hop names the state set it runs on, hops handed over before
+ * the reset finish on the old set and their output is dropped, and on_callback
+ * (a control thread) waits for them before it recycles that set.
  */
 #ifndef RAWFX_SPEECH_STAGE_H
 #define RAWFX_SPEECH_STAGE_H
 
 #include "rawfx/plugin_helpers.h"
+#include "rawfx/ext/render_mode.h"
 
 #include <pthread.h>
 #include <semaphore.h>
@@ -38,6 +46,10 @@
 #include <stdint.h>
 
 #define SPEECH_MAX_CHANNELS 8
+/* Slots beyond `queue + 1`: how far the worker may fall behind in real time
+ * before new hops pass dry (each slot is a hop, 10 ms at 48 kHz). */
+#define SPEECH_SLACK 6
+#define SPEECH_MAX_QUEUE 1
 #define SPEECH_MODEL_RATE 48000
 
 typedef struct speech_stage speech_stage;
@@ -62,15 +74,18 @@ typedef struct speech_model_ops {
     void (*run)(speech_stage *stage, void *state, const float *params, float *in, float *out);
 } speech_model_ops;
 
-typedef struct speech_state_set {
+struct speech_state_set {
     void *channel[SPEECH_MAX_CHANNELS];
-} speech_state_set;
+};
 
 #define SPEECH_MAX_PARAMS 4
+
+typedef struct speech_state_set speech_state_set;
 
 typedef struct speech_slot {
     float *in, *out;   /* planar: channels * hop */
     float params[SPEECH_MAX_PARAMS];
+    speech_state_set *set; /* the states this hop runs on (the live set when handed over) */
 } speech_slot;
 
 struct speech_stage {
@@ -108,9 +123,25 @@ struct speech_stage {
     pthread_t worker;
     sem_t work, done;
     atomic_int stop;
-    uint32_t queue;           /* hops in flight before process waits */
-    speech_slot *slots;       /* queue + 1 */
-    uint64_t submitted, taken, worker_next; /* hops handed over, taken back, run */
+    uint32_t queue;           /* hops between handing one over and taking its output */
+    uint32_t slot_count;      /* queue + 1 + SPEECH_SLACK with a worker, else 1 */
+    speech_slot *slots;       /* slot_count */
+    uint64_t decided;         /* hops process has seen since configure (handed over or dry) */
+    uint64_t handed, worker_next; /* hops handed to the worker; run by it */
+    _Atomic uint64_t completed;   /* hops the worker has finished: their output is in their slot */
+    /* Per decided hop, by decided % (queue + 1): the handed-over index + 1, or 0 for a hop that
+     * passes dry (the worker was too far behind). */
+    uint64_t ticket[SPEECH_MAX_QUEUE + 1];
+    uint64_t boundary;        /* decided hops before it belong to the stream before the last reset */
+    uint64_t stream_hop;      /* the decided index of the current stream's first hop */
+    _Atomic uint64_t retire_after; /* the retired set is free once `completed` reaches this */
+    /* The input at 48 kHz (interleaved, 16-bit scale), for dry hops: history_capacity frames,
+     * frame f of the stream at f % history_capacity. */
+    float *history;
+    uint32_t history_capacity;
+    float *dry;               /* planar, model scale: one hop */
+    const rawfx_host_render_mode *render;
+    uint64_t late_hops;       /* hops that passed dry since configure */
 };
 
 /* The functions an instance's rawfx_filter uses; `stage` is the start of the instance. */

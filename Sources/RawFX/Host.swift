@@ -245,3 +245,20 @@ public enum RawFXThreadPool {
         set { rfx_runtime_set_thread_count(UInt32(clamping: max(1, newValue))) }
     }
 }
+
+/// Whether anyone waits for this process's output in real time ("rawfx.render-mode/1",
+/// rawfx/ext/render_mode.h). Real-time (the default) for hooks: process never waits. Offline
+/// for a tool that reads files as fast as it can: a filter with a worker of its own (`dfn`)
+/// may wait for it, so that its output does not depend on the machine's speed.
+public enum RawFXRenderMode {
+    /// [control, before other threads start] Sets the mode for every instance of this process
+    /// (`rfx_runtime_set_render_mode`), and for the isolation helpers it starts from now on,
+    /// through `RAWFX_RENDER_MODE` in their environment.
+    public static var isOffline: Bool {
+        get { rfx_runtime_render_mode() == rawfx_render_mode(RAWFX_RENDER_OFFLINE) }
+        set {
+            rfx_runtime_set_render_mode(rawfx_render_mode(newValue ? RAWFX_RENDER_OFFLINE : RAWFX_RENDER_REALTIME))
+            setenv("RAWFX_RENDER_MODE", newValue ? "offline" : "realtime", 1)
+        }
+    }
+}

@@ -356,10 +356,41 @@ static int32_t host_is_process_thread(const rawfx_host *host) {
 /* Defined in thread_pool.c. */
 extern const rawfx_host_thread_pool rfx_thread_pool_extension;
 
+/* The process's render mode: -1 until first asked (then the environment's). */
+static _Atomic int render_mode = -1;
+
+void rfx_runtime_set_render_mode(rawfx_render_mode mode) {
+    atomic_store_explicit(&render_mode, mode == RAWFX_RENDER_OFFLINE ? RAWFX_RENDER_OFFLINE : RAWFX_RENDER_REALTIME,
+                          memory_order_relaxed);
+}
+
+rawfx_render_mode rfx_runtime_render_mode(void) {
+    int mode = atomic_load_explicit(&render_mode, memory_order_relaxed);
+    if (mode < 0) {
+        const char *text = getenv("RAWFX_RENDER_MODE");
+        mode = text != NULL && strcmp(text, "offline") == 0 ? RAWFX_RENDER_OFFLINE : RAWFX_RENDER_REALTIME;
+        int unset = -1;
+        atomic_compare_exchange_strong_explicit(&render_mode, &unset, mode, memory_order_relaxed, memory_order_relaxed);
+        mode = atomic_load_explicit(&render_mode, memory_order_relaxed);
+    }
+    return (rawfx_render_mode)mode;
+}
+
+static rawfx_render_mode host_render_mode(const rawfx_host *host) {
+    (void)host;
+    return rfx_runtime_render_mode();
+}
+
+static const rawfx_host_render_mode render_mode_extension = {
+    .struct_size = sizeof(rawfx_host_render_mode),
+    .mode = host_render_mode,
+};
+
 static const void *host_get_extension(const rawfx_host *host, const char *id) {
     if (host == NULL || id == NULL) return NULL;
-    if (strcmp(id, RAWFX_EXT_THREAD_POOL) == 0 && context_of(host)->kind == RFX_HOST_INSTANCE)
-        return &rfx_thread_pool_extension;
+    if (context_of(host)->kind != RFX_HOST_INSTANCE) return NULL;
+    if (strcmp(id, RAWFX_EXT_THREAD_POOL) == 0) return &rfx_thread_pool_extension;
+    if (strcmp(id, RAWFX_EXT_RENDER_MODE) == 0) return &render_mode_extension;
     return NULL;
 }
 

@@ -527,6 +527,9 @@ final class FilterValidation {
         case .success(let made): (instance, io) = made
         }
         defer { instance.destroy() }
+        // Counted as a hook would call it: real time ("rawfx.render-mode/1"), where nothing
+        // may wait, not even for the filter's own worker.
+        instance.host?.renderOffline.store(false, ordering: .relaxed)
         var blocking: [String: BlockingCalls] = [:]
         var firstBlocked: [String: String] = [:]
         func note(_ call: String, _ calls: BlockingCalls, at step: String) {

@@ -158,7 +158,9 @@ final class ValidatorHost: @unchecked Sendable {
         }
         // Globals initialize lazily, and allocate: never first on the process thread.
         _ = ValidatorHost.threadPoolID
+        _ = ValidatorHost.renderModeID
         _ = threadPoolExtension
+        _ = renderModeExtension
         _ = runSliceJob
         raw = .allocate(capacity: 1)
         raw.initialize(to: rawfx_host(
@@ -183,6 +185,12 @@ final class ValidatorHost: @unchecked Sendable {
     nonisolated(unsafe) static let hostName = UnsafePointer(strdup("rawfx")!)
     nonisolated(unsafe) static let hostVersion = UnsafePointer(strdup(RAWFX_HOST_VERSION_STRING)!)
     nonisolated(unsafe) private static let threadPoolID = UnsafePointer(strdup(RAWFX_EXT_THREAD_POOL)!)
+    nonisolated(unsafe) private static let renderModeID = UnsafePointer(strdup(RAWFX_EXT_RENDER_MODE)!)
+
+    /// What "rawfx.render-mode/1" answers: offline for the checks that compare outputs (a
+    /// filter with a worker of its own may wait for it, so its output is reproducible), real
+    /// time while the real-time check counts what process, reset and set_param do.
+    let renderOffline = Atomic<Bool>(true)
 
     /// The host object behind a pointer the plugin passed back, or nil for NULL.
     static func of(_ host: UnsafePointer<rawfx_host>?) -> ValidatorHost? {
@@ -297,8 +305,10 @@ final class ValidatorHost: @unchecked Sendable {
     fileprivate func getExtension(_ id: UnsafePointer<CChar>?) -> UnsafeRawPointer? {
         guard accepts() else { return nil }
         if inRealTimeCall { realTimeExtensionQueries.record(currentCall) }
-        guard kind == .instance, let id, strcmp(id, ValidatorHost.threadPoolID) == 0 else { return nil }
-        return UnsafeRawPointer(threadPoolExtension)
+        guard kind == .instance, let id else { return nil }
+        if strcmp(id, ValidatorHost.threadPoolID) == 0 { return UnsafeRawPointer(threadPoolExtension) }
+        if strcmp(id, ValidatorHost.renderModeID) == 0 { return UnsafeRawPointer(renderModeExtension) }
+        return nil
     }
 
     fileprivate func run(_ job: rawfx_slice_job?, _ context: UnsafeMutableRawPointer?, _ count: UInt32) -> rawfx_status {
@@ -411,6 +421,15 @@ nonisolated(unsafe) private let runSliceJob: @convention(c) (UnsafeMutableRawPoi
 }
 
 /// "rawfx.thread-pool/1" as the validator offers it: the runtime's pool behind checks.
+nonisolated(unsafe) private let renderModeExtension: UnsafeMutablePointer<rawfx_host_render_mode> = {
+    let made = UnsafeMutablePointer<rawfx_host_render_mode>.allocate(capacity: 1)
+    made.initialize(to: rawfx_host_render_mode(struct_size: UInt32(MemoryLayout<rawfx_host_render_mode>.size), mode: { host in
+        guard let h = ValidatorHost.of(host) else { return rawfx_render_mode(RAWFX_RENDER_REALTIME) }
+        return rawfx_render_mode(h.renderOffline.load(ordering: .relaxed) ? RAWFX_RENDER_OFFLINE : RAWFX_RENDER_REALTIME)
+    }))
+    return made
+}()
+
 nonisolated(unsafe) private let threadPoolExtension: UnsafeMutablePointer<rawfx_host_thread_pool> = {
     let p = UnsafeMutablePointer<rawfx_host_thread_pool>.allocate(capacity: 1)
     p.initialize(to: rawfx_host_thread_pool(struct_size: UInt32(MemoryLayout<rawfx_host_thread_pool>.size),

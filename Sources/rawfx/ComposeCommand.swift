@@ -331,6 +331,8 @@ struct ComposeCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Files as fast as they can be read: filters with a worker may wait for it (docs/threading.md).
+        RawFXRenderMode.isOffline = true
         RawFXThreadPool.threadCount = try RunCommand.threadCount(threads)
         defer { RawFXLog.sync() }
         let (width, height) = try parsedSize()

@@ -193,6 +193,8 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Files as fast as they can be read: filters with a worker may wait for it (docs/threading.md).
+        RawFXRenderMode.isOffline = true
         RawFXThreadPool.threadCount = try threadCount()
         RawFXLog.logLevel = verbose >= 2 ? .debug : verbose == 1 ? .info : .warning
         RawFXLog.log(.info, source: "run", "threads: \(RawFXThreadPool.threadCount) (--threads, else RAWFX_THREADS, else the online cores up to 8)")

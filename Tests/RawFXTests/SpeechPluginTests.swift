@@ -16,11 +16,16 @@ final class SpeechPluginTests: XCTestCase, RawfxCommandTesting {
     var registry: PluginRegistry!
 
     override func setUpWithError() throws {
+        // The tests feed blocks as fast as they go and compare outputs: offline, where dfn's
+        // process waits for its worker (rawfx/ext/render_mode.h). The real-time test sets it back.
+        RawFXRenderMode.isOffline = true
         registry = PluginRegistry(environment: [:])
         guard hasFilter("dfn", in: registry), hasFilter("rnnoise", in: registry) else {
             throw XCTSkip("libRawFXSpeech.so was not built next to the tests (failures: \(registry.failures))")
         }
     }
+
+    override func tearDown() { RawFXRenderMode.isOffline = false }
 
     /// Skips unless `id` can be created here (its wheel is installed).
     private func requireModel(_ id: String) throws {
@@ -234,6 +239,70 @@ final class SpeechPluginTests: XCTestCase, RawfxCommandTesting {
             let second = try runChain(chain, input, format: format)
             assertSamplesEqual(second, first, "\(filter) after reset")
         }
+    }
+
+    /// In real time (a hook, "rawfx.render-mode/1" not offline) dfn's process never waits for its
+    /// worker (`rawfx validate`'s real-time check counts that it takes no lock or wait: see
+    /// ValidatorTests). Fed 300 blocks in bursts of five, far faster than the model runs, the
+    /// output keeps the input's length, and every 10 ms hop of the aligned
+    /// output is either the input itself (a hop the worker had not returned: passed dry, at its
+    /// place in time) or the model's, never a mixture: the hops the model did return are not
+    /// the input. Then, paced at real time, the worker keeps up and the output is the library's
+    /// (not under a sanitizer, which slows the model past real time).
+    func testRealTimeProcessNeverWaitsAndALateHopPassesDry() throws {
+        try requireModel("dfn")
+        RawFXRenderMode.isOffline = false
+        let format = AudioFormat(sampleRate: 48000, channels: 1)
+        let blocks = 300
+        let input = noisySpeech(rate: 48000, frames: blocks * 480, channels: 1, seed: 97)
+        let chain = try AudioChain("dfn", registry: registry)
+        try chain.negotiate(format)
+        let latency = try XCTUnwrap(chain.filters[0].negotiation).latency
+        var output: [Int16] = []
+        output.reserveCapacity(input.count)
+        var copy = input
+        try copy.withUnsafeMutableBufferPointer { buffer in
+            for b in 0..<blocks {
+                try chain.process(AudioBlock(samples: buffer.baseAddress! + b * 480, frameCount: 480, format: format)) {
+                    output.append(contentsOf: $0.buffer)
+                }
+                // Bursts of five blocks with a pause after each: the worker catches up in the
+                // pauses and is late within the bursts.
+                if b % 5 == 4 { usleep(25_000) }
+            }
+        }
+        XCTAssertEqual(output.count, input.count)
+        let aligned = Array(output[latency...])
+        var dry = 0, processed = 0
+        for hop in 0..<(aligned.count / 480) {
+            let range = (hop * 480)..<((hop + 1) * 480)
+            if Array(aligned[range]) == Array(input[range]) { dry += 1 } else { processed += 1 }
+        }
+        XCTAssertGreaterThan(dry, 0, "hops the worker had not returned pass dry")
+        XCTAssertGreaterThan(processed, 0, "hops the worker returned are the model's")
+        guard rawfx_built_with_sanitizer() == 0 else { return }
+        // Paced: a block every 10 ms.
+        let paced = try AudioChain("dfn", registry: registry)
+        try paced.negotiate(format)
+        var pacedOutput: [Int16] = []
+        let start = DispatchTime.now().uptimeNanoseconds
+        try copy.withUnsafeMutableBufferPointer { buffer in
+            for b in 0..<100 {
+                let due = start + UInt64(b) * 10_000_000
+                let now = DispatchTime.now().uptimeNanoseconds
+                if due > now { usleep(UInt32((due - now) / 1000)) }
+                try paced.process(AudioBlock(samples: buffer.baseAddress! + b * 480, frameCount: 480, format: format)) {
+                    pacedOutput.append(contentsOf: $0.buffer)
+                }
+            }
+        }
+        let expected = try DirectModel("dfn").run(Array(input[..<(100 * 480)]))
+        let pacedAligned = Array(pacedOutput[latency...])
+        let matching = (0..<(pacedAligned.count / 480)).filter {
+            Array(pacedAligned[($0 * 480)..<(($0 + 1) * 480)]) == Array(expected[($0 * 480)..<(($0 + 1) * 480)])
+        }.count
+        // A shared VM may stall the worker for a hop now and then: nearly all, not all.
+        XCTAssertGreaterThanOrEqual(matching, pacedAligned.count / 480 - 5, "paced at real time, the model's output")
     }
 
     /// A live `atten_lim` change between two blocks reaches the model at exactly the next

@@ -347,18 +347,8 @@ final class ValidatorTests: XCTestCase {
             if path.hasSuffix("libRawFXSpeech.so"), rawfx_built_with_sanitizer() != 0 { arguments += ["--filter", "rnnoise"] }
             let run = try validateCommand(arguments)
             let report = try XCTUnwrap(run.report, run.stderr)
-            // KNOWN FAILURE (#25, reported, to remove once fixed): dfn's reset waits on a
-            // semaphore for the hop its worker is running (stage.c drain), and its process may
-            // wait when the worker falls behind; rawfx.h forbids both in a real-time call. Only
-            // that finding is let through here, nothing else of the file.
-            let known = report.results.filter {
-                $0.subject == "dfn" && $0.check == .realTime && $0.outcome == .fail
-                    && $0.reason.contains("first: sem_wait (blocked)") && !$0.reason.contains("allocated")
-                    && !$0.reason.replacingOccurrences(of: "first: sem_wait (blocked)", with: "").contains("first: ")
-            }
-            if !known.isEmpty { print("rawfx validate \(fileName(path)): KNOWN FAILURE \(known[0].line)") }
-            XCTAssertEqual(run.status, known.isEmpty ? 0 : 1, report.text)
-            XCTAssertEqual(report.failed - known.count + report.skipped, 0, report.text)
+            XCTAssertEqual(run.status, 0, report.text)
+            XCTAssertEqual(report.failed + report.skipped, 0, report.text)
             let filters = Set(report.results.map(\.subject)).subtracting([fileName(path)])
             assertComplete(report, filters: Array(filters))
             print("rawfx validate \(fileName(path)): \(filters.count) filters, \(report.results.count) lines in "

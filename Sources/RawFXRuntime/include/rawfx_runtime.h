@@ -18,6 +18,7 @@
 
 #include "rawfx.h"
 #include "rawfx/ext/thread_pool.h"
+#include "rawfx/ext/render_mode.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -125,6 +126,14 @@ void rfx_runtime_log_from(rfx_log_origin origin, rawfx_log_severity severity, co
  * effect for the next run; threads are started on first use. Default: 1. */
 void rfx_runtime_set_thread_count(uint32_t count);
 uint32_t rfx_runtime_thread_count(void);
+
+/* [any] The render mode every instance host reports ("rawfx.render-mode/1",
+ * rawfx/ext/render_mode.h) for this process: RAWFX_RENDER_REALTIME unless set,
+ * or unless the environment says RAWFX_RENDER_MODE=offline when first asked (so
+ * that an isolation helper inherits its parent's mode). A file tool sets
+ * offline before it starts; hooks leave it real-time. */
+void rfx_runtime_set_render_mode(rawfx_render_mode mode);
+rawfx_render_mode rfx_runtime_render_mode(void);
 
 /* The pool as the engine itself uses it (same rules as the extension's run,
  * without the process-thread check). */
