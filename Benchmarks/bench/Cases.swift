@@ -488,8 +488,8 @@ func audioCases() -> [BenchCase] {
             return .init(chain: chain + " + setParameter per block", engine: e,
                          direct: DirectDenoise(pool: pool, level: -30, alternateLevel: -20), sampleRate: 48_000, filterCount: 1)
         }))
-    // The speech models (issue #30). Back to back, a block's time is the model's (dfn's process
-    // waits for its worker's answer to the previous hop); paced like the SDK, dfn's worker has
+    // The speech models (issue #30). Back to back (offline), a block's time is the model's (dfn's
+    // process waits for its worker's answer to the previous hop); paced like the SDK (real time), dfn's worker has
     // the 10 ms between blocks and what is left on the process thread is the hand-over.
     for (filter, what) in [("rnnoise", "rnnoise_process_frame"), ("dfn", "df_process_frame")] {
         for paced in [false, true] where !paced || filter == "dfn" {
@@ -498,6 +498,9 @@ func audioCases() -> [BenchCase] {
                 summary: "\(filter), 48kHz mono in 10 ms blocks" + (paced ? ", one every 10 ms" : ""),
                 directSummary: "\(what) of the wheel's library on the same blocks, on this thread" + (paced ? ", paced alike" : ""),
                 make: { context in
+                    // Back to back is a file's pace: offline, dfn's process waits for its worker
+                    // (rawfx/ext/render_mode.h); paced is a hook's: real time (main resets it).
+                    RawFXRenderMode.isOffline = !paced
                     let pool = context.audioPool(sampleRate: 48_000, multiple: 480)
                     let e = try EngineAudio(chain: AudioChain(filter, registry: context.registry), pool: pool, chunkSizes: [480])
                     let direct = try DirectSpeechModel(pool: pool, filter: filter)

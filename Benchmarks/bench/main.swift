@@ -154,6 +154,7 @@ for c in cases {
     if let error = result.error { standardError("bench: \(c.name): failed: \(error)") }
     // A threaded case leaves the process-wide pool at its last setting; the next case starts at 1.
     RawFXThreadPool.threadCount = 1
+    RawFXRenderMode.isOffline = false
     results.append(result)
 }
 context.finish()
