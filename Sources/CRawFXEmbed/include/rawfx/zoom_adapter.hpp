@@ -51,8 +51,9 @@
 // Two differences need no macro, being found in the SDK's classes themselves: the raw data
 // timestamps (AudioRawData / YUVRawDataI420::GetTimeStamp, from 6.4; where the SDK has none,
 // the C API gets timestamp_ms 0), and the mic sender's channel argument
-// (IZoomSDKAudioRawDataSender::send with ZoomSDKAudioChannel, in every release from 5.15;
-// without it the mic's mono chunks are sent without the argument).
+// (IZoomSDKAudioRawDataSender::send with ZoomSDKAudioChannel in every release checked, 5.15.5
+// on; where send has none, the mic's mono chunks are sent without it). docs/embedding.md names
+// the releases checked.
 //
 // Constructors and run-time control throw rawfx::error (code + rawfx_last_error()); SDK
 // callbacks never throw: their result is kept (last_result(), last_error()). Thread rules

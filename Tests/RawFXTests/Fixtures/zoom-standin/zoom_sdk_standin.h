@@ -28,13 +28,15 @@
  * changed, as found in public copies of the Linux Meeting SDK's headers (docs/embedding.md
  * names them):
  *   - AudioRawData::GetTimeStamp and YUVRawDataI420::GetTimeStamp: from 6.4 (none in 6.2.5,
- *     both in 6.6.5). The raw data classes are global and shared with the Video SDK's part of
+ *     both in 6.4.6). The raw data classes are global and shared with the Video SDK's part of
  *     this stand-in, so an older shape takes them from the Video SDK classes too.
- *   - IZoomSDKAudioRawDataDelegate: mixed and one-way only before 5.16.10; then
- *     onShareAudioRawDataReceived(AudioRawData*); onOneWayInterpreterAudioRawDataReceived from
- *     6.1.0; the share callback with the sharer's user id from 6.5.
+ *   - IZoomSDKAudioRawDataDelegate: mixed and one-way only before 5.16.10 (5.15.5, 5.16.5);
+ *     then onShareAudioRawDataReceived(AudioRawData*); onOneWayInterpreterAudioRawDataReceived
+ *     from 6.1.0 (not in 6.0.2); the share callback with the sharer's user id from 6.5 (not in
+ *     6.4.6, in 6.5.10).
  *   - IZoomSDKAudioRawDataSender::send: with the ZoomSDKAudioChannel argument from 5.15 (5.15.5
- *     has it); without it, and without that enum, before.
+ *     has it); before, without it and without that enum (a copy of the header older than the
+ *     share-audio callback; which release it was is not known).
  * RAWFX_ZOOM_STANDIN_TIMESTAMPS, _SHARE_AUDIO (0, 1: data, 2: data and user id),
  * _INTERPRETER_AUDIO and _SEND_CHANNEL say which shape was taken, for the tests' fakes.
  */
