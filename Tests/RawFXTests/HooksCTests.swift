@@ -62,19 +62,43 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
         }
     }
 
+    /// The Meeting SDK's older shapes, as the stand-in models them for RAWFX_ZOOM_MEETING_SDK_VERSION
+    /// (the adapter reads the same macro): the raw data without timestamps (before 6.4), the mic
+    /// sender's send without a channel (before 5.15), IZoomSDKAudioRawDataDelegate without the
+    /// share-audio callback (before 5.16.10), with it but without the sharer's id (before 6.5),
+    /// without the interpreter callback (before 6.1). The default, 6.7.5, is the test above.
+    /// Production studio is left out (a 6.x header), as with the SDK's h/ folder off the path.
+    static let olderMeetingSDKs = ["51400", "51505", "51711", "60211", "60406"]
+
+    func testAdapterCompilesAgainstTheOlderMeetingSDKShapes() throws {
+        let unit = Self.standin.appendingPathComponent("adapter_compiles.cpp")
+        for compiler in ["g++", "clang++"] {
+            for version in Self.olderMeetingSDKs {
+                XCTAssertNoThrow(try runCompiler(compiler, ["-std=c++17"] + EmbedTests.warnings + ["-fsyntax-only"]
+                                                    + EmbedTests.includes.flatMap { ["-I", $0] }
+                                                    + ["-DRAWFX_ZOOM_MEETING_SDK_VERSION=\(version)", "-DEXPECT_PRODUCTION_STUDIO=0", unit.path]),
+                                 "\(compiler), Meeting SDK \(version)")
+            }
+        }
+    }
+
     // MARK: The C++ adapter against rawfx run
 
-    private func buildAdapterTest(sanitizeAddress: Bool = false) throws -> URL {
+    /// `meetingSDKVersion`: RAWFX_ZOOM_MEETING_SDK_VERSION, the stand-in's and the adapter's
+    /// (nil: the default, 6.7.5).
+    private func buildAdapterTest(sanitizeAddress: Bool = false, meetingSDKVersion: String? = nil) throws -> URL {
         guard rawfx_built_with_sanitizer() == 0 else { throw XCTSkip("the C++ adapter test is not built against a sanitized librawfx") }
         guard FileManager.default.fileExists(atPath: EmbedTests.library.path) else {
             XCTFail("\(EmbedTests.library.path) is not built; run `swift build`")
             throw CocoaError(.fileNoSuchFile)
         }
-        let output = directory.appendingPathComponent(sanitizeAddress ? "adapter_test_asan" : "adapter_test")
+        let output = directory.appendingPathComponent((sanitizeAddress ? "adapter_test_asan" : "adapter_test")
+                                                          + (meetingSDKVersion.map { "_\($0)" } ?? ""))
         let libraryDirectory = EmbedTests.library.deletingLastPathComponent().path
         // ASan instruments the adapter and the test's fake SDK (librawfx itself is not).
         let sanitizer = sanitizeAddress ? ["-fsanitize=address", "-fno-omit-frame-pointer", "-g"] : []
-        try runCompiler("c++", ["-std=c++17"] + sanitizer + EmbedTests.warnings
+        let version = meetingSDKVersion.map { ["-DRAWFX_ZOOM_MEETING_SDK_VERSION=\($0)"] } ?? []
+        try runCompiler("c++", ["-std=c++17"] + sanitizer + EmbedTests.warnings + version
                             + (EmbedTests.includes + [Self.standin.path]).flatMap { ["-I", $0] }
                             + [Self.standin.appendingPathComponent("adapter_test.cpp").path,
                                "-o", output.path, "-L", libraryDirectory, "-lRawFXEmbed", "-Wl,-rpath," + libraryDirectory])
@@ -153,6 +177,32 @@ final class HooksCTests: XCTestCase, RawfxCommandTesting {
                 XCTAssertEqual(outcome.status, 0, "\(mode) \(sdk): \(outcome.stderr)")
                 try assertSameFile(output, path(reference), "\(mode) through the \(sdk) SDK's interface")
             }
+        }
+    }
+
+    /// The adapter built for the oldest Meeting SDK shape (RAWFX_ZOOM_MEETING_SDK_VERSION 51400:
+    /// no timestamps on the raw data, the mic's send without a channel, no share-audio callback)
+    /// writes what `rawfx run` writes through the Meeting SDK's speaker, mic and renderer.
+    func testCPlusPlusAdapterForAnOlderMeetingSDKWritesWhatRawfxRunWrites() throws {
+        try makeInputs()
+        let program = try buildAdapterTest(meetingSDKVersion: "51400")
+        let environment: [String: String?] = [PluginRegistry.environmentVariable: nil]
+        let references = [("ref.y4m", "--vf", EmbedTests.videoChain, "in.y4m"), ("ref.wav", "--af", "denoise=level=-30", "in.wav"),
+                          ("ref-copy.wav", "--af", "", "in.wav")]
+        for (output, flag, chain, input) in references {
+            let run = try rawfx("run", flag, chain, path(input), path(output))
+            XCTAssertEqual(run.status, 0, run.stderr)
+        }
+        let cases: [(String, [String], String)] = [
+            ("speaker", ["denoise=level=-30", path("in.wav")], "ref.wav"),
+            ("mic", ["", path("in.wav")], "ref-copy.wav"),
+            ("receive-async", [EmbedTests.videoChain, path("in.y4m")], "ref.y4m"),
+        ]
+        for (mode, arguments, reference) in cases {
+            let output = path("out-\(mode)-meeting-51400")
+            let outcome = try runProgram(program, [mode, "meeting"] + arguments + [output], environment: environment)
+            XCTAssertEqual(outcome.status, 0, "\(mode), the Meeting SDK before 5.15: \(outcome.stderr)")
+            try assertSameFile(output, path(reference), "\(mode) through the Meeting SDK's shape before 5.15")
         }
     }
 

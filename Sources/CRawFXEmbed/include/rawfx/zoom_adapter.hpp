@@ -37,6 +37,24 @@
 // After this header RAWFX_ZOOM_HAS_PRODUCTION_STUDIO is defined, 0 or 1 (0 without
 // RAWFX_WITH_ZOOM_MEETING_SDK, unless you defined it).
 //
+// Meeting SDK releases: RAWFX_ZOOM_MEETING_SDK_VERSION is the Linux Meeting SDK's version as
+// major * 10000 + minor * 100 + patch (5.17.11: 51711; 6.7.5.7391: 60705, the default when
+// undefined). It decides which IZoomSDKAudioRawDataDelegate callbacks meeting_audio_delegate
+// overrides, each also settable on its own before this header:
+//   RAWFX_ZOOM_MEETING_SHARE_AUDIO        0: no share-audio callback (before 5.16.10);
+//                                         1: onShareAudioRawDataReceived(AudioRawData*);
+//                                         2: onShareAudioRawDataReceived(AudioRawData*, uint32_t
+//                                            user_id) (from 6.5)
+//   RAWFX_ZOOM_MEETING_INTERPRETER_AUDIO  1: onOneWayInterpreterAudioRawDataReceived (from 6.1.0)
+// A wrong version shows as a compile error: an override of a callback the SDK lacks, or an
+// abstract meeting_audio_delegate (a static_assert that names this macro).
+// Two differences need no macro, being found in the SDK's classes themselves: the raw data
+// timestamps (AudioRawData / YUVRawDataI420::GetTimeStamp, from 6.4; where the SDK has none,
+// the C API gets timestamp_ms 0), and the mic sender's channel argument
+// (IZoomSDKAudioRawDataSender::send with ZoomSDKAudioChannel in every release checked, 5.15.5
+// on; where send has none, the mic's mono chunks are sent without it). docs/embedding.md names
+// the releases checked.
+//
 // Constructors and run-time control throw rawfx::error (code + rawfx_last_error()); SDK
 // callbacks never throw: their result is kept (last_result(), last_error()). Thread rules
 // are those of rawfx_hooks.h: a callback runs on the SDK's thread, push_* on the app's.
@@ -75,6 +93,26 @@
 #undef RAWFX_ZOOM_PRODUCTION_STUDIO_HEADER_FOUND
 #elif !defined(RAWFX_ZOOM_HAS_PRODUCTION_STUDIO)
 #define RAWFX_ZOOM_HAS_PRODUCTION_STUDIO 0
+#endif
+
+#if !defined(RAWFX_ZOOM_MEETING_SDK_VERSION)
+#define RAWFX_ZOOM_MEETING_SDK_VERSION 60705
+#endif
+#if !defined(RAWFX_ZOOM_MEETING_SHARE_AUDIO)
+#if RAWFX_ZOOM_MEETING_SDK_VERSION >= 60500
+#define RAWFX_ZOOM_MEETING_SHARE_AUDIO 2
+#elif RAWFX_ZOOM_MEETING_SDK_VERSION >= 51610
+#define RAWFX_ZOOM_MEETING_SHARE_AUDIO 1
+#else
+#define RAWFX_ZOOM_MEETING_SHARE_AUDIO 0
+#endif
+#endif
+#if !defined(RAWFX_ZOOM_MEETING_INTERPRETER_AUDIO)
+#if RAWFX_ZOOM_MEETING_SDK_VERSION >= 60100
+#define RAWFX_ZOOM_MEETING_INTERPRETER_AUDIO 1
+#else
+#define RAWFX_ZOOM_MEETING_INTERPRETER_AUDIO 0
+#endif
 #endif
 
 namespace rawfx {
@@ -209,6 +247,17 @@ template <class F> int32_t code_of(F &&call) {
     }
 }
 
+// The raw data's GetTimeStamp() (milliseconds), where the SDK's class has it (the Meeting SDK's
+// from 6.4); 0 where it has none.
+template <class T, class = void> struct has_timestamp : std::false_type {};
+template <class T> struct has_timestamp<T, std::void_t<decltype(std::declval<T &>().GetTimeStamp())>> : std::true_type {};
+template <class T> uint64_t timestamp_of(T *data) {
+    if constexpr (has_timestamp<T>::value)
+        return static_cast<uint64_t>(data->GetTimeStamp());
+    else
+        return 0;
+}
+
 // A received frame (the same class in both SDKs) as rawfx_video_raw_data: the planes lent for
 // the call, the SDK's reference counting.
 inline rawfx_video_raw_data raw_data_of(::YUVRawDataI420 *data) {
@@ -224,7 +273,7 @@ inline rawfx_video_raw_data raw_data_of(::YUVRawDataI420 *data) {
     raw.strides[1] = raw.strides[2] = static_cast<int32_t>((raw.width + 1) / 2);
     raw.rotation = data->GetRotation();
     raw.is_limited = data->IsLimitedI420() ? 1 : 0;
-    raw.timestamp_ms = data->GetTimeStamp();
+    raw.timestamp_ms = timestamp_of(data);
     raw.sdk_object = data;
     raw.can_add_ref = [](void *o) -> int32_t { return static_cast<::YUVRawDataI420 *>(o)->CanAddRef() ? 1 : 0; };
     raw.add_ref = [](void *o) -> int32_t { return static_cast<::YUVRawDataI420 *>(o)->AddRef() ? 1 : 0; };
@@ -299,7 +348,7 @@ protected:
         raw.buffer_len = data->GetBufferLen();
         raw.sample_rate = data->GetSampleRate();
         raw.channel_num = data->GetChannelNum();
-        raw.timestamp_ms = data->GetTimeStamp();
+        raw.timestamp_ms = detail::timestamp_of(data);
         raw.sdk_object = data;
         raw.can_add_ref = [](void *o) -> int32_t { return static_cast<::AudioRawData *>(o)->CanAddRef() ? 1 : 0; };
         raw.add_ref = [](void *o) -> int32_t { return static_cast<::AudioRawData *>(o)->AddRef() ? 1 : 0; };
@@ -361,9 +410,9 @@ private:
     }
 };
 
-// A virtual microphone: `Send` is the sender's method (the Video SDK's `Send`, the Meeting
-// SDK's `send`), `Channel` its channel enum.
-template <class Interface, class Sender, class Channel, class Send>
+// A virtual microphone: `Send` calls the sender's method (the Video SDK's `Send`, the Meeting
+// SDK's `send`) with the channel as that SDK takes it.
+template <class Interface, class Sender, class Send>
 class basic_virtual_mic : public Interface, public lifecycle_source {
 public:
     // target_rate 0: 48000; pacing RAWFX_PACING_*.
@@ -390,7 +439,7 @@ public:
 
 private:
     static int32_t send(void *sender, char *data, uint32_t length, int32_t rate, int32_t channel) {
-        return detail::code_of([&] { return Send()(static_cast<Sender *>(sender), data, length, rate, static_cast<Channel>(channel)); });
+        return detail::code_of([&] { return Send()(static_cast<Sender *>(sender), data, length, rate, channel); });
     }
 };
 
@@ -538,29 +587,40 @@ private:
 namespace detail {
 struct video_sdk_audio_send {
     ZOOMVIDEOSDK::ZoomVideoSDKErrors operator()(ZOOMVIDEOSDK::IZoomVideoSDKAudioSender *s, char *data, unsigned int length,
-                                                int rate, ZOOMVIDEOSDK::ZoomVideoSDKAudioChannel channel) const {
-        return s->Send(data, length, rate, channel);
+                                                int rate, int32_t channel) const {
+        return s->Send(data, length, rate, static_cast<ZOOMVIDEOSDK::ZoomVideoSDKAudioChannel>(channel));
     }
 };
 } // namespace detail
 using virtual_mic = basic_virtual_mic<ZOOMVIDEOSDK::IZoomVideoSDKVirtualAudioMic, ZOOMVIDEOSDK::IZoomVideoSDKAudioSender,
-                                      ZOOMVIDEOSDK::ZoomVideoSDKAudioChannel, detail::video_sdk_audio_send>;
+                                      detail::video_sdk_audio_send>;
 #endif
 
 #if defined(RAWFX_WITH_ZOOM_MEETING_SDK)
 // ---- Meeting SDK ----
 using meeting_pre_processor = basic_pre_processor<ZOOMSDK::IZoomSDKPreProcessor>;
 
-// IZoomSDKAudioRawDataDelegate (subscribe it with IZoomSDKAudioRawDataHelper::subscribe).
-// Interpreter audio is not processed (no stream of its own in RawFX yet).
+// IZoomSDKAudioRawDataDelegate (subscribe it with IZoomSDKAudioRawDataHelper::subscribe), with
+// the callbacks of RAWFX_ZOOM_MEETING_SDK_VERSION's release (above). Share audio is one stream
+// whether or not the SDK names the sharer. Interpreter audio is not processed (no stream of its
+// own in RawFX yet).
 class meeting_audio_delegate : public ZOOMSDK::IZoomSDKAudioRawDataDelegate, public audio_receiver {
 public:
     using audio_receiver::audio_receiver;
     void onMixedAudioRawDataReceived(::AudioRawData *data) override { receive(RAWFX_STREAM_MIXED, 0, data); }
     void onOneWayAudioRawDataReceived(::AudioRawData *data, uint32_t user_id) override { receive(RAWFX_STREAM_ONE_WAY, user_id, data); }
+#if RAWFX_ZOOM_MEETING_SHARE_AUDIO == 2
     void onShareAudioRawDataReceived(::AudioRawData *data, uint32_t) override { receive(RAWFX_STREAM_SHARED, 0, data); }
+#elif RAWFX_ZOOM_MEETING_SHARE_AUDIO == 1
+    void onShareAudioRawDataReceived(::AudioRawData *data) override { receive(RAWFX_STREAM_SHARED, 0, data); }
+#endif
+#if RAWFX_ZOOM_MEETING_INTERPRETER_AUDIO
     void onOneWayInterpreterAudioRawDataReceived(::AudioRawData *, const ::zchar_t *) override {}
+#endif
 };
+static_assert(!std::is_abstract<meeting_audio_delegate>::value,
+              "IZoomSDKAudioRawDataDelegate has callbacks meeting_audio_delegate does not override: define "
+              "RAWFX_ZOOM_MEETING_SDK_VERSION as your Meeting SDK's version (major * 10000 + minor * 100 + patch)");
 
 using meeting_video_source = basic_video_source<ZOOMSDK::IZoomSDKVideoSource, ZOOMSDK::IZoomSDKVideoSender,
                                                 ZOOMSDK::IList<ZOOMSDK::VideoSourceCapability>, ZOOMSDK::VideoSourceCapability,
@@ -706,15 +766,24 @@ private:
 };
 
 namespace detail {
+// The channel parameter of the sender's send: its type (ZOOMSDK::ZoomSDKAudioChannel), or void
+// where send has none (Meeting SDK before 5.15: mono only).
+template <class F> struct send_channel { using type = void; };
+template <class R, class S, class C> struct send_channel<R (S::*)(char *, unsigned int, int, C)> { using type = C; };
 struct meeting_sdk_audio_send {
-    ZOOMSDK::SDKError operator()(ZOOMSDK::IZoomSDKAudioRawDataSender *s, char *data, unsigned int length, int rate,
-                                 ZOOMSDK::ZoomSDKAudioChannel channel) const {
-        return s->send(data, length, rate, channel);
+    template <class Sender> ZOOMSDK::SDKError operator()(Sender *s, char *data, unsigned int length, int rate, int32_t channel) const {
+        using channel_type = typename send_channel<decltype(&Sender::send)>::type;
+        if constexpr (std::is_void_v<channel_type>) {
+            if (channel != 0) return ZOOMSDK::SDKERR_INVALID_PARAMETER;  // stereo, which such a sender cannot take
+            return s->send(data, length, rate);
+        } else {
+            return s->send(data, length, rate, static_cast<channel_type>(channel));
+        }
     }
 };
 } // namespace detail
 using meeting_virtual_mic = basic_virtual_mic<ZOOMSDK::IZoomSDKVirtualAudioMicEvent, ZOOMSDK::IZoomSDKAudioRawDataSender,
-                                              ZOOMSDK::ZoomSDKAudioChannel, detail::meeting_sdk_audio_send>;
+                                              detail::meeting_sdk_audio_send>;
 
 #if RAWFX_ZOOM_HAS_PRODUCTION_STUDIO
 // Production studio mode (IMeetingProductionStudioCtrlEvent; set it with the controller's

@@ -27,8 +27,16 @@
 //       fake sender checks 10 ms chunks and writes them
 //
 // Exit status 0 on success; any broken SDK rule is a message on stderr and status 1.
+//
+// -DRAWFX_ZOOM_MEETING_SDK_VERSION=51400 (say) builds it against the stand-in's shape of an
+// older Meeting SDK, and the adapter for that release: no timestamps on the raw data, the mic's
+// send without a channel. The stand-in's production studio is a 6.x header: left out before 6.0.
 #include "zoom_sdk_standin.h"
+#if RAWFX_ZOOM_MEETING_SDK_VERSION >= 60000
 #include "meeting_service_components/meeting_production_studio_ctrl_interface.h"
+#else
+#define RAWFX_ZOOM_HAS_PRODUCTION_STUDIO 0
+#endif
 #define RAWFX_WITH_ZOOM_VIDEO_SDK 1
 #define RAWFX_WITH_ZOOM_MEETING_SDK 1
 #include "rawfx/zoom_adapter.hpp"
@@ -362,7 +370,9 @@ struct fake_audio_raw_data : refcounted<AudioRawData> {
     unsigned int GetBufferLen() override { return (unsigned int)samples.size() * 2; }
     unsigned int GetSampleRate() override { return rate; }
     unsigned int GetChannelNum() override { return channels; }
+#if RAWFX_ZOOM_STANDIN_TIMESTAMPS
     unsigned long long GetTimeStamp() override { return ms; }
+#endif
 };
 
 template <class Speaker> struct speaker_calls;
@@ -436,7 +446,9 @@ struct fake_yuv_raw_data : refcounted<YUVRawDataI420> {
     unsigned int GetStreamHeight() override { return h; }
     unsigned int GetRotation() override { return 0; }
     unsigned int GetSourceID() override { return 0; }
+#if RAWFX_ZOOM_STANDIN_TIMESTAMPS
     unsigned long long GetTimeStamp() override { return 0; }
+#endif
 };
 
 // The SDK's pipe: one delegate at a time, frames only between subscribe and unSubscribe.
@@ -727,12 +739,20 @@ struct fake_audio_sender : ZOOMVIDEOSDK::IZoomVideoSDKAudioSender {
         return ZOOMVIDEOSDK::ZoomVideoSDKErrors_Success;
     }
 };
+// The Meeting SDK's sender takes the channel from 5.15; before, mono only (RAWFX_ZOOM_MEETING_SDK_VERSION).
 struct fake_meeting_audio_sender : ZOOMSDK::IZoomSDKAudioRawDataSender {
     audio_rules *rules;
+#if RAWFX_ZOOM_STANDIN_SEND_CHANNEL
     ZOOMSDK::SDKError send(char *d, unsigned int l, int r, ZOOMSDK::ZoomSDKAudioChannel c) override {
         rules->check(d, l, r, (int)c);
         return ZOOMSDK::SDKERR_SUCCESS;
     }
+#else
+    ZOOMSDK::SDKError send(char *d, unsigned int l, int r) override {
+        rules->check(d, l, r, 0);
+        return ZOOMSDK::SDKERR_SUCCESS;
+    }
+#endif
 };
 
 template <class Mic, class Sender>
@@ -771,6 +791,7 @@ static int run_mic(rawfx_registry *registry, const char *chain, const wav &in, c
     return write_wav(out_path, in.rate, 1, rules.received) && failures == 0 ? 0 : 1;
 }
 
+#if RAWFX_ZOOM_HAS_PRODUCTION_STUDIO
 struct fake_ps_sender : ZOOMSDK::IZoomSDKPSSender {
     video_rules video;
     audio_rules audio;
@@ -853,6 +874,7 @@ static int run_production_studio(rawfx_registry *registry, char **argv) {
     sender.audio.received.resize(frames);
     return write_wav(argv[9], sound.rate, 1, sender.audio.received) && failures == 0 ? 0 : 1;
 }
+#endif
 
 int main(int argc, char **argv) {
     if (argc < 6) {
@@ -867,7 +889,11 @@ int main(int argc, char **argv) {
     int status = 2;
     try {
         if (mode == "production-studio" && argc == 10) {
+#if RAWFX_ZOOM_HAS_PRODUCTION_STUDIO
             status = run_production_studio(registry, argv);
+#else
+            std::fprintf(stderr, "adapter_test: built without production studio\n");
+#endif
         } else if (mode == "video-source" && argc == 7) {
             uint32_t w = 0, h = 0;
             std::sscanf(argv[4], "%ux%u", &w, &h);

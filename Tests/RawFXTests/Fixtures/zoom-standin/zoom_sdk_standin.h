@@ -22,11 +22,37 @@
  * an adapter class that misses a callback is abstract here as with the SDK. Classes the adapter
  * only calls (senders, raw data, lists, renderers) declare what it calls; enums list the values
  * used, with the SDK's numbers. A real build includes the SDK's own headers instead of this file.
+ *
+ * Older Meeting SDK releases: RAWFX_ZOOM_MEETING_SDK_VERSION (major * 10000 + minor * 100 +
+ * patch, as the adapter reads it; 60705 when undefined) picks the shape of the parts that
+ * changed, as found in public copies of the Linux Meeting SDK's headers (docs/embedding.md
+ * names them):
+ *   - AudioRawData::GetTimeStamp and YUVRawDataI420::GetTimeStamp: from 6.4 (none in 6.2.5,
+ *     both in 6.4.6). The raw data classes are global and shared with the Video SDK's part of
+ *     this stand-in, so an older shape takes them from the Video SDK classes too.
+ *   - IZoomSDKAudioRawDataDelegate: mixed and one-way only before 5.16.10 (5.15.5, 5.16.5);
+ *     then onShareAudioRawDataReceived(AudioRawData*); onOneWayInterpreterAudioRawDataReceived
+ *     from 6.1.0 (not in 6.0.2); the share callback with the sharer's user id from 6.5 (not in
+ *     6.4.6, in 6.5.10).
+ *   - IZoomSDKAudioRawDataSender::send: with the ZoomSDKAudioChannel argument from 5.15 (5.15.5
+ *     has it); before, without it and without that enum (a copy of the header older than the
+ *     share-audio callback; which release it was is not known).
+ * RAWFX_ZOOM_STANDIN_TIMESTAMPS, _SHARE_AUDIO (0, 1: data, 2: data and user id),
+ * _INTERPRETER_AUDIO and _SEND_CHANNEL say which shape was taken, for the tests' fakes.
  */
 #ifndef RAWFX_ZOOM_SDK_STANDIN_H
 #define RAWFX_ZOOM_SDK_STANDIN_H
 
 #include <stdint.h>
+
+#if !defined(RAWFX_ZOOM_MEETING_SDK_VERSION)
+#define RAWFX_ZOOM_MEETING_SDK_VERSION 60705
+#endif
+#define RAWFX_ZOOM_STANDIN_TIMESTAMPS (RAWFX_ZOOM_MEETING_SDK_VERSION >= 60400)
+#define RAWFX_ZOOM_STANDIN_SHARE_AUDIO \
+    (RAWFX_ZOOM_MEETING_SDK_VERSION >= 60500 ? 2 : RAWFX_ZOOM_MEETING_SDK_VERSION >= 51610 ? 1 : 0)
+#define RAWFX_ZOOM_STANDIN_INTERPRETER_AUDIO (RAWFX_ZOOM_MEETING_SDK_VERSION >= 60100)
+#define RAWFX_ZOOM_STANDIN_SEND_CHANNEL (RAWFX_ZOOM_MEETING_SDK_VERSION >= 51500)
 
 /* ---- Both SDKs: global ---- */
 typedef char zchar_t;
@@ -40,7 +66,9 @@ public:
     virtual unsigned int GetBufferLen() = 0;
     virtual unsigned int GetSampleRate() = 0;
     virtual unsigned int GetChannelNum() = 0;
+#if RAWFX_ZOOM_STANDIN_TIMESTAMPS
     virtual unsigned long long GetTimeStamp() = 0;
+#endif
     virtual ~AudioRawData() {}
 };
 
@@ -60,7 +88,9 @@ public:
     virtual unsigned int GetStreamHeight() = 0;
     virtual unsigned int GetRotation() = 0;
     virtual unsigned int GetSourceID() = 0;
+#if RAWFX_ZOOM_STANDIN_TIMESTAMPS
     virtual unsigned long long GetTimeStamp() = 0;
+#endif
     virtual ~YUVRawDataI420() {}
 };
 
@@ -213,7 +243,9 @@ namespace ZOOMSDK {
 /* zoom_sdk_def.h */
 enum SDKError { SDKERR_SUCCESS = 0, SDKERR_NO_IMPL = 1, SDKERR_WRONG_USAGE = 2, SDKERR_INVALID_PARAMETER = 3 };
 enum FrameDataFormat { FrameDataFormat_I420_LIMITED = 0, FrameDataFormat_I420_FULL = 1 };
+#if RAWFX_ZOOM_STANDIN_SEND_CHANNEL
 enum ZoomSDKAudioChannel { ZoomSDKAudioChannel_Mono = 0, ZoomSDKAudioChannel_Stereo = 1 };
+#endif
 
 template <class T> class IList {
 public:
@@ -262,15 +294,25 @@ public:
     ~IZoomSDKAudioRawDataDelegate() {}
     virtual void onMixedAudioRawDataReceived(AudioRawData *data_) = 0;
     virtual void onOneWayAudioRawDataReceived(AudioRawData *data_, uint32_t user_id) = 0;
+#if RAWFX_ZOOM_STANDIN_SHARE_AUDIO == 2
     virtual void onShareAudioRawDataReceived(AudioRawData *data_, uint32_t user_id) = 0;
+#elif RAWFX_ZOOM_STANDIN_SHARE_AUDIO == 1
+    virtual void onShareAudioRawDataReceived(AudioRawData *data_) = 0;
+#endif
+#if RAWFX_ZOOM_STANDIN_INTERPRETER_AUDIO
     virtual void onOneWayInterpreterAudioRawDataReceived(AudioRawData *data_, const zchar_t *pLanguageName) = 0;
+#endif
 };
 
 class IZoomSDKAudioRawDataSender {
 public:
     virtual ~IZoomSDKAudioRawDataSender() {}
+#if RAWFX_ZOOM_STANDIN_SEND_CHANNEL
     virtual SDKError send(char *data, unsigned int data_length, int sample_rate,
                           ZoomSDKAudioChannel channel = ZoomSDKAudioChannel_Mono) = 0;
+#else
+    virtual SDKError send(char *data, unsigned int data_length, int sample_rate) = 0;
+#endif
 };
 
 class IZoomSDKVirtualAudioMicEvent {
