@@ -170,7 +170,8 @@ let package = Package(
 
         .executableTarget(
             name: "bench",
-            dependencies: ["RawFX", "RawFXRuntime", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CBenchPeers", "RawFXCompose"],
+            dependencies: ["RawFX", "RawFXRuntime", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CBenchPeers", "RawFXCompose",
+                           "RawFXEmulator"],
             path: "Benchmarks/bench"),
         // FFmpeg for `bench --peers`, opened with dlopen at run time (never linked).
         .target(name: "CBenchPeers", path: "Benchmarks/CBenchPeers", linkerSettings: [.linkedLibrary("dl")]),

@@ -89,104 +89,96 @@ final class MeetingProgramTests: XCTestCase {
 }
 
 extension MeetingProgramTests {
-    /// The emulated meeting of #27: 25 users, 60 s of media on a virtual clock (frames and
-    /// audio blocks delivered with jitter in their order), talkers changing every 5 s, a share
-    /// from 20 s to 40 s, two users turning video off and one leaving.
-    func testAnEmulatedMeetingOf25UsersFor60Seconds() throws {
+    /// The emulated meeting of #27 (`EmulatedMeeting`'s default script: 25 users, jittered
+    /// 15 fps cameras, speech-like one-way audio at 32000 Hz with talkers changing every 5 s,
+    /// user 2's video off 10–52 s, user 25 leaving at 15 s, a share 20–40 s, users 11 and 12
+    /// stalling at 44 s) published by `ProgramPublisher` to the PS sender fake for 60 s: the
+    /// whole Done-when list of the issue, asserted on what the sender got.
+    func testAnEmulatedMeetingOf25UsersFor60SecondsThroughTheProductionStudioSender() throws {
         let rate = FrameRate(30)
-        let virtualTime = Locked<Int64>(0)
-        let program = try MeetingProgram(compositor: .init(width: 640, height: 360, frameRate: rate, layout: .grid,
-                                                           inputTimeoutMicroseconds: 500_000),
-                                         registry: PluginRegistry(), receiveChain: "", mode: .sync, audioRate: 48000,
-                                         clock: { virtualTime.withLock { $0 } })
-        let users = (1...25).map { SDKUser(UInt64($0)) }
-        let pipes = users.map { EmulatedVideoPipe(user: $0, ledger: ledger) }
-        for (pipe, user) in zip(pipes, users) { try program.subscribe(pipe, user: user, resolution: .p180) }
-        let sharePipe = EmulatedVideoPipe(user: users[0], kind: .share, ledger: ledger)
-        let pictures = (0..<4).map { patternBuffer(width: 320, height: 180, seed: $0) }
-        let raws = pictures.map { picture -> EmulatedVideoRawData in
-            let raw = EmulatedVideoRawData(format: picture.format, ledger: ledger)
-            raw.capture(picture.frame)
-            return raw
-        }
+        let clock = EmulatorClock(manualStart: 0)
+        let capability = PSVideoSourceCapability(width: 640, height: 360, format: .i420Full)
+        let hold: Int64 = 1_500_000
+        let program = try MeetingProgram(compositor: .init(width: 640, height: 360, frameRate: rate, colorRange: .full,
+                                                           layout: .grid, inputTimeoutMicroseconds: 500_000),
+                                         registry: builtPlugins, receiveChain: "", mode: .sync, audioRate: 48000,
+                                         speaker: .init(holdMicroseconds: hold), recentSpeakersFirst: true,
+                                         clock: { clock.microseconds })
+        let meeting = try EmulatedMeeting(program: program, clock: clock, ledger: ledger)
+        let ps = try ProductionStudioAdapter(capability: capability, registry: builtPlugins, audioRate: 48000, pacing: .caller)
+        let session = SDKSessionEmulator(clock: clock).productionStudioSession(ps)
+        session.sender.keepBytes = false
+        session.sender.reserveCapacity(video: 2000, audio: 7000)
+        session.startResult(true)
+        session.startSend()
+        let publisher = try ProgramPublisher(program: program, output: .productionStudio(ps))
         let compositor = program.compositor
-        func talker(at t: Int64) -> Int { Int(t / 5_000_000) % 7 + 3 }  // users 3…9 in turn
-        var samples = [Int16](repeating: 0, count: 480)
-        var frameTimes: [Int64] = []
-        var changes: [(time: Int64, speaker: String)] = []
-        var lastSpeaker: String?
-        var audioBlocks: Int64 = 0, audioSamples = 0
-        var nextBlock: Int64 = 0
-        var composeAllocations: UInt64 = 0
+
+        var allocations: UInt64 = 0
+        var worstOffset: Int64 = 0, worstOffsetSamples: Int64 = 0
         var layouts: [(frame: Int64, layout: CompositorLayout)] = []
-        for frame: Int64 in 0..<(30 * 60) {
-            let time = rate.timestamp(ofFrame: frame)
-            virtualTime.withLock { $0 = time }
-            // Events.
-            if frame == 20 * 30 { try program.subscribe(sharePipe, user: users[0], kind: .share, resolution: .p720); program.shareStarted(by: users[0]) }
-            if frame == 40 * 30 { program.shareStopped(); program.unsubscribe(user: users[0], kind: .share) }
-            if frame == 10 * 30 { pipes[1].setStatus(.off) }
-            if frame == 15 * 30 { program.userLeft(users[24]) }
-            // Video: each user's frames at 15 fps with a jitter of a few ms (users 11 and 12
-            // stall from 44 s on: a frozen tile never outlives the 0.5 s timeout).
-            for (index, pipe) in pipes.enumerated() where index != 24 || frame < 15 * 30 {
-                if index == 1 && frame >= 10 * 30 { continue }
-                if (index == 10 || index == 11) && frame >= 44 * 30 { continue }
-                if (frame + Int64(index)) % 2 == 0 { pipe.deliver(raws[(Int(frame) + index) % 4]) }
-            }
-            if frame >= 20 * 30 && frame < 40 * 30 { sharePipe.deliver(raws[0]) }
-            // Audio: every user's 10 ms blocks up to this frame's end, the talker loud.
-            let blocks = AudioMixer.blocks(forVideoFrame: frame, rate: rate)
-            while nextBlock < blocks.upperBound + 2 {
-                let blockTime = nextBlock * 10_000
-                for user in users.prefix(24) {
-                    let loud = Int(user.userID) == talker(at: blockTime)
-                    for i in samples.indices { samples[i] = loud ? Int16(6000 * sin(Double(i) * 0.2 + Double(user.userID))) : Int16(i % 3) }
-                    try samples.withUnsafeMutableBufferPointer {
-                        try program.oneWayAudio(AudioBlock(samples: $0.baseAddress!, frameCount: 480,
-                                                           format: AudioFormat(sampleRate: 48000, channels: 1)), from: user, at: blockTime)
-                    }
-                }
-                if program.activeSpeaker != lastSpeaker, let speaker = program.activeSpeaker {
-                    changes.append((blockTime, speaker))
-                    lastSpeaker = speaker
-                }
-                nextBlock += 1
-            }
-            // The program: the picture, then its audio blocks.
+        var mainTile: [(time: Int64, id: String?)] = []
+        var placeholderChecks: [Int64: Int] = [:]
+        var frozen: [String] = []
+        let checkFrames: Set<Int64> = [301, 480, 1350, 1590]  // 10 s + 1 frame, 16 s, 45 s, 53 s
+        for frame in 0..<meeting.script.frameCount {
+            try meeting.advance(toFrame: frame)
             let before = rawfx_thread_allocation_count()
-            let picture = compositor.compose(frameIndex: frame)
-            if frame >= 60 { composeAllocations += rawfx_thread_allocation_count() - before }
-            frameTimes.append(picture.timestampMicroseconds)
-            XCTAssertEqual(picture.width, 640)
-            for block in blocks {
-                audioSamples += program.mixer.mix(blockIndex: block).frameCount
-                audioBlocks += 1
-            }
-            if layouts.last?.layout != compositor.currentScene.layout { layouts.append((frame, compositor.currentScene.layout)) }
-            // Video off and stalled users show their placeholder; nobody's tile is frozen past the timeout.
-            if frame == 10 * 30 + 1 || frame == 45 * 30 {
+            publisher.publish(frameIndex: frame)
+            if frame >= 60 { allocations += rawfx_thread_allocation_count() - before }
+            worstOffset = max(worstOffset, abs(publisher.avOffsetMicroseconds))
+            worstOffsetSamples = max(worstOffsetSamples, abs(publisher.avOffsetSamples))
+            let scene = compositor.currentScene
+            if layouts.last?.layout != scene.layout { layouts.append((frame, scene.layout)) }
+            // The speaker's tile: the gallery's first (recent speakers first), beside the share.
+            let main = scene.placements.first { !$0.id.hasPrefix("share:") }?.id
+            if mainTile.last?.id != main { mainTile.append((rate.timestamp(ofFrame: frame), main)) }
+            // Video off, left or stalled: the placeholder, never a frozen tile past the timeout.
+            if checkFrames.contains(frame) {
                 let shown = compositor.placeholderTilesShown
                 _ = compositor.compose(frameIndex: frame)
-                let placeholders = compositor.placeholderTilesShown - shown
-                XCTAssertEqual(placeholders, frame == 10 * 30 + 1 ? 1 : 3, "frame \(frame): tiles showing their placeholder")
+                placeholderChecks[frame] = compositor.placeholderTilesShown - shown
+                if frame == 480, scene.placements.contains(where: { $0.id == "25" }) { frozen.append("25 after leaving") }
             }
         }
-        XCTAssertEqual(frameTimes.count, 1800, "exactly 30 × 60 frames")
-        XCTAssertEqual(frameTimes, (0..<1800).map { rate.timestamp(ofFrame: Int64($0)) })
-        XCTAssertEqual(audioBlocks, 6000, "every 10 ms block once")
-        XCTAssertEqual(audioSamples, 60 * 48000)
-        if rawfx_allocation_counter_active() != 0 { XCTAssertEqual(composeAllocations, 0, "allocations on the compose calls after warm-up") }
-        // The speaker follows each talker within 1.5 s and never switches faster than the hold.
-        for change in stride(from: Int64(5_000_000), to: 60_000_000, by: 5_000_000) {
-            let expected = "\(talker(at: change))"
-            XCTAssert(changes.contains { $0.speaker == expected && $0.time >= change && $0.time - change <= 1_500_000 },
-                      "talker \(expected) from \(change) µs: \(changes)")
+        XCTAssertEqual(ps.queuedAudioChunks, 0, "every chunk left with its frame (caller pacing on the program's clock)")
+        session.stopSend()
+        let sent = session.sender.sentVideo
+        XCTAssertEqual(sent.count, 1800, "exactly 30 × 60 frames reached the PS sender")
+        XCTAssertTrue(sent.allSatisfy { $0.width == 640 && $0.height == 360 && $0.format == .i420Full && $0.dataLength == capability.frameLength },
+                      "every frame capability-exact")
+        XCTAssertEqual(publisher.framesSent, 1800)
+        XCTAssertEqual(publisher.videoFailures + publisher.audioFailures, 0, "\(String(describing: publisher.lastVideoFailure))")
+        let audio = session.sender.sentAudio
+        XCTAssertEqual(audio.reduce(0) { $0 + $1.dataLength / 2 }, 60 * 48000, "audio samples out = 60 s × 48000")
+        XCTAssertTrue(audio.allSatisfy { $0.sampleRate == 48000 && $0.dataLength % 2 == 0 })
+        XCTAssertEqual(publisher.audioSamplesSent, 60 * 48000)
+        XCTAssertLessThan(worstOffset, publisher.frameMicroseconds, "A/V offset within one frame throughout")
+        XCTAssertLessThan(worstOffsetSamples, 1600, "A/V offset in samples within one frame (1600 at 48000 Hz, 30 fps)")
+        XCTAssertEqual(publisher.maximumAVOffsetMicroseconds, worstOffset)
+        XCTAssertTrue(ledger.violations.isEmpty, "\(ledger.violations)")
+        if rawfx_allocation_counter_active() != 0 {
+            XCTAssertEqual(allocations, 0, "allocations per output frame (receive excluded) after warm-up")
         }
-        for (previous, next) in zip(changes, changes.dropFirst()) { XCTAssertGreaterThanOrEqual(next.time - previous.time, 1_500_000) }
-        // The share switched the layout on the next frame, and back.
+        // The speaker tile follows each talker within 1.5 s and never switches faster than the hold.
+        let turns = meeting.script.talkTurnMicroseconds
+        for change in stride(from: turns, to: 60_000_000, by: Int(turns)) {
+            let expected = "\(meeting.talker(at: change))"
+            XCTAssert(meeting.speakerChanges.contains { $0.speaker == expected && $0.time >= change && $0.time - change <= 1_500_000 },
+                      "talker \(expected) from \(change) µs: \(meeting.speakerChanges)")
+            XCTAssert(mainTile.contains { $0.id == expected && $0.time >= change && $0.time - change <= 1_500_000 },
+                      "the speaker tile shows \(expected) within 1.5 s of \(change) µs: \(mainTile)")
+        }
+        for (previous, next) in zip(meeting.speakerChanges, meeting.speakerChanges.dropFirst()) {
+            XCTAssertGreaterThanOrEqual(next.time - previous.time, hold, "switched faster than the hold")
+        }
+        // Share start and stop switch the layout on the next frame.
         XCTAssertEqual(layouts.map(\.frame), [0, 600, 1200])
         XCTAssertEqual(layouts.map(\.layout), [.grid, .share(speaker: .beside), .grid])
+        // Placeholders: user 2 off (10 s), still off (16 s; 25 gone, not frozen), + 11 and 12 stalled (45 s), 2 back (53 s).
+        XCTAssertTrue(frozen.isEmpty, "\(frozen)")
+        XCTAssertEqual(placeholderChecks, [301: 1, 480: 1, 1350: 3, 1590: 2], "tiles showing their placeholder")
         XCTAssertEqual(compositor.currentScene.placements.count, 24, "the user who left is gone")
+        XCTAssertEqual(meeting.events.map(\.event), [.videoOff(2), .left(25), .shareStarted(1), .shareStopped(1), .stalled(11), .stalled(12), .videoOn(2)])
     }
 }
