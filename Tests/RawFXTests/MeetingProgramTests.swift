@@ -3,6 +3,7 @@ import RawFX
 import RawFXAllocCounter
 import RawFXCompose
 import RawFXEmulator
+import RawFXMedia
 import RawFXSDK
 import XCTest
 
@@ -121,11 +122,15 @@ extension MeetingProgramTests {
         var placeholderChecks: [Int64: Int] = [:]
         var frozen: [String] = []
         let checkFrames: Set<Int64> = [301, 480, 1350, 1590]  // 10 s + 1 frame, 16 s, 45 s, 53 s
+        // The pictures of docs/production.md (written there with RAWFX_WRITE_DOCS_IMAGES=1).
+        let pictures: [Int64: String] = [150: "production-gallery", 360: "production-video-off", 750: "production-share",
+                                         1380: "production-stalled"]
         for frame in 0..<meeting.script.frameCount {
             try meeting.advance(toFrame: frame)
             let before = rawfx_thread_allocation_count()
-            publisher.publish(frameIndex: frame)
+            let picture = publisher.publish(frameIndex: frame)
             if frame >= 60 { allocations += rawfx_thread_allocation_count() - before }
+            if let name = pictures[frame] { try writeDocsPicture(picture, name) }
             worstOffset = max(worstOffset, abs(publisher.avOffsetMicroseconds))
             worstOffsetSamples = max(worstOffsetSamples, abs(publisher.avOffsetSamples))
             let scene = compositor.currentScene
@@ -180,5 +185,42 @@ extension MeetingProgramTests {
         XCTAssertEqual(placeholderChecks, [301: 1, 480: 1, 1350: 3, 1590: 2], "tiles showing their placeholder")
         XCTAssertEqual(compositor.currentScene.placements.count, 24, "the user who left is gone")
         XCTAssertEqual(meeting.events.map(\.event), [.videoOff(2), .left(25), .shareStarted(1), .shareStopped(1), .stalled(11), .stalled(12), .videoOn(2)])
+    }
+
+    /// Writes a program picture: to docs/images with RAWFX_WRITE_DOCS_IMAGES=1, else to a
+    /// temporary folder (read back either way).
+    func writeDocsPicture(_ frame: VideoFrame, _ name: String) throws {
+        let folder = ProcessInfo.processInfo.environment["RAWFX_WRITE_DOCS_IMAGES"] == "1"
+            ? repositoryRoot.appendingPathComponent("docs/images") : temporaryDirectory()
+        let path = folder.appendingPathComponent(name + ".png").path
+        try PNGWriter.write(frame, to: path)
+        let image = try PNGReader.readRGBA(path)
+        XCTAssertEqual([image.width, image.height], [frame.width, frame.height], name)
+    }
+
+    /// The speaker layout over the emulated meeting's first 8 s: the big tile follows the
+    /// talker (users 3, then 4 from 5 s); a picture for docs/production.md.
+    func testTheSpeakerLayoutFollowsTheEmulatedTalker() throws {
+        let clock = EmulatorClock(manualStart: 0)
+        let program = try MeetingProgram(compositor: .init(width: 640, height: 360, colorRange: .full,
+                                                           layout: .speaker(filmstrip: .bottom, others: 4),
+                                                           inputTimeoutMicroseconds: 500_000),
+                                         registry: builtPlugins, receiveChain: "", mode: .sync, audioRate: 48000,
+                                         recentSpeakersFirst: true, clock: { clock.microseconds })
+        var script = EmulatedMeeting.Script()
+        script.seconds = 8
+        let meeting = try EmulatedMeeting(program: program, clock: clock, script: script, ledger: ledger)
+        let publisher = try ProgramPublisher(program: program, output: .custom(video: { _ in true }, audio: { _ in true }))
+        var big: [Int64: String?] = [:]
+        for frame in 0..<script.frameCount {
+            try meeting.advance(toFrame: frame)
+            let picture = publisher.publish(frameIndex: frame)
+            if frame == 120 || frame == 230 { big[frame] = program.compositor.currentScene.placements.first?.id }
+            if frame == 230 { try writeDocsPicture(picture, "production-speaker") }
+        }
+        XCTAssertEqual(big[120], "3", "user 3 talks from 0 s")
+        XCTAssertEqual(big[230], "4", "user 4 talks from 5 s")
+        XCTAssertEqual(publisher.framesSent, 240)
+        XCTAssertEqual(publisher.audioSamplesSent, 8 * 48000)
     }
 }

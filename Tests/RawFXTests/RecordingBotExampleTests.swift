@@ -1,0 +1,50 @@
+import Foundation
+import RawFX
+import RawFXAllocCounter
+import RawFXMedia
+import XCTest
+
+/// docs/examples/recording_bot.c (docs/production.md), built with cc against rawfx_embed.h as
+/// a user would, run to files and down a pipe into FFmpeg.
+final class RecordingBotExampleTests: XCTestCase {
+    func testTheCRecordingBotWritesY4MAndWAVOnOneClockAndFeedsFFmpeg() throws {
+        guard rawfx_built_with_sanitizer() == 0 else { throw XCTSkip("the C example is not built against a sanitized librawfx") }
+        let library = EmbedTests.library
+        XCTAssertTrue(FileManager.default.fileExists(atPath: library.path), "\(library.path) is not built")
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let example = directory.appendingPathComponent("recording_bot")
+        let libraryDirectory = library.deletingLastPathComponent().path
+        try runCompiler("cc", ["-std=c99"] + EmbedTests.warnings + EmbedTests.includes.flatMap { ["-I", $0] }
+                            + [repositoryRoot.appendingPathComponent("docs/examples/recording_bot.c").path,
+                               "-o", example.path, "-L", libraryDirectory, "-lRawFXEmbed", "-lm", "-Wl,-rpath," + libraryDirectory])
+        let y4m = directory.appendingPathComponent("program.y4m").path, wav = directory.appendingPathComponent("program.wav").path
+        let run = try runProgram(example, ["--frames", "120", y4m, wav])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stderr.contains("120 frames, 192000 audio samples at 48000 Hz"), run.stderr)
+        // Exactly 120 frames of 1280x720, and 4 s of audio: the same clock.
+        let reader = try Y4MReader(path: y4m)
+        XCTAssertEqual([reader.header.width, reader.header.height], [1280, 720])
+        var frames = 0
+        while try reader.readFrame() != nil { frames += 1 }
+        XCTAssertEqual(frames, 120)
+        let audio = try WAVReader(path: wav)
+        XCTAssertEqual(audio.format, AudioFormat(sampleRate: 48000, channels: 1))
+        XCTAssertEqual(audio.frameCount, 120 * 48000 / 30)
+        // User 9 left at frame 60: 8 tiles re-flowed in the last scene.
+        XCTAssertTrue(run.stderr.contains("\"layout\": \"grid\""), run.stderr)
+        XCTAssertFalse(run.stderr.contains("\"9\":"), run.stderr)
+
+        // Down a pipe into FFmpeg: an MP4 with every frame.
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg") else { throw XCTSkip("no ffmpeg") }
+        let mp4 = directory.appendingPathComponent("program.mp4").path
+        let pipe = try runProgram(URL(fileURLWithPath: "/bin/sh"),
+                                  ["-c", "'\(example.path)' --frames 60 - | /usr/bin/ffmpeg -nostdin -y -loglevel error -f yuv4mpegpipe -i - "
+                                        + "-c:v mpeg4 -q:v 5 '\(mp4)'"])
+        XCTAssertEqual(pipe.status, 0, pipe.stderr)
+        let probe = try runProgram(URL(fileURLWithPath: "/usr/bin/ffprobe"),
+                                   ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                                    "stream=width,height,nb_read_frames", "-of", "csv=p=0", mp4])
+        XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "1280,720,60")
+    }
+}
