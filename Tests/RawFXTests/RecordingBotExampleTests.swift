@@ -47,4 +47,29 @@ final class RecordingBotExampleTests: XCTestCase {
                                     "stream=width,height,nb_read_frames", "-of", "csv=p=0", mp4])
         XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "1280,720,60")
     }
+
+    /// docs/examples/RecordingBot (the `recording-bot` product, built beside `rawfx`): the
+    /// emulated meeting to the PS sender, and as Y4M down a pipe into FFmpeg with a WAV.
+    func testTheSwiftRecordingBotPublishesToTheProductionStudioSenderAndFeedsFFmpeg() throws {
+        let bot = rawfxBinary.deletingLastPathComponent().appendingPathComponent("recording-bot")
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: bot.path), "\(bot.path) is not built; run `swift build`")
+        let ps = try runProgram(bot, ["--seconds", "2", "--size", "640x360", "--ps"])
+        XCTAssertEqual(ps.status, 0, ps.stderr)
+        XCTAssertTrue(ps.stderr.contains("PS sender got 60 frames, 96000 samples"), ps.stderr)
+        XCTAssertTrue(ps.stderr.contains("60 frames, 96000 audio samples at 48000 Hz"), ps.stderr)
+
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg") else { throw XCTSkip("no ffmpeg") }
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let mp4 = directory.appendingPathComponent("program.mp4").path, wav = directory.appendingPathComponent("program.wav").path
+        let pipe = try runProgram(URL(fileURLWithPath: "/bin/sh"),
+                                  ["-c", "'\(bot.path)' --seconds 2 --size 640x360 - '\(wav)' | /usr/bin/ffmpeg -nostdin -y -loglevel error "
+                                        + "-f yuv4mpegpipe -i - -c:v mpeg4 -q:v 5 '\(mp4)'"])
+        XCTAssertEqual(pipe.status, 0, pipe.stderr)
+        let probe = try runProgram(URL(fileURLWithPath: "/usr/bin/ffprobe"),
+                                   ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                                    "stream=width,height,nb_read_frames", "-of", "csv=p=0", mp4])
+        XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "640,360,60")
+        XCTAssertEqual(try WAVReader(path: wav).frameCount, 2 * 48000)
+    }
 }
