@@ -161,6 +161,8 @@ public final class MeetingProgram: @unchecked Sendable {
     /// into the mix, and to the speaker detector; at `time` µs of the compositor's clock (nil:
     /// now).
     public func oneWayAudio(_ block: AudioBlock, from user: SDKUser, at time: Int64? = nil) throws {
+        // The user's id as the detector knows it: the mixer input's (made once), else made here.
+        var name: String?
         if audioSource == .oneWayMix {
             let input = try audioInputs.withLock { inputs -> MixerInput in
                 if let existing = inputs[user] { return existing }
@@ -170,9 +172,10 @@ public final class MeetingProgram: @unchecked Sendable {
                 return made
             }
             try input.submit(block)
+            name = input.id
         }
         let now = time ?? clock()
-        detector.observe(user: "\(user.userID)", block: block, at: now)
+        detector.observe(user: name ?? "\(user.userID)", block: block, at: now)
         let (speaker, changed) = detector.update(at: now)
         if changed {
             director.setSpeaker(speaker, order: recentSpeakersFirst ? detector.recentSpeakers : nil)

@@ -37,15 +37,20 @@ final class RecordingBotExampleTests: XCTestCase {
 
         // Down a pipe into FFmpeg: an MP4 with every frame.
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg") else { throw XCTSkip("no ffmpeg") }
+        XCTAssertEqual(try throughFFmpeg("'\(example.path)' --frames 60 -", in: directory), "1280,720,60")
+    }
+
+    /// Runs `command` (a Y4M on stdout) into `ffmpeg -f yuv4mpegpipe -i - program.mp4` and
+    /// returns what ffprobe counts in the MP4: "width,height,frames".
+    func throughFFmpeg(_ command: String, in directory: URL) throws -> String {
         let mp4 = directory.appendingPathComponent("program.mp4").path
         let pipe = try runProgram(URL(fileURLWithPath: "/bin/sh"),
-                                  ["-c", "'\(example.path)' --frames 60 - | /usr/bin/ffmpeg -nostdin -y -loglevel error -f yuv4mpegpipe -i - "
-                                        + "-c:v mpeg4 -q:v 5 '\(mp4)'"])
+                                  ["-c", command + " | /usr/bin/ffmpeg -nostdin -y -loglevel error -f yuv4mpegpipe -i - -c:v mpeg4 -q:v 5 '\(mp4)'"])
         XCTAssertEqual(pipe.status, 0, pipe.stderr)
         let probe = try runProgram(URL(fileURLWithPath: "/usr/bin/ffprobe"),
                                    ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
                                     "stream=width,height,nb_read_frames", "-of", "csv=p=0", mp4])
-        XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "1280,720,60")
+        return String(decoding: probe.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// docs/examples/RecordingBot (the `recording-bot` product, built beside `rawfx`): the
@@ -61,15 +66,8 @@ final class RecordingBotExampleTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/ffmpeg") else { throw XCTSkip("no ffmpeg") }
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let mp4 = directory.appendingPathComponent("program.mp4").path, wav = directory.appendingPathComponent("program.wav").path
-        let pipe = try runProgram(URL(fileURLWithPath: "/bin/sh"),
-                                  ["-c", "'\(bot.path)' --seconds 2 --size 640x360 - '\(wav)' | /usr/bin/ffmpeg -nostdin -y -loglevel error "
-                                        + "-f yuv4mpegpipe -i - -c:v mpeg4 -q:v 5 '\(mp4)'"])
-        XCTAssertEqual(pipe.status, 0, pipe.stderr)
-        let probe = try runProgram(URL(fileURLWithPath: "/usr/bin/ffprobe"),
-                                   ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
-                                    "stream=width,height,nb_read_frames", "-of", "csv=p=0", mp4])
-        XCTAssertEqual(String(decoding: probe.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "640,360,60")
+        let wav = directory.appendingPathComponent("program.wav").path
+        XCTAssertEqual(try throughFFmpeg("'\(bot.path)' --seconds 2 --size 640x360 - '\(wav)'", in: directory), "640,360,60")
         XCTAssertEqual(try WAVReader(path: wav).frameCount, 2 * 48000)
     }
 }
