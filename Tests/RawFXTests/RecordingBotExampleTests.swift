@@ -31,6 +31,9 @@ final class RecordingBotExampleTests: XCTestCase {
         let audio = try WAVReader(path: wav)
         XCTAssertEqual(audio.format, AudioFormat(sampleRate: 48000, channels: 1))
         XCTAssertEqual(audio.frameCount, 120 * 48000 / 30)
+        // The mix is heard: the speaker's voice, resampled from 32000 Hz, well above silence.
+        let pcm = try audio.readAll()
+        XCTAssertGreaterThan(pcm.suffix(48000).map { abs(Int($0)) }.max() ?? 0, 3000, "the program's audio is not silent")
         // User 9 left at frame 60: 8 tiles re-flowed in the last scene.
         XCTAssertTrue(run.stderr.contains("\"layout\": \"grid\""), run.stderr)
         XCTAssertFalse(run.stderr.contains("\"9\":"), run.stderr)

@@ -1,7 +1,8 @@
 /* A recording bot's program through the C API (docs/production.md): every participant's
  * video into a compositor input, the gallery composed on a steady 30 fps clock, written as
- * Y4M to a file or to stdout for FFmpeg, with the program's audio (a per-user mix, made here
- * by the app) as WAV on the same clock: frame N leaves with the samples of [N/30, (N+1)/30).
+ * Y4M to a file or to stdout for FFmpeg, with the program's audio as WAV on the same clock:
+ * each user's one-way stream (32000 Hz) into a mixer input with its own gain, resampled to
+ * 48000 Hz, and frame N leaves with the 10 ms blocks rawfx_mixer_blocks_for_frame names.
  *
  *   cc -std=c99 recording_bot.c -I<include dirs> -L<lib dir> -lRawFXEmbed -o recording_bot
  *   ./recording_bot --frames 300 - out.wav | ffmpeg -f yuv4mpegpipe -i - -i out.wav out.mp4
@@ -26,7 +27,8 @@
 #define HEIGHT 720
 #define TILE_W 320
 #define TILE_H 180
-#define RATE 48000
+#define RATE 48000         /* the program's (production studio's) rate */
+#define STREAM_RATE 32000  /* the virtual speaker's one-way streams */
 
 static int check(rawfx_result r, const char *what) {
     if (r != RAWFX_OK) {
@@ -76,15 +78,24 @@ int main(int argc, char **argv) {
     rawfx_compositor *comp = NULL;
     if (!check(rawfx_compositor_create(&config, &comp), "rawfx_compositor_create")) return 1;
 
+    /* The mixer finds `resample` (the SpeexDSP plugin) in the registry: the one-way streams
+     * come at 32000 Hz, the program goes out at 48000. */
+    rawfx_registry *registry = NULL;
+    rawfx_mixer *mixer = NULL;
+    if (!check(rawfx_registry_open(NULL, &registry), "rawfx_registry_open")) return 1;
+    if (!check(rawfx_mixer_create(registry, RATE, 2, &mixer), "rawfx_mixer_create")) return 1;
+    rawfx_mixer_input *voices[USERS] = { 0 };
+
     rawfx_compositor_input *inputs[USERS + 1] = { 0 };  /* users 1…9, then the share */
     char id[16];
     for (int u = 0; u < USERS; u++) {
         snprintf(id, sizeof id, "%d", u + 1);
         if (!check(rawfx_compositor_add_input(comp, id, &inputs[u]), "rawfx_compositor_add_input")) return 1;
+        if (!check(rawfx_mixer_add_input(mixer, id, 0, &voices[u]), "rawfx_mixer_add_input")) return 1;
     }
     uint8_t *pixels = malloc((size_t)(1280 * 720 * 3 / 2));
     uint8_t *planes[3] = { pixels, pixels + 1280 * 720, pixels + 1280 * 720 * 5 / 4 };
-    int16_t *pcm = malloc(sizeof(int16_t) * RATE / 10);
+    int16_t *pcm = malloc(sizeof(int16_t) * STREAM_RATE / 100);
     double phase[USERS] = { 0 };
     uint8_t header[44];
     if (audio) { wav_header(header, 0); write_all(audio, header, 44); }
@@ -92,7 +103,7 @@ int main(int argc, char **argv) {
     char y4m[96];
     int length = snprintf(y4m, sizeof y4m, "YUV4MPEG2 W%d H%d F30:1 Ip A1:1 C420jpeg XYSCSS=420JPEG XCOLORRANGE=LIMITED\n", WIDTH, HEIGHT);
     write_all(video, y4m, (size_t)length);
-    int64_t samples_sent = 0;
+    int64_t samples_sent = 0, next_block = 0;
     int left = 0, sharing = 0;
     for (int64_t n = 0; n < frames; n++) {
         int64_t now = n * 1000000 / 30;
@@ -102,6 +113,9 @@ int main(int argc, char **argv) {
             rawfx_compositor_remove_input(comp, "9");
             rawfx_compositor_input_release(inputs[8]);
             inputs[8] = NULL;
+            rawfx_mixer_remove_input(mixer, "9");
+            rawfx_mixer_input_release(voices[8]);
+            voices[8] = NULL;
             left = 1;
         }
         if (n == 45 && !sharing) {                                              /* user 1 shares */
@@ -150,24 +164,36 @@ int main(int argc, char **argv) {
             for (uint32_t y = 0; y < h; y++) write_all(video, out.planes[p] + (size_t)y * (size_t)out.strides[p], w);
         }
 
-        /* Its audio: the samples of [n/30, (n+1)/30), the speaker's voice loud, the others
-         * quiet (per-user gain), mixed with saturation. */
-        int64_t through = (n + 1) * RATE / 30, count = through - samples_sent;
-        for (int64_t i = 0; i < count; i++) {
-            double sum = 0;
+        /* The one-way streams up to this frame's end plus two blocks (what the SDK's audio
+         * thread delivered by now, onVirtualSpeakerOneWayAudioReceived): the speaker loud, the
+         * others quiet; the speaker's gain raised by 6 dB in the mix. */
+        int64_t first = 0, end = 0;
+        rawfx_mixer_blocks_for_frame(n, 30, 1, &first, &end);
+        for (; next_block < end + 2; next_block++) {
             for (int u = 0; u < USERS; u++) {
-                if (u == 8 && left) continue;
-                double gain = u + 1 == speaker ? 0.3 : 0.002;
-                double f0 = 110 + 15 * u, t = (double)(samples_sent + i) / RATE;
-                double syllable = 0.5 + 0.5 * sin(2 * PI * 4 * t);
-                phase[u] += 2 * PI * f0 / RATE;
-                sum += gain * syllable * (sin(phase[u]) + 0.5 * sin(2 * phase[u]) + 0.25 * sin(3 * phase[u]));
+                if (!voices[u]) continue;
+                for (int i = 0; i < STREAM_RATE / 100; i++) {
+                    double t = (double)(next_block * (STREAM_RATE / 100) + i) / STREAM_RATE;
+                    double level = u + 1 == speaker ? 0.3 * (0.5 + 0.5 * sin(2 * PI * 4 * t)) : 0.002;
+                    phase[u] += 2 * PI * (110 + 15 * u) / STREAM_RATE;
+                    pcm[i] = (int16_t)(32767 * level * (0.6 * sin(phase[u]) + 0.3 * sin(2 * phase[u])));
+                }
+                rawfx_audio_frame block = { .struct_size = sizeof block, .samples = pcm, .frame_count = STREAM_RATE / 100,
+                                            .sample_rate = STREAM_RATE, .channels = 1, .source = RAWFX_AUDIO_SOURCE_ONE_WAY,
+                                            .user_id = (uint64_t)(u + 1), .timestamp_us = next_block * 10000 };
+                rawfx_mixer_input_set_gain(voices[u], u + 1 == speaker ? 6 : 0);
+                if (!check(rawfx_mixer_input_submit(voices[u], &block), "rawfx_mixer_input_submit")) return 1;
             }
-            double s = sum * 32767;
-            pcm[i] = (int16_t)(s > 32767 ? 32767 : s < -32768 ? -32768 : s);
         }
-        if (audio) write_all(audio, pcm, (size_t)count * sizeof *pcm);
-        samples_sent = through;
+        /* The program's audio of this frame: its blocks, mixed (48000 Hz mono, 10 ms each). */
+        for (int64_t b = first; b < end; b++) {
+            rawfx_audio_frame mixed;
+            memset(&mixed, 0, sizeof mixed);
+            mixed.struct_size = sizeof mixed;
+            if (!check(rawfx_mixer_mix(mixer, b, &mixed), "rawfx_mixer_mix")) return 1;
+            if (audio) write_all(audio, mixed.samples, mixed.frame_count * sizeof *mixed.samples);
+            samples_sent += mixed.frame_count;
+        }
     }
     fflush(video);
     if (audio) {
@@ -182,7 +208,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "recording_bot: %ld frames, %lld audio samples at %d Hz; last scene %s\n", frames,
                 (long long)samples_sent, RATE, scene);
     for (int u = 0; u <= USERS; u++) rawfx_compositor_input_release(inputs[u]);
+    for (int u = 0; u < USERS; u++) rawfx_mixer_input_release(voices[u]);
     rawfx_compositor_destroy(comp);
+    rawfx_mixer_destroy(mixer);
+    rawfx_registry_close(registry);
     free(pixels);
     free(pcm);
     if (video != stdout) fclose(video);
