@@ -1,7 +1,8 @@
 """A recording bot's program from Python (docs/production.md): every participant's video into
 a rawfx.Compositor input, the gallery composed on a steady clock and written as Y4M to a file or
-to stdout for FFmpeg, the program's audio (a per-user mix with gains, made here with numpy) as
-WAV on the same clock: frame N leaves with the samples of [N/fps, (N+1)/fps).
+to stdout for FFmpeg; every participant's one-way audio (32000 Hz) into a rawfx.Mixer input
+with its own gain, resampled to 48000 Hz, written as WAV on the same clock: frame N leaves with
+the 10 ms blocks rawfx.Mixer.blocks_for_frame(N) names.
 
     python3 recording_bot.py --frames 300 - program.wav | ffmpeg -f yuv4mpegpipe -i - program.mp4
 
@@ -21,6 +22,7 @@ import numpy as np
 import rawfx
 
 WIDTH, HEIGHT, FPS, RATE, USERS = 1280, 720, 30, 48000, 9
+STREAM_RATE = 32000  # the virtual speaker's one-way streams
 
 
 def user_picture(user, n, width=640, height=360):
@@ -42,6 +44,9 @@ def main(argv=None):
     comp = rawfx.Compositor(WIDTH, HEIGHT, fps=FPS, layout="grid", background=0x202428, placeholder=0x3C4650,
                             timeout=0.5, border=2)
     inputs = {str(u): comp.add_input(str(u)) for u in range(1, USERS + 1)}
+    registry = rawfx.Registry()  # finds `resample` (SpeexDSP) for the 32000 Hz streams
+    mixer = rawfx.Mixer(RATE, registry=registry)
+    voices = {str(u): mixer.add_input(str(u)) for u in range(1, USERS + 1)}
     out = sys.stdout.buffer if args.video == "-" else open(args.video, "wb")
     wav = None
     if args.audio:
@@ -50,8 +55,9 @@ def main(argv=None):
         wav.setsampwidth(2)
         wav.setframerate(RATE)
     out.write(b"YUV4MPEG2 W%d H%d F%d:1 Ip A1:1 C420jpeg XYSCSS=420JPEG XCOLORRANGE=LIMITED\n" % (WIDTH, HEIGHT, FPS))
-    phases = np.zeros(USERS)
-    samples_sent, sharing = 0, 0
+    phases = np.zeros(USERS + 1)
+    samples_sent, sharing, next_block = 0, 0, 0
+    block = STREAM_RATE // 100
     for n in range(args.frames):
         now = n * 1_000_000 // FPS
         if n == 30:
@@ -59,6 +65,8 @@ def main(argv=None):
         if n == 60 and "9" in inputs:
             comp.remove_input("9")                          # the user left: the layout re-flows
             del inputs["9"]
+            mixer.remove_input("9")
+            del voices["9"]
         if n == 45 and sharing == 0:
             inputs["share:1"] = comp.add_input("share:1")   # onShareStatusChanged(start)
             comp.set_layout("share")
@@ -80,21 +88,25 @@ def main(argv=None):
         out.write(b"FRAME\n")
         for plane in (y, u, v):
             out.write(np.ascontiguousarray(plane).tobytes())
-        # The audio of this frame's instant: the speaker loud, everyone else quiet.
-        through = (n + 1) * RATE // FPS
-        t = (samples_sent + np.arange(through - samples_sent)) / RATE
-        mix = np.zeros(t.size)
-        for user in range(1, USERS + 1):
-            if user == 9 and n >= 60:
-                continue
-            f0 = 110 + 15 * (user - 1)
-            phase = phases[user - 1] + 2 * np.pi * f0 * (np.arange(1, t.size + 1)) / RATE
-            phases[user - 1] = phase[-1]
-            gain = 0.3 if user == speaker else 0.002
-            mix += gain * (0.5 + 0.5 * np.sin(2 * np.pi * 4 * t)) * (np.sin(phase) + 0.5 * np.sin(2 * phase))
-        if wav is not None:
-            wav.writeframes(np.clip(mix * 32767, -32768, 32767).astype("<i2").tobytes())
-        samples_sent = through
+        # The one-way streams up to this frame's end plus two blocks (what the SDK delivered
+        # by now): the speaker loud and 6 dB up in the mix, everyone else quiet.
+        blocks = rawfx.Mixer.blocks_for_frame(n, FPS)
+        while next_block < blocks.stop + 2:
+            t = (next_block * block + np.arange(block)) / STREAM_RATE
+            for name, voice in voices.items():
+                user = int(name)
+                phase = phases[user] + 2 * np.pi * (110 + 15 * (user - 1)) * np.arange(1, block + 1) / STREAM_RATE
+                phases[user] = phase[-1]
+                level = 0.3 * (0.5 + 0.5 * np.sin(2 * np.pi * 4 * t)) if user == speaker else 0.002
+                voice.set_gain(6 if user == speaker else 0)
+                voice.submit((32767 * level * (0.6 * np.sin(phase) + 0.3 * np.sin(2 * phase))).astype(np.int16), STREAM_RATE)
+            next_block += 1
+        # The program's audio of this frame: its blocks, mixed (48000 Hz mono, 10 ms each).
+        for b in blocks:
+            mixed = mixer.mix(b)
+            if wav is not None:
+                wav.writeframes(mixed.tobytes())
+            samples_sent += mixed.size
     out.flush()
     if wav is not None:
         wav.close()
@@ -103,6 +115,8 @@ def main(argv=None):
     print("recording_bot: %d frames, %d audio samples at %d Hz; last scene %s"
           % (args.frames, samples_sent, RATE, json.dumps(comp.scene)), file=sys.stderr)
     comp.close()
+    mixer.close()
+    registry.close()
     return 0
 
 

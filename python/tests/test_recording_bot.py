@@ -6,7 +6,10 @@ import subprocess
 import sys
 import wave
 
+import numpy as np
 import pytest
+
+import rawfx
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BOT = os.path.join(REPOSITORY, "python", "examples", "recording_bot.py")
@@ -24,6 +27,8 @@ def test_the_recording_bot_writes_every_frame_and_the_audio_of_each(tmp_path):
     assert len(data) == len(header) + 1 + 90 * (6 + 1280 * 720 * 3 // 2)
     with wave.open(wav) as w:
         assert (w.getframerate(), w.getnchannels(), w.getnframes()) == (48000, 1, 90 * 48000 // 30)
+        pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2")
+    assert np.abs(pcm[-48000:]).max() > 3000  # the speaker heard, resampled from 32000 Hz
     assert '"9"' not in run.stderr.split("last scene", 1)[1]  # user 9 left: re-flowed
 
 
@@ -39,3 +44,19 @@ def test_the_recording_bot_feeds_ffmpeg_through_a_pipe(tmp_path):
     probe = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
                             "stream=width,height,nb_read_frames", "-of", "csv=p=0", mp4], capture_output=True, text=True)
     assert probe.stdout.strip() == "1280,720,45"
+
+
+def test_the_mixer_sums_gained_inputs_in_blocks_of_the_video_clock():
+    mixer = rawfx.Mixer(48000, priming_blocks=0)
+    a, b = mixer.add_input("a"), mixer.add_input("b", gain_db=-6.0206)
+    tone = np.full(4800, 1000, np.int16)
+    a.submit(tone, 48000)
+    b.submit(tone, 48000)
+    assert list(mixer.mix(0)[:3]) == [1500, 1500, 1500]
+    b.set_gain(-200)
+    assert mixer.mix(1)[0] == 1000
+    assert list(rawfx.Mixer.blocks_for_frame(0, 30)) == [0, 1, 2, 3]
+    assert list(rawfx.Mixer.blocks_for_frame(1, 30)) == [4, 5, 6]
+    with pytest.raises(rawfx.RawFXError, match="44150"):
+        rawfx.Mixer(44150)
+    mixer.close()
