@@ -210,6 +210,7 @@ extension MeetingProgramTests {
         var script = EmulatedMeeting.Script()
         script.seconds = 8
         let meeting = try EmulatedMeeting(program: program, clock: clock, script: script, ledger: ledger)
+        program.setGain(SDKUser(4), decibels: -6)  // before their first block: applied when their input is made
         let publisher = try ProgramPublisher(program: program, output: .custom(video: { _ in true }, audio: { _ in true }))
         var big: [Int64: String?] = [:]
         for frame in 0..<script.frameCount {
@@ -222,5 +223,48 @@ extension MeetingProgramTests {
         XCTAssertEqual(big[230], "4", "user 4 talks from 5 s")
         XCTAssertEqual(publisher.framesSent, 240)
         XCTAssertEqual(publisher.audioSamplesSent, 8 * 48000)
+        XCTAssertEqual(program.mixer.input("4")?.gainDecibels ?? 0, -6, accuracy: 0.001, "the per-user gain")
+        XCTAssertEqual(program.labelChain(forInput: "4"), "text=text=User 4:size=24:anchor=bottom-left")
+        XCTAssertEqual(program.labelChain(forInput: "share:1"), "text=text=User 1 (share):size=24:anchor=bottom-left")
+    }
+
+    /// The other destinations: the external video source with the virtual mic, the program's
+    /// sound the virtual speaker's mixed audio (the one-way streams only pick the speaker),
+    /// denoised by the Speex plugin before it leaves.
+    func testTheProgramGoesToTheVideoSourceAndMicWithTheMixedAudioDenoised() throws {
+        let clock = EmulatorClock(manualStart: 0)
+        let program = try MeetingProgram(compositor: .init(width: 640, height: 360, layout: .grid, inputTimeoutMicroseconds: 500_000),
+                                         registry: builtPlugins, receiveChain: "", mode: .sync, audioRate: 48000,
+                                         audioSource: .virtualSpeakerMixed, clock: { clock.microseconds })
+        var script = EmulatedMeeting.Script()
+        script.seconds = 3
+        let meeting = try EmulatedMeeting(program: program, clock: clock, script: script, ledger: ledger)
+        let emulator = SDKSessionEmulator(clock: clock)
+        let source = try VideoSourceAdapter(registry: builtPlugins)
+        let capability = VideoSourceCapability(width: 640, height: 360, frame: 30)
+        let video = emulator.videoSourceSession(source, supported: [capability], suggested: capability)
+        video.sender.keepBytes = false
+        video.initialize()
+        video.startSend()
+        let mic = try VirtualMicAdapter(registry: builtPlugins, pacing: .caller)
+        let micSession = emulator.micSession(mic)
+        micSession.sender.maxLeadMilliseconds = nil
+        micSession.initialize()
+        micSession.startSend()
+        let publisher = try ProgramPublisher(program: program, output: .videoSource(source, mic: mic), audioChain: "denoise",
+                                             registry: builtPlugins)
+        for frame in 0..<script.frameCount {
+            try meeting.advance(toFrame: frame)
+            publisher.publish(frameIndex: frame)
+        }
+        XCTAssertEqual(video.sender.sent.count, 90)
+        XCTAssertTrue(video.sender.sent.allSatisfy { $0.width == 640 && $0.height == 360 })
+        XCTAssertGreaterThan(publisher.audioSamplesSent, 3 * 48000 - 4800, "denoised (its latency aside)")
+        XCTAssertGreaterThan(micSession.sender.sent.count, 280)
+        XCTAssertNotNil(program.mixer.input(MeetingProgram.mixedAudioInputID))
+        XCTAssertNil(program.mixer.input("3"), "the one-way streams are not heard twice")
+        XCTAssertEqual(program.activeSpeaker, "3", "the one-way streams still pick the speaker")
+        XCTAssertLessThan(publisher.maximumAVOffsetMicroseconds, publisher.frameMicroseconds)
+        XCTAssertTrue(ledger.violations.isEmpty, "\(ledger.violations)")
     }
 }
