@@ -50,6 +50,9 @@ public final class MeetingProgram: @unchecked Sendable {
     /// The audio side's detector: confined to the thread that calls `oneWayAudio`.
     private let detector: ActiveSpeakerDetector
     private let audioInputs = Locked<[SDKUser: MixerInput]>([:])
+    /// Users who left, for the detector (confined to the audio thread) to forget at its next block.
+    private let departed = Locked<[String]>([])
+    private let anyDeparted = Atomic<Bool>(false)
     /// Gains set before a user's first audio (dB), applied when their input is made.
     private let pendingGains = Locked<[SDKUser: Double]>([:])
     public let audioSource: AudioSource
@@ -149,6 +152,8 @@ public final class MeetingProgram: @unchecked Sendable {
         if audioInputs.withLock({ $0.removeValue(forKey: user) }) != nil {
             try? mixer.removeInput("\(user.userID)")
         }
+        departed.withLock { $0.append("\(user.userID)") }
+        anyDeparted.store(true, ordering: .releasing)
     }
 
     /// [app thread] A share started (`onShareStatusChanged`); subscribe its pipe too.
@@ -175,6 +180,12 @@ public final class MeetingProgram: @unchecked Sendable {
             name = input.id
         }
         let now = time ?? clock()
+        if anyDeparted.exchange(false, ordering: .acquiring) {
+            // Who left is no candidate any more: a departed speaker is replaced at this update.
+            for gone in departed.withLock({ list -> [String] in defer { list.removeAll() }; return list }) {
+                detector.remove(user: gone)
+            }
+        }
         detector.observe(user: name ?? "\(user.userID)", block: block, at: now)
         let (speaker, changed) = detector.update(at: now)
         if changed {
