@@ -267,4 +267,31 @@ extension MeetingProgramTests {
         XCTAssertLessThan(publisher.maximumAVOffsetMicroseconds, publisher.frameMicroseconds)
         XCTAssertTrue(ledger.violations.isEmpty, "\(ledger.violations)")
     }
+
+    /// The share source as the destination (a bot that shares its program into the meeting),
+    /// video only; and a production studio started for another size is refused up front.
+    func testTheProgramGoesToTheShareSourceAndAMismatchedCapabilityIsRefused() throws {
+        let clock = EmulatorClock(manualStart: 0)
+        let program = try MeetingProgram(compositor: .init(width: 640, height: 360, layout: .grid),
+                                         registry: builtPlugins, receiveChain: "", mode: .sync, audioRate: 48000,
+                                         clock: { clock.microseconds })
+        var script = EmulatedMeeting.Script()
+        script.seconds = 1
+        let meeting = try EmulatedMeeting(program: program, clock: clock, script: script, ledger: ledger)
+        let share = try ShareSourceAdapter(registry: builtPlugins)
+        let session = SDKSessionEmulator(clock: clock).shareSession(share)
+        session.sender.keepBytes = false
+        session.start()
+        let publisher = try ProgramPublisher(program: program, output: .shareSource(share, mic: nil))
+        for frame in 0..<script.frameCount {
+            try meeting.advance(toFrame: frame)
+            publisher.publish(frameIndex: frame)
+        }
+        XCTAssertEqual(session.sender.sent.count, 30)
+        XCTAssertEqual(publisher.audioSamplesSent, 0, "no mic: video only")
+        let ps = try ProductionStudioAdapter(capability: PSVideoSourceCapability(width: 1280, height: 720), registry: builtPlugins)
+        XCTAssertThrowsError(try ProgramPublisher(program: program, output: .productionStudio(ps))) {
+            XCTAssertTrue("\($0)".contains("production studio was started for 1280x720"), "\($0)")
+        }
+    }
 }
