@@ -133,6 +133,11 @@ let package = Package(
                            .product(name: "CoreMetrics", package: "swift-metrics")],
             path: "Sources/rawfx"),
 
+        // docs/production.md's recording bot in Swift: the emulated meeting to a Y4M/WAV pipe or the PS sender.
+        .executableTarget(name: "recording-bot",
+                          dependencies: ["RawFX", "RawFXSDK", "RawFXCompose", "RawFXEmulator", "RawFXMedia"],
+                          path: "docs/examples/RecordingBot"),
+
         .executableTarget(name: "rawfx-isolate",
                          dependencies: ["RawFX", "RawFXRuntime", "RawFXIsolationChannel", "RawFXIsolateHelper",
                                         .product(name: "Logging", package: "swift-log")],
@@ -170,7 +175,8 @@ let package = Package(
 
         .executableTarget(
             name: "bench",
-            dependencies: ["RawFX", "RawFXRuntime", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CBenchPeers", "RawFXCompose"],
+            dependencies: ["RawFX", "RawFXRuntime", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "CLibYUV", "CSpeexDSP", "CBenchPeers", "RawFXCompose",
+                           "RawFXEmulator"],
             path: "Benchmarks/bench"),
         // FFmpeg for `bench --peers`, opened with dlopen at run time (never linked).
         .target(name: "CBenchPeers", path: "Benchmarks/CBenchPeers", linkerSettings: [.linkedLibrary("dl")]),

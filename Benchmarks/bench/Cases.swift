@@ -546,4 +546,4 @@ func audioCases() -> [BenchCase] {
 
 func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
 
-func allCases() -> [BenchCase] { videoCases() + receiveCases() + streamCases() + composeCases() + audioCases() }
+func allCases() -> [BenchCase] { videoCases() + receiveCases() + streamCases() + composeCases() + programCases() + audioCases() }

@@ -111,13 +111,21 @@ public final class ActiveSpeakerDetector {
     /// the speaker and whether it changed.
     @discardableResult
     public func update(at time: Int64) -> (speaker: String?, changed: Bool) {
-        let best = tracks.filter { $0.value.spoken > 0 }
-            .max { ($0.value.spoken, -$0.value.joined) < ($1.value.spoken, -$1.value.joined) }
-        guard let best, best.key != speaker else { return (speaker, false) }
+        // A plain loop (a filter would make a dictionary per call: one allocation per user's block).
+        var bestKey: String?
+        var bestSpoken = 0, bestJoined = 0
+        for (key, track) in tracks where track.spoken > 0 {
+            if bestKey == nil || track.spoken > bestSpoken || (track.spoken == bestSpoken && track.joined < bestJoined) {
+                bestKey = key
+                bestSpoken = track.spoken
+                bestJoined = track.joined
+            }
+        }
+        guard let bestKey, bestKey != speaker else { return (speaker, false) }
         let currentSpoken = speaker.flatMap { tracks[$0]?.spoken } ?? 0
         let held = speakerSince == .min || time - speakerSince >= configuration.holdMicroseconds
-        guard held || currentSpoken == 0, best.value.spoken > currentSpoken else { return (speaker, false) }
-        speaker = best.key
+        guard held || currentSpoken == 0, bestSpoken > currentSpoken else { return (speaker, false) }
+        speaker = bestKey
         speakerSince = time
         return (speaker, true)
     }

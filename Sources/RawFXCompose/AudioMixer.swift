@@ -105,8 +105,13 @@ public final class AudioMixer: @unchecked Sendable {
         }
         let frames = blockFrames
         accumulator.update(repeating: 0, count: frames)
-        for input in roster.inputs {
-            input.read(into: accumulator, frames: frames)
+        // An index loop: a for-in over the array is unspecialized in debug builds and allocates
+        // per element (a test counts this path's allocations in a debug build).
+        let inputs = roster.inputs
+        var k = 0
+        while k < inputs.count {
+            inputs[k].read(into: accumulator, frames: frames)
+            k += 1
         }
         for i in 0..<frames {
             // lrintf: round to nearest, ties to even; then saturate to Int16.

@@ -314,6 +314,16 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
     /// The threads (pthread ids) that called `sendVideoFrame` and `sendAudio`.
     public var callingThreads: (video: Set<UInt>, audio: Set<UInt>) { lock.withLock { threads } }
 
+    /// Makes room for `video` frames and `audio` chunks, so that recording them allocates
+    /// nothing (with `keepBytes` off): a test can count a program's allocations per frame
+    /// with this sender at the end of it.
+    public func reserveCapacity(video: Int, audio: Int) {
+        lock.withLock {
+            frames.reserveCapacity(video)
+            self.audio.reserveCapacity(audio)
+        }
+    }
+
     /// A new sending period (the emulator calls it as it delivers onStartSend).
     public func beginSendingPeriod() { lock.withLock { producer = nil; reported = false } }
 

@@ -172,4 +172,60 @@ final class EmbedComposeTests: XCTestCase {
         XCTAssertEqual(rawfx_compositor_compose(compositor, -1, &frame), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
         XCTAssertEqual(rawfx_compositor_compose(nil, 0, &frame), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
     }
+
+    /// The program's sound through the C API (1.5, rawfx_mixer_*): inputs gained and summed,
+    /// the blocks of a video frame, no allocation per mix, errors named.
+    func testTheMixerSumsGainedInputsInBlocksOfTheVideoClock() throws {
+        let ok = rawfx_result(RAWFX_OK)
+        var mixer: OpaquePointer?
+        XCTAssertEqual(rawfx_mixer_create(nil, 48000, 0, &mixer), ok)
+        var a: OpaquePointer?, b: OpaquePointer?
+        XCTAssertEqual(rawfx_mixer_add_input(mixer, "a", 0, &a), ok)
+        XCTAssertEqual(rawfx_mixer_add_input(mixer, "b", -6.0206, &b), ok)
+        var duplicate: OpaquePointer?
+        XCTAssertEqual(rawfx_mixer_add_input(mixer, "a", 0, &duplicate), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        XCTAssertNil(duplicate)
+        XCTAssertTrue(String(cString: rawfx_last_error()).contains("already exists"), String(cString: rawfx_last_error()))
+        var samples = [Int16](repeating: 1000, count: 480 * 40)
+        var counts: [UInt64] = []
+        samples.withUnsafeMutableBufferPointer { buffer in
+            var block = rawfx_audio_frame()
+            block.struct_size = UInt32(MemoryLayout<rawfx_audio_frame>.size)
+            block.samples = buffer.baseAddress
+            block.frame_count = UInt32(buffer.count)
+            block.sample_rate = 48000
+            block.channels = 1
+            XCTAssertEqual(rawfx_mixer_input_submit(a, &block), ok)
+            XCTAssertEqual(rawfx_mixer_input_submit(b, &block), ok)
+            var out = rawfx_audio_frame()
+            out.struct_size = UInt32(MemoryLayout<rawfx_audio_frame>.size)
+            for index in 0..<30 {
+                let before = rawfx_thread_allocation_count()
+                _ = rawfx_mixer_mix(mixer, Int64(index), &out)
+                counts.append(rawfx_thread_allocation_count() - before)
+            }
+            XCTAssertEqual(out.frame_count, 480)
+            XCTAssertEqual(out.sample_rate, 48000)
+            XCTAssertEqual(out.timestamp_us, 290_000)
+            XCTAssertEqual(Array(UnsafeBufferPointer(start: out.samples, count: 4)), [1500, 1500, 1500, 1500], "1000 + 1000 at -6 dB")
+            XCTAssertEqual(rawfx_mixer_input_set_gain(b, -200), ok)
+            _ = rawfx_mixer_mix(mixer, 30, &out)
+            XCTAssertEqual(out.samples[0], 1000)
+        }
+        if rawfx_allocation_counter_active() != 0 { XCTAssertEqual(counts.dropFirst(), ArraySlice(repeating: 0, count: 29), "allocations per mix") }
+        var first: Int64 = -1, end: Int64 = -1
+        rawfx_mixer_blocks_for_frame(0, 30, 1, &first, &end)
+        XCTAssertEqual([first, end], [0, 4])
+        rawfx_mixer_blocks_for_frame(1, 30, 1, &first, &end)
+        XCTAssertEqual([first, end], [4, 7])
+        XCTAssertEqual(rawfx_mixer_remove_input(mixer, "b"), ok)
+        XCTAssertEqual(rawfx_mixer_remove_input(mixer, "b"), rawfx_result(RAWFX_E_NOT_FOUND))
+        var bad: OpaquePointer?
+        XCTAssertEqual(rawfx_mixer_create(nil, 44150, 0, &bad), rawfx_result(RAWFX_E_INVALID_ARGUMENT))
+        XCTAssertTrue(String(cString: rawfx_last_error()).contains("44150"), String(cString: rawfx_last_error()))
+        XCTAssertNil(bad)
+        rawfx_mixer_input_release(a)
+        rawfx_mixer_input_release(b)
+        rawfx_mixer_destroy(mixer)
+    }
 }

@@ -3,6 +3,7 @@ import RawFX
 import RawFXAllocCounter
 import RawFXCompose
 import RawFXEmulator
+import RawFXMedia
 import RawFXSDK
 import XCTest
 
@@ -89,104 +90,208 @@ final class MeetingProgramTests: XCTestCase {
 }
 
 extension MeetingProgramTests {
-    /// The emulated meeting of #27: 25 users, 60 s of media on a virtual clock (frames and
-    /// audio blocks delivered with jitter in their order), talkers changing every 5 s, a share
-    /// from 20 s to 40 s, two users turning video off and one leaving.
-    func testAnEmulatedMeetingOf25UsersFor60Seconds() throws {
+    /// The emulated meeting of #27 (`EmulatedMeeting`'s default script: 25 users, jittered
+    /// 15 fps cameras, speech-like one-way audio at 32000 Hz with talkers changing every 5 s,
+    /// user 2's video off 10–52 s, user 25 leaving at 15 s, a share 20–40 s, users 11 and 12
+    /// stalling at 44 s) published by `ProgramPublisher` to the PS sender fake for 60 s: the
+    /// whole Done-when list of the issue, asserted on what the sender got.
+    func testAnEmulatedMeetingOf25UsersFor60SecondsThroughTheProductionStudioSender() throws {
         let rate = FrameRate(30)
-        let virtualTime = Locked<Int64>(0)
-        let program = try MeetingProgram(compositor: .init(width: 640, height: 360, frameRate: rate, layout: .grid,
-                                                           inputTimeoutMicroseconds: 500_000),
-                                         registry: PluginRegistry(), receiveChain: "", mode: .sync, audioRate: 48000,
-                                         clock: { virtualTime.withLock { $0 } })
-        let users = (1...25).map { SDKUser(UInt64($0)) }
-        let pipes = users.map { EmulatedVideoPipe(user: $0, ledger: ledger) }
-        for (pipe, user) in zip(pipes, users) { try program.subscribe(pipe, user: user, resolution: .p180) }
-        let sharePipe = EmulatedVideoPipe(user: users[0], kind: .share, ledger: ledger)
-        let pictures = (0..<4).map { patternBuffer(width: 320, height: 180, seed: $0) }
-        let raws = pictures.map { picture -> EmulatedVideoRawData in
-            let raw = EmulatedVideoRawData(format: picture.format, ledger: ledger)
-            raw.capture(picture.frame)
-            return raw
-        }
+        let clock = EmulatorClock(manualStart: 0)
+        let capability = PSVideoSourceCapability(width: 640, height: 360, format: .i420Full)
+        let hold: Int64 = 1_500_000
+        let program = try MeetingProgram(compositor: .init(width: 640, height: 360, frameRate: rate, colorRange: .full,
+                                                           layout: .grid, inputTimeoutMicroseconds: 500_000),
+                                         registry: builtPlugins, receiveChain: "", mode: .sync, audioRate: 48000,
+                                         speaker: .init(holdMicroseconds: hold), recentSpeakersFirst: true,
+                                         clock: { clock.microseconds })
+        let meeting = try EmulatedMeeting(program: program, clock: clock, ledger: ledger)
+        let ps = try ProductionStudioAdapter(capability: capability, registry: builtPlugins, audioRate: 48000, pacing: .caller)
+        let session = SDKSessionEmulator(clock: clock).productionStudioSession(ps)
+        session.sender.keepBytes = false
+        session.sender.reserveCapacity(video: 2000, audio: 7000)
+        session.startResult(true)
+        session.startSend()
+        let publisher = try ProgramPublisher(program: program, output: .productionStudio(ps))
         let compositor = program.compositor
-        func talker(at t: Int64) -> Int { Int(t / 5_000_000) % 7 + 3 }  // users 3…9 in turn
-        var samples = [Int16](repeating: 0, count: 480)
-        var frameTimes: [Int64] = []
-        var changes: [(time: Int64, speaker: String)] = []
-        var lastSpeaker: String?
-        var audioBlocks: Int64 = 0, audioSamples = 0
-        var nextBlock: Int64 = 0
-        var composeAllocations: UInt64 = 0
+
+        var allocations: UInt64 = 0
+        var worstOffset: Int64 = 0, worstOffsetSamples: Int64 = 0
         var layouts: [(frame: Int64, layout: CompositorLayout)] = []
-        for frame: Int64 in 0..<(30 * 60) {
-            let time = rate.timestamp(ofFrame: frame)
-            virtualTime.withLock { $0 = time }
-            // Events.
-            if frame == 20 * 30 { try program.subscribe(sharePipe, user: users[0], kind: .share, resolution: .p720); program.shareStarted(by: users[0]) }
-            if frame == 40 * 30 { program.shareStopped(); program.unsubscribe(user: users[0], kind: .share) }
-            if frame == 10 * 30 { pipes[1].setStatus(.off) }
-            if frame == 15 * 30 { program.userLeft(users[24]) }
-            // Video: each user's frames at 15 fps with a jitter of a few ms (users 11 and 12
-            // stall from 44 s on: a frozen tile never outlives the 0.5 s timeout).
-            for (index, pipe) in pipes.enumerated() where index != 24 || frame < 15 * 30 {
-                if index == 1 && frame >= 10 * 30 { continue }
-                if (index == 10 || index == 11) && frame >= 44 * 30 { continue }
-                if (frame + Int64(index)) % 2 == 0 { pipe.deliver(raws[(Int(frame) + index) % 4]) }
-            }
-            if frame >= 20 * 30 && frame < 40 * 30 { sharePipe.deliver(raws[0]) }
-            // Audio: every user's 10 ms blocks up to this frame's end, the talker loud.
-            let blocks = AudioMixer.blocks(forVideoFrame: frame, rate: rate)
-            while nextBlock < blocks.upperBound + 2 {
-                let blockTime = nextBlock * 10_000
-                for user in users.prefix(24) {
-                    let loud = Int(user.userID) == talker(at: blockTime)
-                    for i in samples.indices { samples[i] = loud ? Int16(6000 * sin(Double(i) * 0.2 + Double(user.userID))) : Int16(i % 3) }
-                    try samples.withUnsafeMutableBufferPointer {
-                        try program.oneWayAudio(AudioBlock(samples: $0.baseAddress!, frameCount: 480,
-                                                           format: AudioFormat(sampleRate: 48000, channels: 1)), from: user, at: blockTime)
-                    }
-                }
-                if program.activeSpeaker != lastSpeaker, let speaker = program.activeSpeaker {
-                    changes.append((blockTime, speaker))
-                    lastSpeaker = speaker
-                }
-                nextBlock += 1
-            }
-            // The program: the picture, then its audio blocks.
+        var mainTile: [(time: Int64, id: String?)] = []
+        var placeholderChecks: [Int64: Int] = [:]
+        var frozen: [String] = []
+        let checkFrames: Set<Int64> = [301, 480, 1350, 1590]  // 10 s + 1 frame, 16 s, 45 s, 53 s
+        // The pictures of docs/production.md (written there with RAWFX_WRITE_DOCS_IMAGES=1).
+        let pictures: [Int64: String] = [150: "production-gallery", 360: "production-video-off", 750: "production-share",
+                                         1380: "production-stalled"]
+        for frame in 0..<meeting.script.frameCount {
+            try meeting.advance(toFrame: frame)
             let before = rawfx_thread_allocation_count()
-            let picture = compositor.compose(frameIndex: frame)
-            if frame >= 60 { composeAllocations += rawfx_thread_allocation_count() - before }
-            frameTimes.append(picture.timestampMicroseconds)
-            XCTAssertEqual(picture.width, 640)
-            for block in blocks {
-                audioSamples += program.mixer.mix(blockIndex: block).frameCount
-                audioBlocks += 1
-            }
-            if layouts.last?.layout != compositor.currentScene.layout { layouts.append((frame, compositor.currentScene.layout)) }
-            // Video off and stalled users show their placeholder; nobody's tile is frozen past the timeout.
-            if frame == 10 * 30 + 1 || frame == 45 * 30 {
+            let picture = publisher.publish(frameIndex: frame)
+            if frame >= 60 { allocations += rawfx_thread_allocation_count() - before }
+            if let name = pictures[frame] { try writeDocsPicture(picture, name) }
+            worstOffset = max(worstOffset, abs(publisher.avOffsetMicroseconds))
+            worstOffsetSamples = max(worstOffsetSamples, abs(publisher.avOffsetSamples))
+            let scene = compositor.currentScene
+            if layouts.last?.layout != scene.layout { layouts.append((frame, scene.layout)) }
+            // The speaker's tile: the gallery's first (recent speakers first), beside the share.
+            let main = scene.placements.first { !$0.id.hasPrefix("share:") }?.id
+            if mainTile.last?.id != main { mainTile.append((rate.timestamp(ofFrame: frame), main)) }
+            // Video off, left or stalled: the placeholder, never a frozen tile past the timeout.
+            if checkFrames.contains(frame) {
                 let shown = compositor.placeholderTilesShown
                 _ = compositor.compose(frameIndex: frame)
-                let placeholders = compositor.placeholderTilesShown - shown
-                XCTAssertEqual(placeholders, frame == 10 * 30 + 1 ? 1 : 3, "frame \(frame): tiles showing their placeholder")
+                placeholderChecks[frame] = compositor.placeholderTilesShown - shown
+                if frame == 480, scene.placements.contains(where: { $0.id == "25" }) { frozen.append("25 after leaving") }
             }
         }
-        XCTAssertEqual(frameTimes.count, 1800, "exactly 30 × 60 frames")
-        XCTAssertEqual(frameTimes, (0..<1800).map { rate.timestamp(ofFrame: Int64($0)) })
-        XCTAssertEqual(audioBlocks, 6000, "every 10 ms block once")
-        XCTAssertEqual(audioSamples, 60 * 48000)
-        if rawfx_allocation_counter_active() != 0 { XCTAssertEqual(composeAllocations, 0, "allocations on the compose calls after warm-up") }
-        // The speaker follows each talker within 1.5 s and never switches faster than the hold.
-        for change in stride(from: Int64(5_000_000), to: 60_000_000, by: 5_000_000) {
-            let expected = "\(talker(at: change))"
-            XCTAssert(changes.contains { $0.speaker == expected && $0.time >= change && $0.time - change <= 1_500_000 },
-                      "talker \(expected) from \(change) µs: \(changes)")
+        XCTAssertEqual(ps.queuedAudioChunks, 0, "every chunk left with its frame (caller pacing on the program's clock)")
+        session.stopSend()
+        let sent = session.sender.sentVideo
+        XCTAssertEqual(sent.count, 1800, "exactly 30 × 60 frames reached the PS sender")
+        XCTAssertTrue(sent.allSatisfy { $0.width == 640 && $0.height == 360 && $0.format == .i420Full && $0.dataLength == capability.frameLength },
+                      "every frame capability-exact")
+        XCTAssertEqual(publisher.framesSent, 1800)
+        XCTAssertEqual(publisher.videoFailures + publisher.audioFailures, 0, "\(String(describing: publisher.lastVideoFailure))")
+        let audio = session.sender.sentAudio
+        XCTAssertEqual(audio.reduce(0) { $0 + $1.dataLength / 2 }, 60 * 48000, "audio samples out = 60 s × 48000")
+        XCTAssertTrue(audio.allSatisfy { $0.sampleRate == 48000 && $0.dataLength % 2 == 0 })
+        XCTAssertEqual(publisher.audioSamplesSent, 60 * 48000)
+        XCTAssertLessThan(worstOffset, publisher.frameMicroseconds, "A/V offset within one frame throughout")
+        XCTAssertLessThan(worstOffsetSamples, 1600, "A/V offset in samples within one frame (1600 at 48000 Hz, 30 fps)")
+        XCTAssertEqual(publisher.maximumAVOffsetMicroseconds, worstOffset)
+        XCTAssertTrue(ledger.violations.isEmpty, "\(ledger.violations)")
+        if rawfx_allocation_counter_active() != 0 {
+            XCTAssertEqual(allocations, 0, "allocations per output frame (receive excluded) after warm-up")
         }
-        for (previous, next) in zip(changes, changes.dropFirst()) { XCTAssertGreaterThanOrEqual(next.time - previous.time, 1_500_000) }
-        // The share switched the layout on the next frame, and back.
+        // The speaker tile follows each talker within 1.5 s and never switches faster than the hold.
+        let turns = meeting.script.talkTurnMicroseconds
+        for change in stride(from: turns, to: 60_000_000, by: Int(turns)) {
+            let expected = "\(meeting.talker(at: change))"
+            XCTAssert(meeting.speakerChanges.contains { $0.speaker == expected && $0.time >= change && $0.time - change <= 1_500_000 },
+                      "talker \(expected) from \(change) µs: \(meeting.speakerChanges)")
+            XCTAssert(mainTile.contains { $0.id == expected && $0.time >= change && $0.time - change <= 1_500_000 },
+                      "the speaker tile shows \(expected) within 1.5 s of \(change) µs: \(mainTile)")
+        }
+        for (previous, next) in zip(meeting.speakerChanges, meeting.speakerChanges.dropFirst()) {
+            XCTAssertGreaterThanOrEqual(next.time - previous.time, hold, "switched faster than the hold")
+        }
+        // Share start and stop switch the layout on the next frame.
         XCTAssertEqual(layouts.map(\.frame), [0, 600, 1200])
         XCTAssertEqual(layouts.map(\.layout), [.grid, .share(speaker: .beside), .grid])
+        // Placeholders: user 2 off (10 s), still off (16 s; 25 gone, not frozen), + 11 and 12 stalled (45 s), 2 back (53 s).
+        XCTAssertTrue(frozen.isEmpty, "\(frozen)")
+        XCTAssertEqual(placeholderChecks, [301: 1, 480: 1, 1350: 3, 1590: 2], "tiles showing their placeholder")
         XCTAssertEqual(compositor.currentScene.placements.count, 24, "the user who left is gone")
+        XCTAssertEqual(meeting.events.map(\.event), [.videoOff(2), .left(25), .shareStarted(1), .shareStopped(1), .stalled(11), .stalled(12), .videoOn(2)])
+    }
+
+    /// Writes a program picture: to docs/images with RAWFX_WRITE_DOCS_IMAGES=1, else to a
+    /// temporary folder (read back either way).
+    func writeDocsPicture(_ frame: VideoFrame, _ name: String) throws {
+        let folder = ProcessInfo.processInfo.environment["RAWFX_WRITE_DOCS_IMAGES"] == "1"
+            ? repositoryRoot.appendingPathComponent("docs/images") : temporaryDirectory()
+        let path = folder.appendingPathComponent(name + ".png").path
+        try PNGWriter.write(frame, to: path)
+        let image = try PNGReader.readRGBA(path)
+        XCTAssertEqual([image.width, image.height], [frame.width, frame.height], name)
+    }
+
+    /// The speaker layout over the emulated meeting's first 8 s: the big tile follows the
+    /// talker (users 3, then 4 from 5 s); a picture for docs/production.md.
+    func testTheSpeakerLayoutFollowsTheEmulatedTalker() throws {
+        let clock = EmulatorClock(manualStart: 0)
+        let program = try MeetingProgram(compositor: .init(width: 640, height: 360, colorRange: .full,
+                                                           layout: .speaker(filmstrip: .bottom, others: 4),
+                                                           inputTimeoutMicroseconds: 500_000),
+                                         registry: builtPlugins, receiveChain: "", mode: .sync, audioRate: 48000,
+                                         recentSpeakersFirst: true, clock: { clock.microseconds })
+        var script = EmulatedMeeting.Script()
+        script.seconds = 8
+        let meeting = try EmulatedMeeting(program: program, clock: clock, script: script, ledger: ledger)
+        program.setGain(SDKUser(4), decibels: -6)  // before their first block: applied when their input is made
+        let publisher = try ProgramPublisher(program: program, output: .custom(video: { _ in true }, audio: { _ in true }))
+        var big: [Int64: String?] = [:]
+        for frame in 0..<script.frameCount {
+            try meeting.advance(toFrame: frame)
+            let picture = publisher.publish(frameIndex: frame)
+            if frame == 120 || frame == 230 { big[frame] = program.compositor.currentScene.placements.first?.id }
+            if frame == 230 { try writeDocsPicture(picture, "production-speaker") }
+        }
+        XCTAssertEqual(big[120], "3", "user 3 talks from 0 s")
+        XCTAssertEqual(big[230], "4", "user 4 talks from 5 s")
+        XCTAssertEqual(publisher.framesSent, 240)
+        XCTAssertEqual(publisher.audioSamplesSent, 8 * 48000)
+        XCTAssertEqual(program.mixer.input("4")?.gainDecibels ?? 0, -6, accuracy: 0.001, "the per-user gain")
+        XCTAssertEqual(program.labelChain(forInput: "4"), "text=text=User 4:size=24:anchor=bottom-left")
+        XCTAssertEqual(program.labelChain(forInput: "share:1"), "text=text=User 1 (share):size=24:anchor=bottom-left")
+    }
+
+    /// The other destinations: the external video source with the virtual mic, the program's
+    /// sound the virtual speaker's mixed audio (the one-way streams only pick the speaker),
+    /// denoised by the Speex plugin before it leaves.
+    func testTheProgramGoesToTheVideoSourceAndMicWithTheMixedAudioDenoised() throws {
+        let clock = EmulatorClock(manualStart: 0)
+        let program = try MeetingProgram(compositor: .init(width: 640, height: 360, layout: .grid, inputTimeoutMicroseconds: 500_000),
+                                         registry: builtPlugins, receiveChain: "", mode: .sync, audioRate: 48000,
+                                         audioSource: .virtualSpeakerMixed, clock: { clock.microseconds })
+        var script = EmulatedMeeting.Script()
+        script.seconds = 3
+        let meeting = try EmulatedMeeting(program: program, clock: clock, script: script, ledger: ledger)
+        let emulator = SDKSessionEmulator(clock: clock)
+        let source = try VideoSourceAdapter(registry: builtPlugins)
+        let capability = VideoSourceCapability(width: 640, height: 360, frame: 30)
+        let video = emulator.videoSourceSession(source, supported: [capability], suggested: capability)
+        video.sender.keepBytes = false
+        video.initialize()
+        video.startSend()
+        let mic = try VirtualMicAdapter(registry: builtPlugins, pacing: .caller)
+        let micSession = emulator.micSession(mic)
+        micSession.sender.maxLeadMilliseconds = nil
+        micSession.initialize()
+        micSession.startSend()
+        let publisher = try ProgramPublisher(program: program, output: .videoSource(source, mic: mic), audioChain: "denoise",
+                                             registry: builtPlugins)
+        for frame in 0..<script.frameCount {
+            try meeting.advance(toFrame: frame)
+            publisher.publish(frameIndex: frame)
+        }
+        XCTAssertEqual(video.sender.sent.count, 90)
+        XCTAssertTrue(video.sender.sent.allSatisfy { $0.width == 640 && $0.height == 360 })
+        XCTAssertGreaterThan(publisher.audioSamplesSent, 3 * 48000 - 4800, "denoised (its latency aside)")
+        XCTAssertGreaterThan(micSession.sender.sent.count, 280)
+        XCTAssertNotNil(program.mixer.input(MeetingProgram.mixedAudioInputID))
+        XCTAssertNil(program.mixer.input("3"), "the one-way streams are not heard twice")
+        XCTAssertEqual(program.activeSpeaker, "3", "the one-way streams still pick the speaker")
+        XCTAssertLessThan(publisher.maximumAVOffsetMicroseconds, publisher.frameMicroseconds)
+        XCTAssertTrue(ledger.violations.isEmpty, "\(ledger.violations)")
+    }
+
+    /// The share source as the destination (a bot that shares its program into the meeting),
+    /// video only; and a production studio started for another size is refused up front.
+    func testTheProgramGoesToTheShareSourceAndAMismatchedCapabilityIsRefused() throws {
+        let clock = EmulatorClock(manualStart: 0)
+        let program = try MeetingProgram(compositor: .init(width: 640, height: 360, layout: .grid),
+                                         registry: builtPlugins, receiveChain: "", mode: .sync, audioRate: 48000,
+                                         clock: { clock.microseconds })
+        var script = EmulatedMeeting.Script()
+        script.seconds = 1
+        let meeting = try EmulatedMeeting(program: program, clock: clock, script: script, ledger: ledger)
+        let share = try ShareSourceAdapter(registry: builtPlugins)
+        let session = SDKSessionEmulator(clock: clock).shareSession(share)
+        session.sender.keepBytes = false
+        session.start()
+        let publisher = try ProgramPublisher(program: program, output: .shareSource(share, mic: nil))
+        for frame in 0..<script.frameCount {
+            try meeting.advance(toFrame: frame)
+            publisher.publish(frameIndex: frame)
+        }
+        XCTAssertEqual(session.sender.sent.count, 30)
+        XCTAssertEqual(publisher.audioSamplesSent, 0, "no mic: video only")
+        let ps = try ProductionStudioAdapter(capability: PSVideoSourceCapability(width: 1280, height: 720), registry: builtPlugins)
+        XCTAssertThrowsError(try ProgramPublisher(program: program, output: .productionStudio(ps))) {
+            XCTAssertTrue("\($0)".contains("production studio was started for 1280x720"), "\($0)")
+        }
     }
 }

@@ -809,3 +809,104 @@ class Compositor:
         self._views = None
         self._handle = None
         self._owned = None
+
+
+class MixerInput:
+    """One stream of a Mixer (rawfx_mixer_input_*): `submit` from one thread at a time (the
+    stream's, e.g. the virtual speaker's one-way audio), while another thread mixes."""
+
+    def __init__(self, mixer, handle, input_id):
+        self.id = input_id
+        self._mixer = mixer
+        self._handle = handle
+        self._block = _c.AudioFrame()
+
+    def submit(self, samples, sample_rate, channels=1):
+        """Appends int16 PCM (a 1-D array of interleaved samples) at any rate and channel count;
+        converted to the mixer's rate, mono."""
+        if self._handle is None:
+            raise ValueError("submit: the input was released")
+        pcm = np.ascontiguousarray(samples, dtype=np.int16)
+        if pcm.ndim != 1 or pcm.size % channels:
+            raise ValueError("submit: samples must be a 1-D int16 array of whole frames of %d channels" % channels)
+        b = self._block
+        b.struct_size, b.samples, b.frame_count = ctypes.sizeof(_c.AudioFrame), pcm.ctypes.data, pcm.size // channels
+        b.sample_rate, b.channels = sample_rate, channels
+        _check("rawfx_mixer_input_submit", _lib.rawfx_mixer_input_submit(self._handle, ctypes.byref(b)))
+
+    def set_gain(self, decibels):
+        """The input's gain in dB (0: as it comes), from the next block."""
+        _check("rawfx_mixer_input_set_gain", _lib.rawfx_mixer_input_set_gain(self._handle, float(decibels)))
+
+    def close(self):
+        if self._handle is not None and _lib is not None:
+            _lib.rawfx_mixer_input_release(self._handle)
+        self._handle = None
+
+    def __del__(self):
+        self.close()
+
+
+class Mixer:
+    """The program's sound (rawfx_mixer_*, docs/production.md): N streams of int16 PCM at any
+    rate mixed into one mono stream in 10 ms blocks; video frame N leaves with the blocks
+    `blocks_for_frame(N, fps)` names.
+
+        mixer = rawfx.Mixer(48000, registry=registry)   # the registry finds `resample`
+        alice = mixer.add_input("alice", gain_db=0)
+        alice.submit(pcm32k, 32000)                      # the SDK's one-way audio
+        for b in rawfx.Mixer.blocks_for_frame(n, 30):
+            out = mixer.mix(b)                           # int16 view, valid until the next mix
+    """
+
+    _handle = None
+
+    def __init__(self, sample_rate=48000, registry=None, priming_blocks=2):
+        handle = ctypes.c_void_p()
+        _check("rawfx_mixer_create", _lib.rawfx_mixer_create(None if registry is None else registry._handle,
+                                                              sample_rate, priming_blocks, ctypes.byref(handle)))
+        self._handle = handle
+        self._owned = _Owned(handle, _lib.rawfx_mixer_destroy)
+        self.sample_rate = sample_rate
+        self._output = _c.AudioFrame()
+        self._output.struct_size = ctypes.sizeof(_c.AudioFrame)
+        self._inputs = {}
+
+    def add_input(self, input_id, gain_db=0.0):
+        handle = ctypes.c_void_p()
+        _check("rawfx_mixer_add_input", _lib.rawfx_mixer_add_input(self._handle, _text(input_id, "input_id"),
+                                                                    float(gain_db), ctypes.byref(handle)))
+        made = self._inputs[input_id] = MixerInput(self, handle, input_id)
+        return made
+
+    def remove_input(self, input_id):
+        _check("rawfx_mixer_remove_input", _lib.rawfx_mixer_remove_input(self._handle, _text(input_id, "input_id")))
+        removed = self._inputs.pop(input_id, None)
+        if removed is not None:
+            removed.close()
+
+    def mix(self, block_index, copy=False):
+        """Block `block_index` (10 ms at block_index × 10 ms) as an int16 array: a view valid
+        until the next mix, or a copy."""
+        _check("rawfx_mixer_mix", _lib.rawfx_mixer_mix(self._handle, block_index, ctypes.byref(self._output)))
+        o = self._output
+        view = np.ctypeslib.as_array(ctypes.cast(o.samples, ctypes.POINTER(ctypes.c_int16)), shape=(o.frame_count,))
+        return view.copy() if copy else view
+
+    @staticmethod
+    def blocks_for_frame(frame_index, fps=30):
+        """The block indices that leave with video frame `frame_index`: a range."""
+        numerator, denominator = (fps, 1) if isinstance(fps, int) else fps
+        first, end = ctypes.c_int64(), ctypes.c_int64()
+        _lib.rawfx_mixer_blocks_for_frame(frame_index, numerator, denominator, ctypes.byref(first), ctypes.byref(end))
+        return range(first.value, end.value)
+
+    def close(self):
+        for made in self._inputs.values():
+            made.close()
+        self._inputs = {}
+        self._handle = None
+        self._owned = None
+
+
+__all__ += ["Mixer", "MixerInput"]

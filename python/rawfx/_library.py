@@ -198,8 +198,8 @@ AUDIO_SOURCE_FILE = 4
 # Called on the frame path with integers the package has checked itself.
 _CHECKED_BY_CALLER = {"rawfx_audio_chain_process_into"}
 
-# The rawfx_embed.h minor version whose functions this package calls (1.4: the compositor,
-# rawfx_compositor_*).
+# The rawfx_embed.h minor version whose functions this package calls (1.5: the mixer,
+# rawfx_mixer_*, and the compositor's overlays and tile borders; 1.4: the compositor, rawfx_compositor_*).
 API_MINOR = 5
 
 
@@ -260,6 +260,15 @@ def _declare(lib):
         "rawfx_compositor_set_roles": (result, [P, c.c_char_p, c.c_char_p]),
         "rawfx_compositor_compose": (result, [P, c.c_int64, c.POINTER(VideoFrame)]),
         "rawfx_compositor_scene_json": (result, [P, c.c_char_p, c.c_size_t, c.POINTER(c.c_size_t)]),
+        "rawfx_mixer_create": (result, [P, c.c_uint32, c.c_uint32, c.POINTER(P)]),
+        "rawfx_mixer_destroy": (None, [P]),
+        "rawfx_mixer_add_input": (result, [P, c.c_char_p, c.c_double, c.POINTER(P)]),
+        "rawfx_mixer_remove_input": (result, [P, c.c_char_p]),
+        "rawfx_mixer_input_submit": (result, [P, c.POINTER(AudioFrame)]),
+        "rawfx_mixer_input_set_gain": (result, [P, c.c_double]),
+        "rawfx_mixer_input_release": (None, [P]),
+        "rawfx_mixer_mix": (result, [P, c.c_int64, c.POINTER(AudioFrame)]),
+        "rawfx_mixer_blocks_for_frame": (None, [c.c_int64, c.c_uint32, c.c_uint32, c.POINTER(c.c_int64), c.POINTER(c.c_int64)]),
         # rawfx_hooks.h
         "rawfx_hook_destroy": (None, [P]),
         "rawfx_hook_kind": (c.c_int32, [P]),

@@ -417,6 +417,54 @@ rawfx_result rawfx_compositor_set_overlay(rawfx_compositor *compositor, rawfx_vi
 rawfx_result rawfx_compositor_scene_json(const rawfx_compositor *compositor, char *buffer, size_t capacity,
                                          size_t *length);
 
+/* ------------------------------------------------------------------ mixer -- */
+/* Since 1.5: the program's sound (docs/production.md): N streams of 16-bit PCM at any rate
+ * and channel count (a virtual speaker's one-way streams, files) mixed into one mono stream in
+ * 10 ms blocks: block N is the audio of [N * 10 ms, (N + 1) * 10 ms) on the compositor's clock,
+ * and video frame F leaves with the blocks rawfx_mixer_blocks_for_frame names. Each input is
+ * converted to the mixer's rate, mono, by the `resample` filter, then gained and summed with
+ * saturation. */
+
+typedef struct rawfx_mixer rawfx_mixer;
+typedef struct rawfx_mixer_input rawfx_mixer_input;
+
+/* [control] A mixer at `sample_rate` (a multiple of 100 from 8000 to 96000: production studio
+ * takes 32000 or 48000). `registry` finds `resample` for inputs of another rate or channel
+ * count (NULL: inputs must come at the mixer's rate, mono). `priming_blocks`: blocks an input
+ * buffers before it is heard, and again after it ran dry (2 for live streams, 0 for files). */
+rawfx_result rawfx_mixer_create(const rawfx_registry *registry, uint32_t sample_rate, uint32_t priming_blocks,
+                                rawfx_mixer **mixer);
+
+/* [control] Frees it; input handles stay valid until released. */
+void rawfx_mixer_destroy(rawfx_mixer *mixer);
+
+/* [any] Adds an input named `id` (unique; at most 64) at `gain_db` (0: as it comes). `*input`
+ * receives a handle the caller releases with rawfx_mixer_input_release. */
+rawfx_result rawfx_mixer_add_input(rawfx_mixer *mixer, const char *id, double gain_db, rawfx_mixer_input **input);
+
+/* [any] Removes the input named `id` from the next block on. */
+rawfx_result rawfx_mixer_remove_input(rawfx_mixer *mixer, const char *id);
+
+/* [any, one thread per input at a time] Appends a block of any size, rate and channel count
+ * (borrowed for the call, as an SDK callback's) to the input's one-second ring. */
+rawfx_result rawfx_mixer_input_submit(rawfx_mixer_input *input, const rawfx_audio_frame *block);
+
+/* [any] The input's gain in dB, from the next block. */
+rawfx_result rawfx_mixer_input_set_gain(rawfx_mixer_input *input, double gain_db);
+
+/* [any] Releases an input handle. NULL is ignored. */
+void rawfx_mixer_input_release(rawfx_mixer_input *input);
+
+/* [process] Mixes block `block_index` (timestamp block_index * 10 ms) into `*output`: a view of
+ * sample_rate / 100 mono samples, valid until the next mix. REAL-TIME: no allocation, no lock. */
+rawfx_result rawfx_mixer_mix(rawfx_mixer *mixer, int64_t block_index, rawfx_audio_frame *output);
+
+/* [any] The blocks that leave with video frame `frame_index` at rate_numerator/rate_denominator
+ * fps (0: 30/1): [*first, *end), those whose start lies in the frame's span. Consecutive frames
+ * cover every block once; the audio sent runs ahead of the video by less than one block. */
+void rawfx_mixer_blocks_for_frame(int64_t frame_index, uint32_t rate_numerator, uint32_t rate_denominator,
+                                  int64_t *first, int64_t *end);
+
 #ifdef __cplusplus
 }
 #endif
