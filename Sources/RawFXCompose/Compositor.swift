@@ -239,6 +239,8 @@ public final class Compositor: @unchecked Sendable {
     private let placeholdersShown = Atomic<Int>(0)
     private let lastComposeNanoseconds = Atomic<UInt64>(0)
     private let overlayFailures = Atomic<Int>(0)
+    /// Per tile of the frame being drawn: whether it shows its placeholder (compose thread).
+    private let showsPlaceholder = UnsafeMutablePointer<Bool>.allocate(capacity: Compositor.maximumInputs)
 
     public init(_ configuration: Configuration) throws(CompositorError) {
         let c = configuration
@@ -297,6 +299,7 @@ public final class Compositor: @unchecked Sendable {
     }
 
     deinit {
+        showsPlaceholder.deallocate()
         free(items)
         free(chunkStarts)
         free(rowBuffers)
@@ -310,14 +313,18 @@ public final class Compositor: @unchecked Sendable {
 
     /// [any thread] Adds an input; it is drawn from the next output frame on (its placeholder
     /// until its first frame). `chain`: filters run on each of its frames before scaling.
-    /// `overlay`: in-place filters run on its tile once drawn (a name label); `border`: the
-    /// tile's own border instead of the compositor's (an active speaker's highlight).
+    /// `overlay`: in-place filters run on its tile once drawn (a name label);
+    /// `placeholderOverlay`: before it, only while the tile shows its placeholder (initials on
+    /// a card); `border`: the tile's own border instead of the compositor's (an active
+    /// speaker's highlight).
     public func addInput(id: String, placeholder: Placeholder? = nil, fit: TileFit? = nil,
                          chain: VideoChain? = nil, overlay: (any VideoProcessor)? = nil,
+                         placeholderOverlay: (any VideoProcessor)? = nil,
                          border: TileBorder? = nil) throws(CompositorError) -> CompositorInput {
         try border?.validate()
         let input = CompositorInput(id: id, placeholder: placeholder, fit: fit, chain: chain, overlay: overlay,
-                                    border: border, originNanoseconds: originNanoseconds)
+                                    placeholderOverlay: placeholderOverlay, border: border,
+                                    originNanoseconds: originNanoseconds)
         try control.withLock { (state: inout ControlState) throws(CompositorError) in
             guard state.inputs.count < Self.maximumInputs else { throw .tooManyInputs(maximum: Self.maximumInputs) }
             guard !state.inputs.contains(where: { $0.id == id }) else { throw .duplicateInput(id: id) }
@@ -438,7 +445,9 @@ public final class Compositor: @unchecked Sendable {
             tile.pointee.pass = Int32(current.passes[index])
             tile.pointee.mode = (input.fit ?? configuration.fit) == .cover ? Int32(SCALE_MODE_FILL) : Int32(SCALE_MODE_FIT)
             tile.pointee.filter = configuration.filter.rawValue
-            if !show(input, in: tile, at: time) { placeholders += 1 }
+            let live = show(input, in: tile, at: time)
+            showsPlaceholder[index] = !live
+            if !live { placeholders += 1 }
             compose_prepare_tile(tile, isa)
         }
         frame.pointee.tile_count = Int32(count)
@@ -455,7 +464,7 @@ public final class Compositor: @unchecked Sendable {
             }
             // A pass's borders and overlays before the tiles above them.
             for index in 0..<count where current.passes[index] == pass {
-                decorate(current.inputs[index], tiles[index].rect, at: time)
+                decorate(current.inputs[index], tiles[index].rect, placeholder: showsPlaceholder[index], at: time)
             }
         }
         if let overlay = current.overlay {
@@ -473,7 +482,7 @@ public final class Compositor: @unchecked Sendable {
 
     /// The tile's border (its own or the compositor's), then its overlay chain on the tile's
     /// rectangle of the canvas.
-    private func decorate(_ input: CompositorInput, _ rect: compose_rect, at time: Int64) {
+    private func decorate(_ input: CompositorInput, _ rect: compose_rect, placeholder: Bool, at time: Int64) {
         let border = input.border ?? TileBorder(width: configuration.border, color: configuration.borderColor)
         if border.width > 0 {
             var c = (border.color.y, border.color.u, border.color.v)
@@ -483,7 +492,8 @@ public final class Compositor: @unchecked Sendable {
                 }
             }
         }
-        guard let overlay = input.overlay, rect.width > 0, rect.height > 0 else { return }
+        let card = placeholder ? input.placeholderOverlay : nil
+        guard input.overlay != nil || card != nil, rect.width > 0, rect.height > 0 else { return }
         let whole = canvas.frame
         let x = Int(rect.x), y = Int(rect.y)
         let view = VideoFrame(format: VideoFormat(width: Int(rect.width), height: Int(rect.height),
@@ -492,7 +502,8 @@ public final class Compositor: @unchecked Sendable {
                               u: whole.plane(1) + y / 2 * whole.stride(1) + x / 2, uStride: whole.stride(1),
                               v: whole.plane(2) + y / 2 * whole.stride(2) + x / 2, vStride: whole.stride(2),
                               timestampMicroseconds: time)
-        runOverlay(overlay, on: view)
+        if let card { runOverlay(card, on: view) }
+        if let overlay = input.overlay { runOverlay(overlay, on: view) }
     }
 
     /// Runs an overlay chain in place on `view`. A chain whose output is elsewhere (a filter

@@ -26,6 +26,9 @@ public final class CompositorInput: @unchecked Sendable {
     /// the tile's rectangle of the output as an I420 frame of the tile's size with the
     /// output's strides; the chain renegotiates when the tile's size changes (compose thread).
     public let overlay: (any VideoProcessor)?
+    /// In-place filters run on the tile before `overlay` while it shows its placeholder (the
+    /// user's initials on a card): never over a picture.
+    public let placeholderOverlay: (any VideoProcessor)?
     /// The tile's border; nil: the compositor's.
     public let border: TileBorder?
 
@@ -56,12 +59,13 @@ public final class CompositorInput: @unchecked Sendable {
     @exclusivity(unchecked) var chainErrors = 0
 
     init(id: String, placeholder: Placeholder?, fit: TileFit?, chain: VideoChain?, overlay: (any VideoProcessor)?,
-         border: TileBorder?, originNanoseconds: UInt64) {
+         placeholderOverlay: (any VideoProcessor)?, border: TileBorder?, originNanoseconds: UInt64) {
         self.id = id
         self.placeholder = placeholder
         self.fit = fit
         self.chain = chain
         self.overlay = overlay
+        self.placeholderOverlay = placeholderOverlay
         self.border = border
         self.originNanoseconds = originNanoseconds
         slots = .allocate(capacity: 3)

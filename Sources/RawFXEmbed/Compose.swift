@@ -94,10 +94,11 @@ public func rawfxCompositorAddInputWithOptions(_ pointer: OpaquePointer?, _ id: 
     }
     let target = compositor(pointer)
     let overlay = o.overlay.map { object($0, as: SwappableVideoChain.self) }
+    let card = o.placeholder_overlay.map { object($0, as: SwappableVideoChain.self) }
     let border = o.has_border != 0
         ? TileBorder(width: Int(o.border), color: color(o.border_rgb, target.configuration.colorRange)) : nil
     do {
-        out.pointee = handle(try target.addInput(id: name, overlay: overlay, border: border))
+        out.pointee = handle(try target.addInput(id: name, overlay: overlay, placeholderOverlay: card, border: border))
         return rawfxOK
     } catch {
         return invalid(function, error.description)

@@ -2,6 +2,20 @@ import RawFX
 import RawFXCompose
 import Synchronization
 
+/// Why a program cannot start.
+public enum MeetingProgramError: Error, Equatable, CustomStringConvertible {
+    /// Names and captions were asked for (`decorations`) but no plugin has the `text` filter.
+    case noTextFilter(known: [String])
+
+    public var description: String {
+        switch self {
+        case .noTextFilter(let known):
+            return "names and captions need the 'text' filter (the Text plugin) but the registry has only "
+                + "\(known.joined(separator: ", ")); install it or pass decorations: nil to go without"
+        }
+    }
+}
+
 /// The meeting's program: every subscribed video and share pipe drawn by one compositor, every
 /// participant's one-way audio mixed and listened to for who speaks, a share switching the
 /// layout (docs/compose.md). The app publishes `compositor`'s frames and `mixer`'s blocks on
@@ -60,6 +74,32 @@ public final class MeetingProgram: @unchecked Sendable {
     private let names = Locked<[String: String]>([:])
     /// The caption shown over the program (`setCaption`), nil: none.
     private let caption = Locked<String?>(nil)
+    /// How tiles are named and captions drawn (nil: neither).
+    public let decorations: Decorations?
+    private let registry: PluginRegistry
+    /// Per input id: its label chain and its placeholder card's (the `text` filter).
+    private let labels = Locked<[String: (label: VideoChain?, card: VideoChain?)]>([:])
+    /// The caption bar over the program.
+    private let captionBar: VideoChain?
+
+    /// Names on tiles, initials on placeholder cards and a caption bar, drawn by the `text`
+    /// filter (the Text plugin, docs/plugins/text.md) as compositor overlays: each style is
+    /// that filter's options, its text set by the program. nil: not drawn.
+    public struct Decorations: Sendable {
+        public var labelStyle: String?
+        public var cardStyle: String?
+        public var captionStyle: String?
+
+        public init(labelStyle: String? = "anchor=bottom_left:size=24:box=true",
+                    cardStyle: String? = "anchor=center:size=72",
+                    captionStyle: String? = "anchor=bottom:size=36:box=true:max_width=0.8") {
+            self.labelStyle = labelStyle
+            self.cardStyle = cardStyle
+            self.captionStyle = captionStyle
+        }
+
+        public static let standard = Decorations()
+    }
 
     final class InputTable: @unchecked Sendable {
         let inputs: [ReceiveStreamID: CompositorInput]
@@ -70,10 +110,18 @@ public final class MeetingProgram: @unchecked Sendable {
                 receiveChain: String = "rotate=angle=auto", mode: ProcessingMode = .async(capacity: 2, workers: 0),
                 audioRate: Int = 48000, shareLayout: CompositorLayout = .share(speaker: .beside),
                 speaker: ActiveSpeakerDetector.Configuration = .init(), recentSpeakersFirst: Bool = false,
-                audioSource: AudioSource = .oneWayMix, clock: (@Sendable () -> Int64)? = nil) throws {
+                audioSource: AudioSource = .oneWayMix, decorations: Decorations? = .standard,
+                clock: (@Sendable () -> Int64)? = nil) throws {
         self.audioSource = audioSource
+        self.registry = registry
+        self.decorations = decorations
+        if decorations != nil, (try? registry.filterType("text")) == nil {
+            throw MeetingProgramError.noTextFilter(known: registry.filterTypes.map(\.id))
+        }
         let compositor = try Compositor(configuration)
         self.compositor = compositor
+        captionBar = try decorations?.captionStyle.map { try Self.textChain($0, "", registry) }
+        compositor.setOverlay(captionBar)
         self.clock = clock ?? { compositor.now }
         mixer = try AudioMixer(sampleRate: audioRate, registry: registry)
         director = ProgramDirector(compositor: compositor, shareLayout: shareLayout)
@@ -126,7 +174,12 @@ public final class MeetingProgram: @unchecked Sendable {
     public func subscribe(_ pipe: any SDKRawDataPipe, user: SDKUser, kind: SDKRawDataPipeKind = .video,
                           resolution: SDKVideoResolution, placeholder: Placeholder? = nil) throws {
         let id = ReceiveStreamID(user: user, pipe: kind)
-        let input = try compositor.addInput(id: Self.inputID(user, kind), placeholder: placeholder)
+        let inputID = Self.inputID(user, kind)
+        let name = self.name(ofInput: inputID) ?? "\(user.userID)"
+        let label = try decorations?.labelStyle.map { try Self.textChain($0, name, registry) }
+        let card = try decorations?.cardStyle.map { try Self.textChain($0, Self.initials(of: name), registry) }
+        labels.withLock { $0[inputID] = (label, card) }
+        let input = try compositor.addInput(id: inputID, placeholder: placeholder, overlay: label, placeholderOverlay: card)
         updateInputs { $0[id] = input }
         do {
             try receive.subscribe(pipe, user: user, kind: kind, resolution: resolution)
@@ -143,6 +196,7 @@ public final class MeetingProgram: @unchecked Sendable {
         receive.unsubscribe(user: user, kind: kind)
         guard let input = updateInputs({ $0.removeValue(forKey: id) }) else { return }
         try? compositor.removeInput(input.id)
+        labels.withLock { $0[input.id] = nil }
     }
 
     /// [app thread] A user left: both pipes, their audio and their place as a speaker go.
@@ -218,11 +272,18 @@ public final class MeetingProgram: @unchecked Sendable {
         if let existing { existing.gainDecibels = decibels } else { pendingGains.withLock { $0[user] = decibels } }
     }
 
-    // MARK: Labels and captions (the hook for the `text` plugin, issue-27-text)
+    // MARK: Labels and captions
 
-    /// [app thread] A user joined (`onUserJoin`): their display name, drawn on their tile.
+    /// [app thread] A user joined (`onUserJoin`) or was renamed: their display name, drawn on
+    /// their tiles (and their initials on the placeholder card) from the next frame.
     public func userJoined(_ user: SDKUser, name: String) {
         names.withLock { $0[Self.inputID(user, .video)] = name }
+        for kind in [SDKRawDataPipeKind.video, .share] {
+            let id = Self.inputID(user, kind)
+            guard let chains = labels.withLock({ $0[id] }), let shown = self.name(ofInput: id) else { continue }
+            try? chains.label?.setParameter("text.text", shown)
+            try? chains.card?.setParameter("text.text", Self.initials(of: shown))
+        }
     }
 
     /// The display name of an input (its user's; a share: "<name> (share)").
@@ -233,21 +294,27 @@ public final class MeetingProgram: @unchecked Sendable {
         }
     }
 
-    /// [any thread] The live caption over the program (nil: none).
-    public func setCaption(_ text: String?) { caption.withLock { $0 = text } }
+    /// [any thread] The live caption over the program (nil: none), from the next frame: the
+    /// `text` filter's text changes between two frames, with no allocation on the compose
+    /// thread (captions may change ten times a second).
+    public func setCaption(_ text: String?) {
+        caption.withLock { $0 = text }
+        try? captionBar?.setParameter("text.text", text ?? "")
+    }
     public var currentCaption: String? { caption.withLock { $0 } }
 
-    /// The per-tile label chain of an input: the `text` filter (branch issue-27-text) naming its
-    /// user. HOOK: once the compositor takes per-tile overlay chains, each input gets this
-    /// chain; until then it is computed and not drawn.
-    public func labelChain(forInput id: String) -> String? {
-        guard let name = name(ofInput: id) else { return nil }
-        return FilterSpec("text", [("text", name), ("size", "24"), ("anchor", "bottom-left")]).description
+    /// Up to two initials of a name, upper-cased: "Ada Lovelace" → "AL", "Grace" → "G".
+    public static func initials(of name: String) -> String {
+        let words = name.split(whereSeparator: { $0.isWhitespace || $0 == "(" }).filter { $0.first?.isLetter ?? false }
+        let picked = words.count > 1 ? [words.first!, words.last!] : Array(words.prefix(1))
+        let letters = picked.compactMap { $0.first.map { String($0).uppercased() } }.joined()
+        return letters.isEmpty ? String(name.prefix(2)) : letters
     }
 
-    /// The program caption chain: the `text` filter burning in the caption. HOOK: the
-    /// compositor's output chain takes it once it has one; until then it is not drawn.
-    public var captionChain: String? {
-        currentCaption.map { FilterSpec("text", [("text", $0), ("size", "36"), ("anchor", "bottom")]).description }
+    /// A `text` filter chain styled by `style`, showing `text` (set as a parameter: never quoted).
+    static func textChain(_ style: String, _ text: String, _ registry: PluginRegistry) throws -> VideoChain {
+        let chain = try VideoChain(style.isEmpty ? "text" : "text=\(style)", registry: registry)
+        try chain.setParameter("text.text", text)
+        return chain
     }
 }

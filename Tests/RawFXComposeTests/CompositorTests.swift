@@ -639,4 +639,31 @@ final class CompositorOverlayTests: XCTestCase {
                            "share row \(row)")
         }
     }
+
+    /// A placeholder overlay runs only while the tile shows its placeholder: over the avatar
+    /// while the input is off, never over its pictures.
+    func testAPlaceholderOverlayRunsOnlyOverThePlaceholder() throws {
+        let registry = PluginRegistry()
+        let avatar = noisePicture(width: 160, height: 90, seed: 7)
+        func make(card: Bool) throws -> (Compositor, CompositorInput) {
+            let compositor = try Compositor(.init(width: 320, height: 180, layout: .single, fit: .cover,
+                                                  inputTimeoutMicroseconds: 3_600_000_000))
+            let input = try compositor.addInput(id: "a", placeholder: .image(avatar),
+                                                placeholderOverlay: card ? VideoChain("rotate=angle=180", registry: registry) : nil)
+            input.submit(noisePicture(width: 320, height: 180, seed: 8).frame, at: 0)
+            return (compositor, input)
+        }
+        let (plain, plainInput) = try make(card: false)
+        let (carded, cardedInput) = try make(card: true)
+        let whole = TileRect(x: 0, y: 0, width: 320, height: 180)
+        assertSame(samples(carded.compose(frameIndex: 0), plane: 0), samples(plain.compose(frameIndex: 0), plane: 0),
+                   "a picture: no card")
+        plainInput.isActive = false
+        cardedInput.isActive = false
+        let avatarTile = snapshot(plain.compose(frameIndex: 1))
+        for p in 0..<3 {
+            assertSame(samples(carded.compose(frameIndex: 1 + Int64(p)), plane: p), halfTurn(avatarTile.frame, plane: p, in: whole),
+                       "the placeholder with its card, plane \(p)")
+        }
+    }
 }

@@ -733,14 +733,17 @@ class Compositor:
         self._views = None
         self._inputs = {}
 
-    def add_input(self, input_id, overlay=None, border=None):
+    def add_input(self, input_id, overlay=None, border=None, placeholder_overlay=None):
         """Adds an input (at most 49); drawn from the next output frame (its placeholder until
         its first frame). `overlay`: a VideoChain of in-place filters run on the tile once drawn
         (a name label: "text=text=Alice:anchor=bottom_left"); the compositor keeps it, and its
-        set_parameter changes it live. `border`: (pixels, 0xRRGGBB), the tile's own border."""
+        set_parameter changes it live. `placeholder_overlay`: the same, before `overlay`, only while
+        the tile shows its placeholder (initials on a card). `border`: (pixels, 0xRRGGBB), the
+        tile's own border."""
         handle = ctypes.c_void_p()
-        if overlay is not None and not isinstance(overlay, VideoChain):
-            raise TypeError("overlay: %r; expected a rawfx.VideoChain" % (overlay,))
+        for name, chain in (("overlay", overlay), ("placeholder_overlay", placeholder_overlay)):
+            if chain is not None and not isinstance(chain, VideoChain):
+                raise TypeError("%s: %r; expected a rawfx.VideoChain" % (name, chain))
         has_border, pixels, rgb = 0, 0, 0
         if border is not None:
             try:
@@ -749,7 +752,8 @@ class Compositor:
                 raise ValueError("border: %r; expected (pixels, 0xRRGGBB)" % (border,)) from None
             has_border, rgb = 1, _rgb(rgb, "border colour")
         options = _c.CompositorInputOptions(ctypes.sizeof(_c.CompositorInputOptions),
-                                            None if overlay is None else overlay._handle, has_border, pixels, rgb)
+                                            None if overlay is None else overlay._handle, has_border, pixels, rgb,
+                                            None if placeholder_overlay is None else placeholder_overlay._handle)
         _check("rawfx_compositor_add_input_with_options",
                _lib.rawfx_compositor_add_input_with_options(self._handle, _text(input_id, "input_id"),
                                                             ctypes.byref(options), ctypes.byref(handle)))

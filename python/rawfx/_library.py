@@ -133,7 +133,7 @@ class CompositorConfig(CheckedStructure):
 
 class CompositorInputOptions(CheckedStructure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("overlay", ctypes.c_void_p), ("has_border", ctypes.c_int32),
-                ("border", ctypes.c_uint32), ("border_rgb", ctypes.c_uint32)]
+                ("border", ctypes.c_uint32), ("border_rgb", ctypes.c_uint32), ("placeholder_overlay", ctypes.c_void_p)]
 
 
 class StageMetrics(ctypes.Structure):

@@ -400,6 +400,8 @@ typedef struct rawfx_compositor_input_options {
     int32_t has_border;              /* nonzero: this tile's own border, instead of config.border */
     uint32_t border;                 /* pixels inside the tile, even, 0 to 64 */
     uint32_t border_rgb;             /* 0xRRGGBB */
+    rawfx_video_chain *placeholder_overlay; /* before `overlay`, only while the tile shows its
+                                        placeholder (the user's initials on a card); NULL: none */
 } rawfx_compositor_input_options;
 
 /* [any] As rawfx_compositor_add_input, with an overlay and a border of the tile's own (an
