@@ -329,7 +329,8 @@ final class ValidatorTests: XCTestCase {
         try requireCommand()
         let libraries = builtPlugins.libraries.map(\.path).sorted()
         XCTAssertEqual(libraries.map { fileName($0) },
-                       ["libRawFXBasics.so", "libRawFXSpeech.so", "libRawFXSpeex.so", "libRawFXWatermark.so", "libRawFXYUV.so"])
+                       ["libRawFXBasics.so", "libRawFXSpeech.so", "libRawFXSpeex.so", "libRawFXText.so", "libRawFXWatermark.so",
+                        "libRawFXYUV.so"])
         for path in libraries {
             // dfn and rnnoise open their PyPI wheels' libraries at create; without them (not
             // bootstrapped) every instance check would fail for that reason alone.
