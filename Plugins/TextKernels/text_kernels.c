@@ -74,6 +74,11 @@ int32_t rfx_text_layout_line_width(const rfx_text_layout *l, uint32_t line) {
     return line < l->line_count ? l->line_width[line] : 0;
 }
 
+typedef struct rfx_text_run {
+    size_t start, length;
+    uint32_t font;
+} rfx_text_run;
+
 typedef struct rfx_font {
     FT_Face face;
     hb_font_t *hb;
@@ -93,6 +98,9 @@ struct rfx_text_engine {
     uint32_t line_cps[RFX_TEXT_MAX_BYTES + 8];
     uint8_t line_font[RFX_TEXT_MAX_BYTES + 8];
     rfx_text_glyph line_glyphs[RFX_TEXT_MAX_GLYPHS];
+    rfx_text_run runs[RFX_TEXT_MAX_BYTES + 8];
+    size_t run_glyph_start[RFX_TEXT_MAX_BYTES + 8];
+    int64_t run_width[RFX_TEXT_MAX_BYTES + 8];
 };
 
 static int open_font(rfx_text_engine *e, const char *path) {
@@ -226,7 +234,7 @@ static int font_for(const rfx_text_engine *e, uint32_t cp) {
  * first strong run is right to left. */
 static int64_t shape_line(rfx_text_engine *e, size_t n, uint32_t *count, int *rtl) {
     hb_unicode_funcs_t *uf = hb_unicode_funcs_get_default();
-    struct { size_t start, length; uint32_t font; } runs[RFX_TEXT_MAX_BYTES + 8];
+    rfx_text_run *runs = e->runs;
     size_t run_count = 0;
     hb_script_t run_script = HB_SCRIPT_COMMON;
     for (size_t i = 0; i < n; i++) {
@@ -246,8 +254,8 @@ static int64_t shape_line(rfx_text_engine *e, size_t n, uint32_t *count, int *rt
         runs[run_count - 1].length++;
     }
     /* Shape each run, keep its glyphs with x relative to the run, then place the runs. */
-    size_t glyph_start[RFX_TEXT_MAX_BYTES + 8];
-    int64_t run_width[RFX_TEXT_MAX_BYTES + 8];
+    size_t *glyph_start = e->run_glyph_start;
+    int64_t *run_width = e->run_width;
     uint32_t total = 0;
     int first_dir = 0; /* 0 unknown, 1 ltr, 2 rtl */
     for (size_t r = 0; r < run_count; r++) {

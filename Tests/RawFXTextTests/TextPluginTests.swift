@@ -287,6 +287,33 @@ final class TextPluginTests: XCTestCase {
                                                    colour: yuv(255, 255, 255), opacity: 1), 1)
     }
 
+    func testCharactersThePrimaryFontLacksComeFromAFallbackFont() throws {
+        // Noto Sans has no Arabic: the Arabic run comes from a fallback (Noto Sans Arabic, or
+        // DejaVu Sans, whichever the list opens first), shaped as hb_shape shapes it there.
+        let latin = "/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf"
+        guard FileManager.default.fileExists(atPath: latin) else { throw XCTSkip("\(latin) is not installed") }
+        var error = [CChar](repeating: 0, count: 512)
+        let engine = try XCTUnwrap(rfx_text_engine_new(latin, &error, error.count))
+        defer { rfx_text_engine_free(engine) }
+        let bytes = Array("Hi مرحبا".utf8).map { CChar(bitPattern: $0) }
+        XCTAssertEqual(rfx_text_layout_run(engine, bytes, bytes.count, 40, 0, 1, Int32(RFX_TEXT_ALIGN_LEFT), layout), 0)
+        XCTAssertEqual(info().skipped, 0)
+        XCTAssertEqual(info().rtl, 0, "the line starts with Latin: left to right")
+        let all = (0..<info().glyph_count).map { rfx_text_layout_glyph(layout, $0) }
+        XCTAssertTrue(all.prefix(3).allSatisfy { $0.font == 0 }, "H, i and the space from the primary font")
+        let arabic = Array(all.dropFirst(3))
+        let fallback = try XCTUnwrap(arabic.first?.font)
+        XCTAssertNotEqual(fallback, 0)
+        XCTAssertTrue(arabic.allSatisfy { $0.font == fallback })
+        let reference = try Reference(path: String(cString: rfx_text_engine_font_path(engine, fallback)), size: 40)
+        let shaped = reference.shape("مرحبا")
+        XCTAssertEqual(shaped.direction, HB_DIRECTION_RTL)
+        XCTAssertEqual(arabic.map(\.glyph_id), shaped.glyphs.map(\.id))
+        let start = arabic[0].x - shaped.glyphs[0].x // the run starts after "Hi "
+        XCTAssertEqual(arabic.map { $0.x - start }, shaped.glyphs.map(\.x))
+        XCTAssertEqual(Int(start + 63) >> 6, try Reference(path: latin, size: 40).width("Hi "))
+    }
+
     // MARK: (3) A character no font has is left out
 
     func testMissingGlyphIsSkippedWithoutANotdefBox() throws {
