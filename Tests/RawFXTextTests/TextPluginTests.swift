@@ -133,6 +133,36 @@ final class TextPluginTests: XCTestCase {
 
         func width(_ text: String) -> Int { Int((shape(text).advance + 63) >> 6) }
 
+        /// FreeType's stroker around each glyph (FT_Glyph_Stroke, round caps and joins, `radius`
+        /// pixels), rendered by FT_Glyph_To_Bitmap and placed as `render` places the glyphs.
+        func renderOutline(_ glyphs: [Glyph], radius: Int, originX: Int, originY: Int, width: Int, height: Int) -> [UInt8] {
+            var mask = [UInt8](repeating: 0, count: width * height)
+            var stroker: FT_Stroker?
+            XCTAssertEqual(FT_Stroker_New(library, &stroker), 0)
+            defer { FT_Stroker_Done(stroker) }
+            FT_Stroker_Set(stroker, FT_Fixed(radius * 64), FT_STROKER_LINECAP_ROUND, FT_STROKER_LINEJOIN_ROUND, 0)
+            for g in glyphs {
+                XCTAssertEqual(FT_Load_Glyph(face, g.id, FT_Int32(FT_LOAD_NO_BITMAP)), 0)
+                var glyph: FT_Glyph?
+                XCTAssertEqual(FT_Get_Glyph(face!.pointee.glyph, &glyph), 0)
+                XCTAssertEqual(FT_Glyph_Stroke(&glyph, stroker, 1), 0)
+                XCTAssertEqual(FT_Glyph_To_Bitmap(&glyph, FT_RENDER_MODE_NORMAL, nil, 1), 0)
+                let bitmapGlyph = UnsafeMutableRawPointer(glyph!).assumingMemoryBound(to: FT_BitmapGlyphRec.self).pointee
+                let left = originX + Int((g.x + 32) >> 6) + Int(bitmapGlyph.left)
+                let top = originY + ascender + Int((g.y + 32) >> 6) - Int(bitmapGlyph.top)
+                let bitmap = bitmapGlyph.bitmap
+                for r in 0..<Int(bitmap.rows) {
+                    for c in 0..<Int(bitmap.width) {
+                        let x = left + c, y = top + r
+                        guard x >= 0, x < width, y >= 0, y < height else { continue }
+                        mask[y * width + x] = max(mask[y * width + x], bitmap.buffer[r * Int(bitmap.pitch) + c])
+                    }
+                }
+                FT_Done_Glyph(glyph)
+            }
+            return mask
+        }
+
         /// FT_Load_Glyph + FT_Render_Glyph (FT_RENDER_MODE_NORMAL) of each glyph, its bitmap's
         /// top-left at (originX + round(x) + bitmap_left, originY + ascender + round(y) - bitmap_top),
         /// overlaps keeping the larger coverage, clipped to a width x height frame.
@@ -251,6 +281,40 @@ final class TextPluginTests: XCTestCase {
             drawn[(Int(mask.y) + y) * width + Int(mask.x) + x] = plane[y * Int(mask.w) + x]
         } }
         XCTAssertEqual(drawn, expectedMask)
+    }
+
+    func testOutlineIsFreeTypesStrokerUnderTheGlyphs() throws {
+        let text = "Outline"
+        let (width, height, size, radius) = (200, 60, 30, 3)
+        let reference = try Reference(path: primaryFont(), size: size)
+        let shaped = reference.shape(text)
+        let fill = reference.render(shaped.glyphs, originX: 8, originY: 8, width: width, height: height)
+        let outline = reference.renderOutline(shaped.glyphs, radius: radius, originX: 8, originY: 8, width: width, height: height)
+        XCTAssertGreaterThan(outline.filter { $0 == 255 }.count, fill.filter { $0 == 255 }.count)
+        let chain = try self.chain([("text", text), ("size", "\(size)"), ("outline", "\(radius)"), ("anchor", "top_left"),
+                                    ("margin", "8"), ("color", "yellow"), ("outline_color", "0,0,255")])
+        let planes = try run(chain, flatBuffer(width: width, height: height))
+        // Outline first, then the glyphs, each by the formula (rounded per layer).
+        let (o, f) = (yuv(0, 0, 255), yuv(255, 255, 0))
+        func layer(_ base: Double, _ colour: Double, _ a: Double) -> Double { (base + (colour - base) * a).rounded() }
+        var worst = 0
+        for i in 0..<width * height {
+            let y = layer(layer(100, o.y, Double(outline[i]) / 255), f.y, Double(fill[i]) / 255)
+            worst = max(worst, abs(Int(planes[0][i]) - Int(y)))
+        }
+        let cw = width / 2
+        for cy in 0..<height / 2 {
+            for cx in 0..<cw {
+                func mean(_ m: [UInt8]) -> Double {
+                    let s = [0, 1, width, width + 1].reduce(0) { $0 + Int(m[(2 * cy) * width + 2 * cx + $1]) }
+                    return Double((s + 2) / 4) / 255
+                }
+                let u = layer(layer(128, o.u, mean(outline)), f.u, mean(fill))
+                let v = layer(layer(128, o.v, mean(outline)), f.v, mean(fill))
+                worst = max(worst, abs(Int(planes[1][cy * cw + cx]) - Int(u)), abs(Int(planes[2][cy * cw + cx]) - Int(v)))
+            }
+        }
+        XCTAssertLessThanOrEqual(worst, 1, "samples differ by up to \(worst)")
     }
 
     // MARK: (2) Arabic: right to left, joined, as hb_shape gives
