@@ -70,8 +70,9 @@ static const rawfx_param_descriptor text_params[] = {
                     -16384, 16384),
     RAWFX_INT_PARAM("margin", "Margin", "Distance from the frame's edges for the anchors at an edge.", "px", 0, 24, 0,
                     4096),
-    RAWFX_INT_PARAM("max_width", "Maximum width", "Lines wrap at spaces to this width; 0: the frame's width less the "
-                    "margins.", "px", 0, 0, 0, 16384),
+    RAWFX_FLOAT_PARAM("max_width", "Maximum width", "Lines wrap at spaces to this width: pixels above 1, a fraction of "
+                      "the frame's width up to 1 (0.8: 80 %), 0: the frame's width less the margins.", "", 0, 0.0, 0.0,
+                      16384.0),
     RAWFX_INT_PARAM("max_lines", "Maximum lines", "Lines beyond this are dropped and the last kept line ends in "
                     "\"\xE2\x80\xA6\".", "", 0, 2, 1, RFX_TEXT_MAX_LINES),
 };
@@ -80,7 +81,9 @@ static const rawfx_param_descriptor text_params[] = {
  * reshapes it. Plain data; shared as 32-bit words. */
 typedef struct text_request {
     uint32_t length;
-    int32_t size, outline, box, padding, anchor, x, y, margin, max_width, max_lines;
+    int32_t size, outline, box, padding, anchor, x, y, margin, max_lines;
+    int32_t max_width_px;       /* max_width above 1 */
+    int32_t max_width_fraction; /* max_width in (0, 1], in 1/65536 of the frame's width */
     char text[RFX_TEXT_MAX_BYTES + 1];
 } text_request;
 
@@ -200,7 +203,10 @@ static rawfx_status text_set_param(const rawfx_filter *f, uint32_t index, const 
     case P_X: r->x = i; break;
     case P_Y: r->y = i; break;
     case P_MARGIN: r->margin = i; break;
-    case P_MAX_WIDTH: r->max_width = i; break;
+    case P_MAX_WIDTH:
+        r->max_width_px = v->float_value > 1.0 ? (int32_t)(v->float_value + 0.5) : 0;
+        r->max_width_fraction = v->float_value > 0.0 && v->float_value <= 1.0 ? (int32_t)(v->float_value * 65536.0 + 0.5) : 0;
+        break;
     case P_MAX_LINES: r->max_lines = i; break;
     default: return RAWFX_OK;
     }
@@ -215,7 +221,9 @@ static void render_current(text_filter *t, int force) {
     if (!force && sequence == t->rendered_sequence) return;
     const text_request *r = &t->snapshot.r;
     int32_t column = r->anchor % 3, row = r->anchor / 3;
-    int32_t max_width = r->max_width > 0 ? r->max_width : t->width - 2 * r->margin;
+    int32_t max_width = r->max_width_px > 0 ? r->max_width_px
+        : r->max_width_fraction > 0 ? (int32_t)(((int64_t)t->width * r->max_width_fraction + 32768) >> 16)
+        : t->width - 2 * r->margin;
     if (max_width <= 0) max_width = t->width;
     int32_t align = column == 0 ? RFX_TEXT_ALIGN_LEFT : column == 1 ? RFX_TEXT_ALIGN_CENTER : RFX_TEXT_ALIGN_RIGHT;
     rfx_text_layout_run(t->engine, r->text, r->length, r->size, max_width, r->max_lines, align, t->layout);

@@ -450,6 +450,15 @@ final class TextPluginTests: XCTestCase {
         let touchedRows = (0..<240).filter { y in (0..<320).contains { planes[0][y * 320 + $0] != 100 } }
         XCTAssertLessThan(touchedRows.max() ?? 0, 2 * lineHeight + 6)
         XCTAssertGreaterThan(touchedRows.max() ?? 0, lineHeight)
+
+        // max_width up to 1 is a fraction of the frame's width: 0.8 of 320 is 256 px.
+        let byFraction = try run(try self.chain([("text", text), ("max_width", "0.8"), ("anchor", "top_left")]),
+                                 flatBuffer(width: 320, height: 240))
+        let byPixels = try run(try self.chain([("text", text), ("max_width", "256"), ("anchor", "top_left")]),
+                               flatBuffer(width: 320, height: 240))
+        XCTAssertEqual(byFraction, byPixels)
+        XCTAssertNotEqual(byFraction, try run(try self.chain([("text", text), ("max_width", "100"), ("anchor", "top_left")]),
+                                               flatBuffer(width: 320, height: 240)))
     }
 
     // MARK: (5) Changes at run time: no allocation on the frame path
