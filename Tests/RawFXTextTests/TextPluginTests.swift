@@ -553,5 +553,24 @@ final class TextPluginTests: XCTestCase {
             let perFrame = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(frames) / 1e6
             print("text \(name): \(String(format: "%.3f", perFrame)) ms per frame (this build)")
         }
+        // How soon a new caption shows, frames paced at 30 fps: set_param before frame 0,
+        // on_callback on the host's thread, the mask taken by a later frame.
+        let style = [("size", "48"), ("box", "true")]
+        let chain = try self.chain([("text", "First caption")] + style)
+        _ = try run(chain, flatBuffer(width: 1920, height: 1080))
+        var delays: [Int] = []
+        for i in 0..<10 {
+            let caption = "Caption number \(i)"
+            let expected = try run(try self.chain([("text", caption)] + style), flatBuffer(width: 1920, height: 1080))
+            try chain.setParameter("text.text", caption)
+            var frame = 0
+            while try run(chain, flatBuffer(width: 1920, height: 1080)) != expected, frame < 60 {
+                frame += 1
+                usleep(33_000)
+            }
+            delays.append(frame)
+        }
+        XCTAssertTrue(delays.allSatisfy { $0 < 60 }, "\(delays)")
+        print("text: a new caption showed at frame \(delays.map(String.init).joined(separator: ", ")) after the change (frame 0: the first after it; 30 fps pacing)")
     }
 }
