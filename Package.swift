@@ -24,7 +24,7 @@
 //   Sources/RawFXEmbed      librawfx.so: the engine behind a C API (Sources/CRawFXEmbed: its header)
 //   Sources/rawfx           the command-line tool
 //   Sources/rawfx-isolate   the helper process of an isolated stage (docs/isolation.md)
-//   Sources/C*              system libraries: libyuv, SpeexDSP, libpng
+//   Sources/C*              system libraries: libyuv, SpeexDSP, libpng, FreeType, HarfBuzz
 //   Plugins/*               one folder per plugin .so, loaded at run time, never linked
 //   Benchmarks/bench        `swift run -c release bench`
 import PackageDescription
@@ -74,6 +74,7 @@ let package = Package(
         plugin("RawFXSpeex", target: "SpeexPlugin"),
         plugin("RawFXBasics", target: "BasicsPlugin"),
         plugin("RawFXSpeech", target: "SpeechPlugin"),
+        plugin("RawFXText", target: "TextPlugin"),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -92,6 +93,10 @@ let package = Package(
                        providers: [.apt(["libspeexdsp-dev"])]),
         .systemLibrary(name: "CLibPNG", path: "Sources/CLibPNG", pkgConfig: "libpng",
                        providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CFreeType", path: "Sources/CFreeType", pkgConfig: "freetype2",
+                       providers: [.apt(["libfreetype-dev"])]),
+        .systemLibrary(name: "CHarfBuzz", path: "Sources/CHarfBuzz", pkgConfig: "harfbuzz",
+                       providers: [.apt(["libharfbuzz-dev"])]),
 
         // The engine: the C runtime behind rawfx_host, then the Swift engine.
         .target(name: "RawFXRuntime", dependencies: ["CRawFX", "RawFXIsolationChannel"], path: "Sources/RawFXRuntime"),
@@ -168,6 +173,12 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("yuv")] + pluginLinkerFlags),
         .target(name: "SpeexPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speex",
                 linkerSettings: [.linkedLibrary("speexdsp")] + pluginLinkerFlags),
+        // The text filter: its layout, rendering and blending (C over FreeType and HarfBuzz) are
+        // a target of their own, linked into its .so and into RawFXTextTests.
+        .target(name: "TextKernels", dependencies: ["CFreeType", "CHarfBuzz"], path: "Plugins/TextKernels",
+                linkerSettings: [.linkedLibrary("freetype"), .linkedLibrary("harfbuzz")]),
+        .target(name: "TextPlugin", dependencies: ["CRawFX", "TextKernels"], path: "Plugins/Text",
+                linkerSettings: [.linkedLibrary("freetype"), .linkedLibrary("harfbuzz")] + pluginLinkerFlags),
         .target(name: "BasicsPlugin", dependencies: ["RawFXPluginKit"], path: "Plugins/Basics", linkerSettings: pluginLinkerFlags),
         // dfn and rnnoise: their libraries (PyPI wheels) are opened with dlopen, never linked.
         .target(name: "SpeechPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speech",
@@ -187,6 +198,11 @@ let package = Package(
             name: "RawFXComposeTests",
             dependencies: ["RawFXCompose", "RawFX", "RawFXRuntime", "RawFXAllocCounter"],
             path: "Tests/RawFXComposeTests"),
+        // The text plugin against FreeType and HarfBuzz called directly (docs/plugins/text.md).
+        .testTarget(
+            name: "RawFXTextTests",
+            dependencies: ["RawFX", "RawFXAllocCounter", "TextKernels", "CFreeType", "CHarfBuzz"],
+            path: "Tests/RawFXTextTests"),
         .testTarget(
             name: "RawFXTests",
             dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter", "RawFXValidate",

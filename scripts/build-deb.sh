@@ -12,7 +12,9 @@
 # The engine needs no configuration for this layout: the installed rawfx and librawfx look for
 # the plugins in ../lib/rawfx/plugins from bin/ and in rawfx/plugins beside the library, and for
 # the helper in ../libexec/rawfx from either (docs/embedding.md). Depends: what dpkg-shlibdeps
-# reads off the files (libc6, libstdc++6, libgcc-s1, libyuv0, libspeexdsp1, libpng16-16, ...).
+# reads off the files (libc6, libstdc++6, libgcc-s1, libyuv0, libspeexdsp1, libpng16-16,
+# libfreetype6, libharfbuzz0b, ...), plus fonts-dejavu-core, the text filter's default font (its
+# fallbacks, fonts-noto-core and a CJK font, are recommended: docs/plugins/text.md).
 #
 #   scripts/build-deb.sh [--no-build] [--output DIR]
 # --no-build packages the tree an earlier scripts/build-release.sh staged; --output defaults to dist/.
@@ -76,11 +78,12 @@ Version: $version
 Architecture: amd64
 Maintainer: RawFX maintainers <maintainers@rawfx.invalid>
 Installed-Size: $installed_size
-Depends: $depends
+Depends: $depends, fonts-dejavu-core
+Recommends: fonts-noto-core
 Section: libs
 Priority: optional
 Description: frame-effects engine for video SDK raw-data hooks
- RawFX runs chains of filters (watermark, scale, rotate, denoise, resample)
+ RawFX runs chains of filters (watermark, text, scale, rotate, denoise, resample)
  on I420 video and 16-bit PCM at the raw-data hooks of video SDKs. This
  package holds the rawfx command, the embedding library librawfx (C API,
  headers, pkg-config file), the shipped filter plugins and the helper of

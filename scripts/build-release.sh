@@ -34,8 +34,8 @@ esac
 
 scratch=.build-release
 flags=(-c release --scratch-path "$scratch" -Xswiftc -static-stdlib)
-plugins=(libRawFXWatermark.so libRawFXYUV.so libRawFXSpeex.so libRawFXSpeech.so libRawFXBasics.so)
-products=(RawFXEmbed RawFXWatermark RawFXYUV RawFXSpeex RawFXSpeech RawFXBasics rawfx-isolate rawfx)
+plugins=(libRawFXWatermark.so libRawFXYUV.so libRawFXSpeex.so libRawFXSpeech.so libRawFXBasics.so libRawFXText.so)
+products=(RawFXEmbed RawFXWatermark RawFXYUV RawFXSpeex RawFXSpeech RawFXBasics RawFXText rawfx-isolate rawfx)
 export RAWFX_PACKAGING=1
 if [ "$build" = 1 ]; then
     # One product at a time: `swift build` alone would also build bench, which no package ships.

@@ -38,8 +38,9 @@ prefix=$(cd "$prefix" && pwd)
 umask 022
 if [ "$build" = 1 ]; then swift build -c "$configuration"; fi
 bin=$(swift build -c "$configuration" --show-bin-path)
-# libRawFXSpeech.so opens its models (PyPI wheels, scripts/bootstrap.sh) at run time.
-plugins=(libRawFXWatermark.so libRawFXYUV.so libRawFXSpeex.so libRawFXSpeech.so libRawFXBasics.so)
+# libRawFXSpeech.so opens its models (PyPI wheels, scripts/bootstrap.sh) at run time;
+# libRawFXText.so its fonts (/usr/share/fonts: fonts-dejavu-core, fonts-noto-core).
+plugins=(libRawFXWatermark.so libRawFXYUV.so libRawFXSpeex.so libRawFXSpeech.so libRawFXBasics.so libRawFXText.so)
 for file in rawfx rawfx-isolate libRawFXEmbed.so "${plugins[@]}"; do
     [ -f "$bin/$file" ] || { echo "install.sh: $bin/$file is missing; run without --no-build" >&2; exit 1; }
 done

@@ -325,11 +325,14 @@ final class ValidatorTests: XCTestCase {
         XCTAssertTrue(wrong.stderr.contains("--budget-percent must be more than 0"), wrong.stderr)
     }
 
+    static let textCaption = "text.text=rawfx validate: مرحبا بالعالم"
+
     func testEveryShippedPluginPasses() throws {
         try requireCommand()
         let libraries = builtPlugins.libraries.map(\.path).sorted()
         XCTAssertEqual(libraries.map { fileName($0) },
-                       ["libRawFXBasics.so", "libRawFXSpeech.so", "libRawFXSpeex.so", "libRawFXWatermark.so", "libRawFXYUV.so"])
+                       ["libRawFXBasics.so", "libRawFXSpeech.so", "libRawFXSpeex.so", "libRawFXText.so", "libRawFXWatermark.so",
+                        "libRawFXYUV.so"])
         for path in libraries {
             // dfn and rnnoise open their PyPI wheels' libraries at create; without them (not
             // bootstrapped) every instance check would fail for that reason alone.
@@ -339,6 +342,8 @@ final class ValidatorTests: XCTestCase {
             }
             var arguments = [path, "--json"]
             if path.hasSuffix("libRawFXWatermark.so") { arguments += ["--set", "watermark.image=\(Self.watermarkImage)"] }
+            // The caption is empty by default: validate the text filter drawing one, right to left too.
+            if path.hasSuffix("libRawFXText.so") { arguments += ["--set", Self.textCaption, "--set", "text.box=true"] }
             // dfn loads DeepFilterNet's model (0.8 s, several times that under a sanitizer's
             // malloc) for each of the ~160 states validate makes: 6.4 min under ASan on 2 cores.
             // Under a sanitizer only rnnoise is validated (the same stage.c: resampling, FIFOs,
