@@ -140,6 +140,16 @@ public final class SwappableVideoChain: Sendable {
 public protocol VideoProcessor: AnyObject, Sendable {
     /// [process] Runs one frame; the output view is valid until the next call.
     func process(_ frame: VideoFrame) throws(ChainError) -> VideoFrame
+
+    /// [control] What to run on frames of `format` from now on, made ready for it here, so that
+    /// its first frame of that format allocates nothing on the processing thread: a compositor
+    /// asks when a tile's size changes (a re-flow). The default is `self`, which negotiates on
+    /// its first frame of the new format instead.
+    func prepared(for format: VideoFormat) -> any VideoProcessor
+}
+
+extension VideoProcessor {
+    public func prepared(for format: VideoFormat) -> any VideoProcessor { self }
 }
 
 extension VideoChain: VideoProcessor {}

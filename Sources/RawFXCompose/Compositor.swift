@@ -464,7 +464,8 @@ public final class Compositor: @unchecked Sendable {
             }
             // A pass's borders and overlays before the tiles above them.
             for index in 0..<count where current.passes[index] == pass {
-                decorate(current.inputs[index], tiles[index].rect, placeholder: showsPlaceholder[index], at: time)
+                decorate(current.inputs[index], tiles[index].rect, overlays: current.overlays, cards: current.cards,
+                         index: index, placeholder: showsPlaceholder[index], at: time)
             }
         }
         if let overlay = current.overlay {
@@ -482,7 +483,8 @@ public final class Compositor: @unchecked Sendable {
 
     /// The tile's border (its own or the compositor's), then its overlay chain on the tile's
     /// rectangle of the canvas.
-    private func decorate(_ input: CompositorInput, _ rect: compose_rect, placeholder: Bool, at time: Int64) {
+    private func decorate(_ input: CompositorInput, _ rect: compose_rect, overlays: [(any VideoProcessor)?],
+                          cards: [(any VideoProcessor)?], index: Int, placeholder: Bool, at time: Int64) {
         let border = input.border ?? TileBorder(width: configuration.border, color: configuration.borderColor)
         if border.width > 0 {
             var c = (border.color.y, border.color.u, border.color.v)
@@ -492,8 +494,9 @@ public final class Compositor: @unchecked Sendable {
                 }
             }
         }
-        let card = placeholder ? input.placeholderOverlay : nil
-        guard input.overlay != nil || card != nil, rect.width > 0, rect.height > 0 else { return }
+        let card = placeholder ? cards[index] : nil
+        let overlay = overlays[index]
+        guard overlay != nil || card != nil, rect.width > 0, rect.height > 0 else { return }
         let whole = canvas.frame
         let x = Int(rect.x), y = Int(rect.y)
         let view = VideoFrame(format: VideoFormat(width: Int(rect.width), height: Int(rect.height),
@@ -503,7 +506,7 @@ public final class Compositor: @unchecked Sendable {
                               v: whole.plane(2) + y / 2 * whole.stride(2) + x / 2, vStride: whole.stride(2),
                               timestampMicroseconds: time)
         if let card { runOverlay(card, on: view) }
-        if let overlay = input.overlay { runOverlay(overlay, on: view) }
+        if let overlay { runOverlay(overlay, on: view) }
     }
 
     /// Runs an overlay chain in place on `view`. A chain whose output is elsewhere (a filter
@@ -691,6 +694,10 @@ final class CompositorScene: @unchecked Sendable {
     let backgroundRects: UnsafeMutableBufferPointer<compose_rect>
     /// In-place filters on the whole output after the tiles.
     let overlay: (any VideoProcessor)?
+    /// Per tile: its input's overlay and placeholder card, each prepared for the tile's size
+    /// here, on the control side (`VideoProcessor.prepared(for:)`).
+    let overlays: [(any VideoProcessor)?]
+    let cards: [(any VideoProcessor)?]
 
     init(_ all: [CompositorInput], layout: CompositorLayout, roles: LayoutRoles, overlay: (any VideoProcessor)? = nil,
          configuration: Compositor.Configuration, version: Int) {
@@ -704,6 +711,11 @@ final class CompositorScene: @unchecked Sendable {
         rects = placements.map {
             compose_rect(x: Int32($0.rect.x), y: Int32($0.rect.y), width: Int32($0.rect.width), height: Int32($0.rect.height))
         }
+        let tileFormats = placements.map {
+            VideoFormat(width: $0.rect.width, height: $0.rect.height, colorRange: configuration.colorRange)
+        }
+        overlays = zip(inputs, tileFormats).map { input, format in input.overlay?.prepared(for: format) }
+        cards = zip(inputs, tileFormats).map { input, format in input.placeholderOverlay?.prepared(for: format) }
         let passes = LayoutGeometry.passes(for: placements)
         self.passes = passes
         passCount = max(1, (passes.max() ?? 0) + 1)

@@ -77,8 +77,8 @@ public final class MeetingProgram: @unchecked Sendable {
     /// How tiles are named and captions drawn (nil: neither).
     public let decorations: Decorations?
     private let registry: PluginRegistry
-    /// Per input id: its label chain and its placeholder card's (the `text` filter).
-    private let labels = Locked<[String: (label: VideoChain?, card: VideoChain?)]>([:])
+    /// Per input id: its label and its placeholder card (the `text` filter).
+    private let labels = Locked<[String: (label: TextOverlay?, card: TextOverlay?)]>([:])
     /// The caption bar over the program.
     private let captionBar: VideoChain?
 
@@ -90,9 +90,9 @@ public final class MeetingProgram: @unchecked Sendable {
         public var cardStyle: String?
         public var captionStyle: String?
 
-        public init(labelStyle: String? = "anchor=bottom_left:size=24:box=true",
+        public init(labelStyle: String? = "anchor=bottom_left:size=24:box=true:padding=6:margin=8",
                     cardStyle: String? = "anchor=center:size=72",
-                    captionStyle: String? = "anchor=bottom:size=36:box=true:max_width=0.8") {
+                    captionStyle: String? = "anchor=bottom:size=36:box=true:max_width=0.8:margin=24") {
             self.labelStyle = labelStyle
             self.cardStyle = cardStyle
             self.captionStyle = captionStyle
@@ -110,7 +110,7 @@ public final class MeetingProgram: @unchecked Sendable {
                 receiveChain: String = "rotate=angle=auto", mode: ProcessingMode = .async(capacity: 2, workers: 0),
                 audioRate: Int = 48000, shareLayout: CompositorLayout = .share(speaker: .beside),
                 speaker: ActiveSpeakerDetector.Configuration = .init(), recentSpeakersFirst: Bool = false,
-                audioSource: AudioSource = .oneWayMix, decorations: Decorations? = .standard,
+                audioSource: AudioSource = .oneWayMix, decorations: Decorations? = nil,
                 clock: (@Sendable () -> Int64)? = nil) throws {
         self.audioSource = audioSource
         self.registry = registry
@@ -176,8 +176,8 @@ public final class MeetingProgram: @unchecked Sendable {
         let id = ReceiveStreamID(user: user, pipe: kind)
         let inputID = Self.inputID(user, kind)
         let name = self.name(ofInput: inputID) ?? "\(user.userID)"
-        let label = try decorations?.labelStyle.map { try Self.textChain($0, name, registry) }
-        let card = try decorations?.cardStyle.map { try Self.textChain($0, Self.initials(of: name), registry) }
+        let label = try decorations?.labelStyle.map { try TextOverlay(style: $0, text: name, registry: registry) }
+        let card = try decorations?.cardStyle.map { try TextOverlay(style: $0, text: Self.initials(of: name), registry: registry) }
         labels.withLock { $0[inputID] = (label, card) }
         let input = try compositor.addInput(id: inputID, placeholder: placeholder, overlay: label, placeholderOverlay: card)
         updateInputs { $0[id] = input }
@@ -281,8 +281,8 @@ public final class MeetingProgram: @unchecked Sendable {
         for kind in [SDKRawDataPipeKind.video, .share] {
             let id = Self.inputID(user, kind)
             guard let chains = labels.withLock({ $0[id] }), let shown = self.name(ofInput: id) else { continue }
-            try? chains.label?.setParameter("text.text", shown)
-            try? chains.card?.setParameter("text.text", Self.initials(of: shown))
+            chains.label?.setText(shown)
+            chains.card?.setText(Self.initials(of: shown))
         }
     }
 
@@ -303,9 +303,11 @@ public final class MeetingProgram: @unchecked Sendable {
     }
     public var currentCaption: String? { caption.withLock { $0 } }
 
-    /// Up to two initials of a name, upper-cased: "Ada Lovelace" → "AL", "Grace" → "G".
+    /// Up to two initials of a name, upper-cased: "Ada Lovelace" → "AL", "Grace" → "G",
+    /// "User 7" → "U7".
     public static func initials(of name: String) -> String {
-        let words = name.split(whereSeparator: { $0.isWhitespace || $0 == "(" }).filter { $0.first?.isLetter ?? false }
+        let words = name.split(whereSeparator: { $0.isWhitespace || $0 == "(" })
+            .filter { $0.first.map { $0.isLetter || $0.isNumber } ?? false }
         let picked = words.count > 1 ? [words.first!, words.last!] : Array(words.prefix(1))
         let letters = picked.compactMap { $0.first.map { String($0).uppercased() } }.joined()
         return letters.isEmpty ? String(name.prefix(2)) : letters
@@ -316,5 +318,52 @@ public final class MeetingProgram: @unchecked Sendable {
         let chain = try VideoChain(style.isEmpty ? "text" : "text=\(style)", registry: registry)
         try chain.setParameter("text.text", text)
         return chain
+    }
+}
+
+/// A `text` filter over a tile: one chain per tile size, each built and negotiated on the
+/// control side when the compositor lays a tile of a new size out (`prepared(for:)`), so that
+/// a re-flow allocates nothing on the compose thread; the text reaches the chain in use.
+final class TextOverlay: VideoProcessor, @unchecked Sendable {
+    private let style: String
+    private let registry: PluginRegistry
+    private struct State {
+        var text: String
+        var format: VideoFormat?
+        var chain: VideoChain
+    }
+    private let state: Locked<State>
+
+    init(style: String, text: String, registry: PluginRegistry) throws {
+        self.style = style
+        self.registry = registry
+        state = Locked(State(text: text, format: nil, chain: try MeetingProgram.textChain(style, text, registry)))
+    }
+
+    /// [any thread] The text from the next frame (of the chain in use, and of later ones).
+    func setText(_ text: String) {
+        state.withLock { state in
+            state.text = text
+            try? state.chain.setParameter("text.text", text)
+        }
+    }
+
+    /// [control] The chain for tiles of `format`: the one in use if it has that size, else a
+    /// new one, negotiated here.
+    func prepared(for format: VideoFormat) -> any VideoProcessor {
+        state.withLock { state in
+            if state.format == format { return state.chain }
+            guard let chain = try? MeetingProgram.textChain(style, state.text, registry) else { return state.chain }
+            _ = try? chain.negotiate(format)
+            state.format = format
+            state.chain = chain
+            return chain
+        }
+    }
+
+    /// [compose thread] Only when used unprepared: the chain in use.
+    func process(_ frame: VideoFrame) throws(ChainError) -> VideoFrame {
+        let chain = state.withLock { $0.chain }
+        return try chain.process(frame)
     }
 }

@@ -104,8 +104,14 @@ extension MeetingProgramTests {
                                                            layout: .grid, inputTimeoutMicroseconds: 500_000),
                                          registry: builtPlugins, receiveChain: "", mode: .sync, audioRate: 48000,
                                          speaker: .init(holdMicroseconds: hold), recentSpeakersFirst: true,
+                                         decorations: .init(labelStyle: "anchor=bottom_left:size=11:box=true:padding=2:margin=3",
+                                                            cardStyle: "anchor=center:size=28",
+                                                            captionStyle: "anchor=bottom:size=16:box=true:max_width=0.8:margin=8"),
                                          clock: { clock.microseconds })
         let meeting = try EmulatedMeeting(program: program, clock: clock, ledger: ledger)
+        // Live captions, a new one ten times a second (set outside the counted region: the app's
+        // control call; the frame path must not allocate for it).
+        let words = ["so", "the", "numbers", "for", "this", "quarter", "look", "good", "and", "the", "launch", "is", "on", "track"]
         let ps = try ProductionStudioAdapter(capability: capability, registry: builtPlugins, audioRate: 48000, pacing: .caller)
         let session = SDKSessionEmulator(clock: clock).productionStudioSession(ps)
         session.sender.keepBytes = false
@@ -127,6 +133,10 @@ extension MeetingProgramTests {
                                          1380: "production-stalled"]
         for frame in 0..<meeting.script.frameCount {
             try meeting.advance(toFrame: frame)
+            if frame % 3 == 0 {
+                let at = Int(frame / 3)
+                program.setCaption((0..<6).map { words[(at + $0) % words.count] }.joined(separator: " "))
+            }
             let before = rawfx_thread_allocation_count()
             let picture = publisher.publish(frameIndex: frame)
             if frame >= 60 { allocations += rawfx_thread_allocation_count() - before }
@@ -224,8 +234,8 @@ extension MeetingProgramTests {
         XCTAssertEqual(publisher.framesSent, 240)
         XCTAssertEqual(publisher.audioSamplesSent, 8 * 48000)
         XCTAssertEqual(program.mixer.input("4")?.gainDecibels ?? 0, -6, accuracy: 0.001, "the per-user gain")
-        XCTAssertEqual(program.labelChain(forInput: "4"), "text=text=User 4:size=24:anchor=bottom-left")
-        XCTAssertEqual(program.labelChain(forInput: "share:1"), "text=text=User 1 (share):size=24:anchor=bottom-left")
+        XCTAssertEqual(program.name(ofInput: "4"), "User 4")
+        XCTAssertEqual(program.name(ofInput: "share:1"), "User 1 (share)")
     }
 
     /// The other destinations: the external video source with the virtual mic, the program's
@@ -293,5 +303,107 @@ extension MeetingProgramTests {
         XCTAssertThrowsError(try ProgramPublisher(program: program, output: .productionStudio(ps))) {
             XCTAssertTrue("\($0)".contains("production studio was started for 1280x720"), "\($0)")
         }
+    }
+
+    /// Names, initials cards and captions: each tile of the decorated program is the `text`
+    /// filter run alone on that tile of the undecorated program (a frame of the tile's size), a
+    /// placeholder tile gets the initials card first, the caption bar is the filter run alone on
+    /// the whole picture, and a rename or a new caption shows within a few frames (the filter
+    /// lays text out on a control thread, then swaps it in).
+    func testNamesInitialsAndCaptionsAreTheTextFilterOnEachTileAndTheProgram() throws {
+        let registry = PluginRegistry()
+        guard (try? registry.filterType("text")) != nil else { throw XCTSkip("the Text plugin was not built") }
+        let style = MeetingProgram.Decorations.standard
+        func make(_ decorations: MeetingProgram.Decorations?) throws -> (MeetingProgram, [EmulatedVideoPipe]) {
+            let program = try MeetingProgram(compositor: .init(width: 640, height: 360, layout: .grid, placeholder: .color(YUVColor(y: 60)),
+                                                               inputTimeoutMicroseconds: 3_600_000_000),
+                                             registry: registry, receiveChain: "", mode: .sync, decorations: decorations)
+            let users = [SDKUser(1), SDKUser(2)]
+            program.userJoined(users[0], name: "Ada Lovelace")
+            let pipes = users.map { EmulatedVideoPipe(user: $0, ledger: ledger) }
+            for (pipe, user) in zip(pipes, users) { try program.subscribe(pipe, user: user, resolution: .p360) }
+            program.userJoined(users[1], name: "Grace Hopper")  // after subscribing: the label follows
+            for (index, pipe) in pipes.enumerated() { send(pipe, patternBuffer(width: 320, height: 180, seed: index + 1)) }
+            return (program, pipes)
+        }
+        let (plain, plainPipes) = try make(nil)
+        let (decorated, decoratedPipes) = try make(style)
+        decorated.setCaption("The analytical engine weaves algebraic patterns")
+
+        /// A copy of the tile `rect` of `frame` as a frame of its own.
+        func tile(_ frame: VideoFrame, _ r: TileRect) -> VideoBuffer {
+            let copy = VideoBuffer(format: VideoFormat(width: r.width, height: r.height, colorRange: frame.format.colorRange))
+            var view = frame.raw
+            view.width = UInt32(r.width)
+            view.height = UInt32(r.height)
+            view.planes.0 = view.planes.0! + r.y * Int(view.strides.0) + r.x
+            view.planes.1 = view.planes.1! + r.y / 2 * Int(view.strides.1) + r.x / 2
+            view.planes.2 = view.planes.2! + r.y / 2 * Int(view.strides.2) + r.x / 2
+            VideoFrame(view).copy(to: copy.frame)
+            return copy
+        }
+        func textAlone(_ picture: VideoBuffer, _ style: String, _ text: String) throws -> VideoBuffer {
+            let chain = try VideoChain("text=\(style)", registry: registry)
+            try chain.setParameter("text.text", text)
+            let out = try chain.process(picture.frame)
+            let copy = VideoBuffer(format: picture.format)
+            out.copy(to: copy.frame)
+            return copy
+        }
+        /// The expected program: the undecorated one with the filter run alone on each tile, then on the whole.
+        func expected(_ names: [String: String], cards: Set<String>, caption: String, frame index: Int64) throws -> VideoBuffer {
+            let base = plain.compositor.compose(frameIndex: index)
+            let whole = VideoBuffer(format: base.format)
+            base.copy(to: whole.frame)
+            for placement in plain.compositor.currentScene.placements {
+                var piece = tile(whole.frame, placement.rect)
+                if cards.contains(placement.id) {
+                    piece = try textAlone(piece, style.cardStyle!, MeetingProgram.initials(of: names[placement.id]!))
+                }
+                piece = try textAlone(piece, style.labelStyle!, names[placement.id]!)
+                var target = whole.frame.raw
+                let r = placement.rect
+                target.width = UInt32(r.width)
+                target.height = UInt32(r.height)
+                target.planes.0 = target.planes.0! + r.y * Int(target.strides.0) + r.x
+                target.planes.1 = target.planes.1! + r.y / 2 * Int(target.strides.1) + r.x / 2
+                target.planes.2 = target.planes.2! + r.y / 2 * Int(target.strides.2) + r.x / 2
+                piece.frame.copy(to: VideoFrame(target))
+            }
+            return try textAlone(whole, style.captionStyle!, caption)
+        }
+        /// Composes until the decorated program equals `want` (the text filter swaps new text in
+        /// after its control-thread layout), at most 2 s.
+        func composeUntilEqual(_ want: VideoBuffer, from index: inout Int64, _ what: String) {
+            let deadline = Date().addingTimeInterval(2)
+            var got: [UInt8] = []
+            repeat {
+                got = planeBytes(decorated.compositor.compose(frameIndex: index), 0)
+                index += 1
+                if got == planeBytes(want.frame, 0) { return }
+                usleep(5000)
+            } while Date() < deadline
+            XCTFail("\(what): the decorated program is not the text filter's drawing on each tile and the whole")
+        }
+        var index: Int64 = 0
+        var names = ["1": "Ada Lovelace", "2": "Grace Hopper"]
+        var want = try expected(names, cards: [], caption: "The analytical engine weaves algebraic patterns", frame: 0)
+        composeUntilEqual(want, from: &index, "names and a caption")
+        XCTAssertEqual(planeBytes(decorated.compositor.compose(frameIndex: index), 1), planeBytes(want.frame, 1), "chroma")
+        // Video off: the placeholder with the initials card under the name.
+        plainPipes[1].setStatus(.off)
+        decoratedPipes[1].setStatus(.off)
+        want = try expected(names, cards: ["2"], caption: "The analytical engine weaves algebraic patterns", frame: index)
+        composeUntilEqual(want, from: &index, "an initials card on the placeholder")
+        // A rename and a new caption.
+        decorated.userJoined(SDKUser(1), name: "Augusta Ada King")
+        decorated.setCaption("مرحبا بالعالم")
+        names["1"] = "Augusta Ada King"
+        want = try expected(names, cards: ["2"], caption: "مرحبا بالعالم", frame: index)
+        composeUntilEqual(want, from: &index, "a rename and an Arabic caption")
+        XCTAssertEqual(decorated.compositor.overlayFailureCount, 0)
+        XCTAssertEqual(MeetingProgram.initials(of: "Grace Hopper"), "GH")
+        XCTAssertEqual(MeetingProgram.initials(of: "Plato"), "P")
+        XCTAssertEqual(MeetingProgram.initials(of: "User 7"), "U7")
     }
 }
