@@ -5,9 +5,9 @@
 // one output frame at 30 fps: the meeting advanced to the frame's instant (what the SDK's
 // callbacks deliver by then), the frame composed and sent, its 3 or 4 audio blocks mixed and sent.
 //
-// Labels and captions: HOOK (issue-27-text): once the compositor takes per-tile overlay chains
-// and an output chain, each input gets `MeetingProgram.labelChain(forInput:)` and the output
-// `MeetingProgram.captionChain`; until then this case composes without them.
+// Labels and captions: every tile named by the `text` filter (MeetingProgram.Decorations.standard),
+// initials on the placeholder cards, and a caption bar whose text a separate thread changes ten
+// times a second (the app's control calls: not on the measured thread).
 import Foundation
 import RawFX
 import RawFXCompose
@@ -43,6 +43,10 @@ final class ProgramPipeline: Workload, ThreadCounted {
     let publish: Bool
     let threads: Int
     private var frame: Int64 = 0
+    private var captions: Thread!
+    /// Set when the pipeline goes: the caption thread ends.
+    final class Flag: Sendable { let value = Atomic<Bool>(false) }
+    private let stop = Flag()
 
     init(registry: PluginRegistry, publish: Bool, threads: Int = 1) throws {
         self.publish = publish
@@ -58,14 +62,26 @@ final class ProgramPipeline: Workload, ThreadCounted {
         let program = try MeetingProgram(compositor: .init(width: 1920, height: 1080, frameRate: FrameRate(30), colorRange: .full,
                                                            layout: .grid, inputTimeoutMicroseconds: 500_000),
                                          registry: registry, receiveChain: "", mode: .sync, audioRate: 48000,
-                                         recentSpeakersFirst: true, clock: { clock.microseconds })
+                                         recentSpeakersFirst: true, decorations: .standard, clock: { clock.microseconds })
         meeting = try EmulatedMeeting(program: program, clock: clock, script: script)
         let ps = try ProductionStudioAdapter(capability: capability, registry: registry, audioRate: 48000, pacing: .caller)
         sender = CountingPSSender(capability: capability)
         ps.onStartPSModeResult(true)
         ps.onStartSend(sender)
         publisher = try ProgramPublisher(program: program, output: .productionStudio(ps))
+        let stopping = stop
+        captions = Thread { [program] in
+            var line = 0
+            while !stopping.value.load(ordering: .relaxed) {
+                program.setCaption("caption line \(line): the numbers for this quarter look good")
+                line += 1
+                usleep(100_000)
+            }
+        }
+        captions.start()
     }
+
+    deinit { stop.value.store(true, ordering: .relaxed) }
 
     func prepareSlice() { useEngineThreads() }
 

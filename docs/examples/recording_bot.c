@@ -86,11 +86,30 @@ int main(int argc, char **argv) {
     if (!check(rawfx_mixer_create(registry, RATE, 2, &mixer), "rawfx_mixer_create")) return 1;
     rawfx_mixer_input *voices[USERS] = { 0 };
 
+    /* Names and captions: the `text` filter (the Text plugin) as overlays. Each tile gets a
+     * label chain and a card for when its video is off (initials); the program gets a caption
+     * bar. The compositor keeps the chains; their text changes with set_parameter, any time. */
+    rawfx_video_chain *captions = NULL;
+    if (!check(rawfx_video_chain_create(registry, "text=anchor=bottom:size=32:box=true:max_width=0.8", &captions),
+               "caption chain")) return 1;
+    rawfx_compositor_set_overlay(comp, captions);
+
     rawfx_compositor_input *inputs[USERS + 1] = { 0 };  /* users 1…9, then the share */
-    char id[16];
+    char id[16], name[32];
     for (int u = 0; u < USERS; u++) {
         snprintf(id, sizeof id, "%d", u + 1);
-        if (!check(rawfx_compositor_add_input(comp, id, &inputs[u]), "rawfx_compositor_add_input")) return 1;
+        snprintf(name, sizeof name, "User %d", u + 1);
+        rawfx_video_chain *label = NULL, *card = NULL;
+        if (!check(rawfx_video_chain_create(registry, "text=anchor=bottom_left:size=20:box=true:margin=6", &label), "label")
+            || !check(rawfx_video_chain_set_parameter(label, "text.text", name), "label text")
+            || !check(rawfx_video_chain_create(registry, "text=anchor=center:size=64", &card), "card")
+            || !check(rawfx_video_chain_set_parameter(card, "text.text", id), "card text")) return 1;
+        rawfx_compositor_input_options options = { .struct_size = sizeof options, .overlay = label,
+                                                   .placeholder_overlay = card };
+        if (!check(rawfx_compositor_add_input_with_options(comp, id, &options, &inputs[u]), "rawfx_compositor_add_input_with_options"))
+            return 1;
+        rawfx_video_chain_destroy(label);  /* the compositor keeps them */
+        rawfx_video_chain_destroy(card);
         if (!check(rawfx_mixer_add_input(mixer, id, 0, &voices[u]), "rawfx_mixer_add_input")) return 1;
     }
     uint8_t *pixels = malloc((size_t)(1280 * 720 * 3 / 2));
@@ -131,6 +150,11 @@ int main(int argc, char **argv) {
             sharing = 2;
         }
         int speaker = (int)(now / 2000000) % 4 + 3;                             /* users 3…6 in turn */
+        if (n % 3 == 0) {                                                       /* a live caption, 10 a second */
+            char line[96];
+            snprintf(line, sizeof line, "User %d: caption line %lld", speaker, (long long)(n / 3));
+            rawfx_video_chain_set_parameter(captions, "text.text", line);
+        }
         snprintf(id, sizeof id, "%d", speaker);
         rawfx_compositor_set_roles(comp, id, sharing == 1 ? "share:1" : NULL);
 
@@ -210,6 +234,7 @@ int main(int argc, char **argv) {
     for (int u = 0; u <= USERS; u++) rawfx_compositor_input_release(inputs[u]);
     for (int u = 0; u < USERS; u++) rawfx_mixer_input_release(voices[u]);
     rawfx_compositor_destroy(comp);
+    rawfx_video_chain_destroy(captions);
     rawfx_mixer_destroy(mixer);
     rawfx_registry_close(registry);
     free(pixels);

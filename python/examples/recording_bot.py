@@ -43,8 +43,21 @@ def main(argv=None):
 
     comp = rawfx.Compositor(WIDTH, HEIGHT, fps=FPS, layout="grid", background=0x202428, placeholder=0x3C4650,
                             timeout=0.5, border=2)
-    inputs = {str(u): comp.add_input(str(u)) for u in range(1, USERS + 1)}
-    registry = rawfx.Registry()  # finds `resample` (SpeexDSP) for the 32000 Hz streams
+    registry = rawfx.Registry()  # finds `resample` (SpeexDSP) and `text` (the Text plugin)
+
+    # Names and captions: the `text` filter as overlays. Each tile gets a label and, while its
+    # video is off, a card with its number; the program gets a caption bar whose text changes
+    # ten times a second (set_parameter, any time; the compositor keeps the chains).
+    def text(style, content):
+        chain = registry.video_chain("text=" + style)
+        chain.set_parameter("text.text", content)
+        return chain
+
+    inputs = {str(u): comp.add_input(str(u), overlay=text("anchor=bottom_left:size=20:box=true:margin=6", "User %d" % u),
+                                     placeholder_overlay=text("anchor=center:size=64", str(u)))
+              for u in range(1, USERS + 1)}
+    captions = text("anchor=bottom:size=32:box=true:max_width=0.8", "")
+    comp.set_overlay(captions)
     mixer = rawfx.Mixer(RATE, registry=registry)
     voices = {str(u): mixer.add_input(str(u)) for u in range(1, USERS + 1)}
     out = sys.stdout.buffer if args.video == "-" else open(args.video, "wb")
@@ -77,6 +90,8 @@ def main(argv=None):
             del inputs["share:1"]
             sharing = 2
         speaker = now // 2_000_000 % 4 + 3
+        if n % 3 == 0:
+            captions.set_parameter("text.text", "User %d: caption line %d" % (speaker, n // 3))
         comp.set_roles(speaker=str(speaker), share="share:1" if sharing == 1 else None)
         for name, made in inputs.items():
             if name == "share:1":

@@ -57,7 +57,9 @@ do {
     let program = try MeetingProgram(compositor: .init(width: width, height: height, frameRate: rate, colorRange: .full,
                                                        layout: .grid, inputTimeoutMicroseconds: 500_000),
                                      registry: registry, receiveChain: "", mode: .sync, audioRate: 48000,
-                                     recentSpeakersFirst: true, clock: { clock.microseconds })
+                                     recentSpeakersFirst: true,
+                                     // Each tile named (userJoined), initials on a tile whose video is off, a caption bar.
+                                     decorations: .standard, clock: { clock.microseconds })
     var script = EmulatedMeeting.Script()
     script.seconds = seconds
     let meeting = try EmulatedMeeting(program: program, clock: clock, script: script)
@@ -85,6 +87,10 @@ do {
     // The program's clock: virtual here (as fast as it goes); live, `publisher.makeClock().start()`.
     for frame in 0..<script.frameCount {
         try meeting.advance(toFrame: frame)
+        // Live captions, as a speech-to-text service would send them: a new line ten times a second.
+        if frame % 3 == 0, let speaker = program.activeSpeaker {
+            program.setCaption("\(program.name(ofInput: speaker) ?? speaker): caption \(frame / 3)")
+        }
         publisher.publish(frameIndex: frame)
     }
     try recorder?.close()
