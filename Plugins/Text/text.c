@@ -27,11 +27,18 @@
  *
  * Without host callbacks (a 1.0 host, which never sets a real-time parameter on a
  * live instance but configures a new one), a change takes effect at configure.
+ *
+ * Offline ("rawfx.render-mode/1": a file, nobody waits in real time) process waits
+ * for the layout of every change made before it, so a caption set before frame N
+ * is on frame N whatever the machine's speed (`rawfx compose --captions` is then
+ * exact); in real time it shows the newest layout ready, a frame or two later.
  */
 #include "rawfx/plugin_helpers.h"
+#include "rawfx/ext/render_mode.h"
 #include "text_kernels.h"
 
 #include <stdatomic.h>
+#include <time.h>
 
 enum {
     P_TEXT, P_FONT, P_SIZE, P_COLOR, P_OPACITY, P_OUTLINE, P_OUTLINE_COLOR, P_BOX, P_BOX_COLOR, P_BOX_OPACITY,
@@ -110,6 +117,9 @@ typedef struct text_filter {
     uint32_t rendered_sequence;
     int32_t width, height;
     _Atomic int configured;
+    /* The request sequence the newest published mask was laid out from. */
+    _Atomic uint32_t published;
+    const rawfx_host_render_mode *render;
     /* The masks: back (on_callback's), middle (exchanged), front (process's). */
     rfx_text_mask masks[3];
     uint32_t back, front;
@@ -239,6 +249,7 @@ static void render_current(text_filter *t, int force) {
         rawfx_log(&t->base, RAWFX_LOG_DEBUG, "%u characters left out: no font has them", (unsigned)l.skipped);
     t->back = atomic_exchange_explicit(&t->middle, t->back | FRESH, memory_order_acq_rel) & 3u;
     t->rendered_sequence = sequence;
+    atomic_store_explicit(&t->published, sequence, memory_order_release);
 }
 
 static void text_on_callback(const rawfx_filter *f) {
@@ -287,6 +298,9 @@ static rawfx_status text_configure(const rawfx_filter *f, const rawfx_format *in
     atomic_store_explicit(&t->middle, 1, memory_order_relaxed);
     t->front = 2;
     t->full_range = input->video.color_range == RAWFX_RANGE_FULL;
+    t->render = t->base.host != NULL
+        ? (const rawfx_host_render_mode *)t->base.host->get_extension(t->base.host, RAWFX_EXT_RENDER_MODE) : NULL;
+    if (t->render != NULL && (t->render->struct_size < sizeof *t->render || t->render->mode == NULL)) t->render = NULL;
     update_paints(t);
     render_current(t, 1);
     atomic_store_explicit(&t->configured, 1, memory_order_release);
@@ -301,6 +315,16 @@ static rawfx_status text_process(const rawfx_filter *f, const rawfx_video_frame 
     if ((int32_t)out->width != t->width || (int32_t)out->height != t->height)
         return rawfx_fail(&t->base, RAWFX_ERR_INVALID_ARGUMENT, "the frame is %ux%u; configured for %dx%d",
                           (unsigned)out->width, (unsigned)out->height, (int)t->width, (int)t->height);
+    if (t->render != NULL && t->render->mode(t->base.host) == RAWFX_RENDER_OFFLINE) {
+        /* Offline: wait (at most 2 s, for a host whose callbacks never come) for the layout of
+         * every change made so far. */
+        const uint32_t wanted = atomic_load_explicit(&t->sequence, memory_order_acquire) & ~1u;
+        for (int waited = 0; (int32_t)(atomic_load_explicit(&t->published, memory_order_acquire) - wanted) < 0 && waited < 10000;
+             waited++) {
+            const struct timespec pause = {0, 200000};
+            nanosleep(&pause, NULL);
+        }
+    }
     if (atomic_load_explicit(&t->middle, memory_order_relaxed) & FRESH)
         t->front = atomic_exchange_explicit(&t->middle, t->front, memory_order_acq_rel) & 3u;
     rfx_text_blend_i420(&t->masks[t->front], out->planes, out->strides, t->width, t->height, t->fill, t->outline,

@@ -142,4 +142,76 @@ final class ComposeCommandTests: XCTestCase, RawfxCommandTesting {
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: out), "no output after a refusal")
     }
+
+    /// `--name` labels and `--captions` cues: each output frame is the unlabelled composition
+    /// with the `text` filter run alone on each tile (the name) and then on the whole picture
+    /// (the cue in force at the frame's time, nothing outside the cues). A file run is offline,
+    /// so a cue is on exactly the frames of its time span. A bad cue file and an unknown ID are
+    /// refused with what was wrong.
+    func testNamesAndCaptionsAreTheTextFilterOnTheTilesAndThePicture() throws {
+        guard (try? builtPlugins.filterType("text")) != nil else { throw XCTSkip("the Text plugin was not built") }
+        let dir = temporaryDirectory()
+        try writeInput(dir.appendingPathComponent("a.y4m"), width: 320, height: 180, rate: 10, frames: 10)
+        try writeInput(dir.appendingPathComponent("b.y4m"), width: 320, height: 240, rate: 10, frames: 10)
+        let cues = dir.appendingPathComponent("talk.srt")
+        try "1\n00:00:00,300 --> 00:00:00,600\nHello there,\nhow are you?\n\n2\n00:00:00,700 --> 00:00:00,800\nمرحبا\n"
+            .write(to: cues, atomically: true, encoding: .utf8)
+        let common = ["compose", "--size", "640x180", "--fps", "10", "--layout-json", dir.appendingPathComponent("l.jsonl").path,
+                      "a=" + dir.appendingPathComponent("a.y4m").path, "b=" + dir.appendingPathComponent("b.y4m").path]
+        let plain = try execute(rawfxBinary, common + ["-o", dir.appendingPathComponent("plain.y4m").path])
+        XCTAssertEqual(plain.status, 0, plain.stderr)
+        let named = try execute(rawfxBinary, common + ["--name", "a=Ada Lovelace", "--name", "b=Bob", "--captions", cues.path,
+                                                       "-o", dir.appendingPathComponent("named.y4m").path])
+        XCTAssertEqual(named.status, 0, named.stderr)
+
+        func frames(_ name: String) throws -> [VideoBuffer] {
+            let reader = try Y4MReader(path: dir.appendingPathComponent(name).path)
+            var result: [VideoBuffer] = []
+            while let frame = try reader.readFrame() {
+                let copy = VideoBuffer(format: frame.format)
+                frame.copy(to: copy.frame)
+                result.append(copy)
+            }
+            return result
+        }
+        func drawn(_ picture: VideoFrame, _ style: String, _ text: String) throws {
+            let chain = try VideoChain("text=\(style)", registry: builtPlugins)
+            try chain.setParameter("text.text", text)
+            _ = try chain.process(picture)
+        }
+        let tiles = try JSONSerialization.jsonObject(with: Data(String(contentsOf: dir.appendingPathComponent("l.jsonl"), encoding: .utf8)
+            .split(separator: "\n")[0].utf8)) as! [String: Any]
+        let rects = tiles["tiles"] as! [String: [String: Int]]
+        let expected = try frames("plain.y4m"), got = try frames("named.y4m")
+        XCTAssertEqual(got.count, 10)
+        let captionAt: [Int: String] = [3: "Hello there, how are you?", 4: "Hello there, how are you?", 5: "Hello there, how are you?",
+                                        7: "مرحبا"]
+        for (index, picture) in expected.enumerated() {
+            for (id, name) in [("a", "Ada Lovelace"), ("b", "Bob")] {
+                let r = rects[id]!
+                var view = picture.frame.raw
+                view.width = UInt32(r["width"]!)
+                view.height = UInt32(r["height"]!)
+                view.planes.0 = view.planes.0! + r["y"]! * Int(view.strides.0) + r["x"]!
+                view.planes.1 = view.planes.1! + r["y"]! / 2 * Int(view.strides.1) + r["x"]! / 2
+                view.planes.2 = view.planes.2! + r["y"]! / 2 * Int(view.strides.2) + r["x"]! / 2
+                try drawn(VideoFrame(view), "anchor=bottom_left:size=22:box=true", name)
+            }
+            if let caption = captionAt[index] {
+                try drawn(picture.frame, "anchor=bottom:size=36:box=true:max_width=0.8", caption)
+            }
+            for p in 0..<3 {
+                XCTAssert(planeBytes(got[index].frame, p) == planeBytes(picture.frame, p),
+                          "frame \(index), plane \(p): names, and \(captionAt[index] ?? "no caption")")
+            }
+        }
+
+        try "1\n00:00:01,000 -> 00:00:02,000\nbroken\n".write(to: cues, atomically: true, encoding: .utf8)
+        let bad = try execute(rawfxBinary, common + ["--captions", cues.path, "-o", dir.appendingPathComponent("x.y4m").path])
+        XCTAssertNotEqual(bad.status, 0)
+        XCTAssert(bad.stderr.contains("HH:MM:SS,mmm --> HH:MM:SS,mmm"), bad.stderr)
+        let unknown = try execute(rawfxBinary, common + ["--name", "zed=Zed", "-o", dir.appendingPathComponent("x.y4m").path])
+        XCTAssertNotEqual(unknown.status, 0)
+        XCTAssert(unknown.stderr.contains("'zed' is not an input ID; the inputs are a, b"), unknown.stderr)
+    }
 }
