@@ -99,7 +99,9 @@ public final class CompositorInput: @unchecked Sendable {
     @discardableResult
     public func submit(copying frame: VideoFrame, at time: Int64? = nil) -> Bool {
         guard Self.isDrawable(frame) else { return false }
-        let format = VideoFormat(width: frame.width, height: frame.height, colorRange: frame.format.colorRange)
+        // The rotation metadata too: the input's chain (`rotate=angle=auto`) reads it.
+        let format = VideoFormat(width: frame.width, height: frame.height, colorRange: frame.format.colorRange,
+                                 rotation: frame.format.rotation)
         return submit(writing: format, at: time) { buffer in
             frame.copy(to: buffer)
             return true

@@ -21,9 +21,12 @@ public enum MeetingProgramError: Error, Equatable, CustomStringConvertible {
 /// layout (docs/compose.md). The app publishes `compositor`'s frames and `mixer`'s blocks on
 /// one clock (`CompositorClock`): the PS sender, the external video source, a file.
 ///
-/// - Video: each pipe is subscribed through a `ReceiveVideoHook` (its chain, default
-///   `rotate=angle=auto`, runs per stream; async mode by default, off the SDK's thread); each
-///   processed frame is copied once into its compositor input. `onRawDataStatusChanged(.off)`
+/// - Video: each pipe is subscribed through a `ReceiveVideoHook`. In `.sync` mode (the
+///   default) the SDK's frame is copied once, on the SDK's thread, into its compositor input
+///   (the only copy its lent buffer needs: about 40 µs for 640x360), and the stream's chain
+///   (default `rotate=angle=auto`) runs on the compose thread once per new frame of the input;
+///   in `.async` mode the hook's workers run the chain off the SDK's thread and the input takes
+///   a second copy. `onRawDataStatusChanged(.off)`
 ///   shows the input's placeholder from the next frame; `.on` and the next frame bring it back.
 ///   Unsubscribing removes the input and the layout re-flows.
 /// - Audio: `oneWayAudio` feeds the user's mixer input and the `ActiveSpeakerDetector`; a new
@@ -74,6 +77,8 @@ public final class MeetingProgram: @unchecked Sendable {
     private let names = Locked<[String: String]>([:])
     /// The caption shown over the program (`setCaption`), nil: none.
     private let caption = Locked<String?>(nil)
+    private let receiveChain: String
+    private let mode: ProcessingMode
     /// How tiles are named and captions drawn (nil: neither).
     public let decorations: Decorations?
     private let registry: PluginRegistry
@@ -107,12 +112,14 @@ public final class MeetingProgram: @unchecked Sendable {
     }
 
     public init(compositor configuration: Compositor.Configuration, registry: PluginRegistry,
-                receiveChain: String = "rotate=angle=auto", mode: ProcessingMode = .async(capacity: 2, workers: 0),
+                receiveChain: String = "rotate=angle=auto", mode: ProcessingMode = .sync,
                 audioRate: Int = 48000, shareLayout: CompositorLayout = .share(speaker: .beside),
                 speaker: ActiveSpeakerDetector.Configuration = .init(), recentSpeakersFirst: Bool = false,
                 audioSource: AudioSource = .oneWayMix, decorations: Decorations? = nil,
                 clock: (@Sendable () -> Int64)? = nil) throws {
         self.audioSource = audioSource
+        self.receiveChain = receiveChain
+        self.mode = mode
         self.registry = registry
         self.decorations = decorations
         if decorations != nil, (try? registry.filterType("text")) == nil {
@@ -128,7 +135,11 @@ public final class MeetingProgram: @unchecked Sendable {
         detector = ActiveSpeakerDetector(speaker)
         self.recentSpeakersFirst = recentSpeakersFirst
         publish([:])
-        receive = try ReceiveVideoHook(chain: receiveChain, registry: registry, mode: mode, name: "program",
+        // Synchronous: the SDK's frame is copied once, on its thread, straight into the input
+        // (the one copy the SDK's lent buffer needs), and the chain runs on the compose thread,
+        // once per new frame of the input. Async: the hook's queue holds its copy and its workers
+        // run the chain, then the input takes a second copy.
+        receive = try ReceiveVideoHook(chain: mode == .sync ? "" : receiveChain, registry: registry, mode: mode, name: "program",
                                        statusSink: { [unowned self] id, status in
                                            self.input(for: id)?.isActive = status == .on
                                        },
@@ -179,7 +190,9 @@ public final class MeetingProgram: @unchecked Sendable {
         let label = try decorations?.labelStyle.map { try TextOverlay(style: $0, text: name, registry: registry) }
         let card = try decorations?.cardStyle.map { try TextOverlay(style: $0, text: Self.initials(of: name), registry: registry) }
         labels.withLock { $0[inputID] = (label, card) }
-        let input = try compositor.addInput(id: inputID, placeholder: placeholder, overlay: label, placeholderOverlay: card)
+        let chain = mode == .sync && !receiveChain.isEmpty ? try VideoChain(receiveChain, registry: registry) : nil
+        let input = try compositor.addInput(id: inputID, placeholder: placeholder, chain: chain, overlay: label,
+                                            placeholderOverlay: card)
         updateInputs { $0[id] = input }
         do {
             try receive.subscribe(pipe, user: user, kind: kind, resolution: resolution)

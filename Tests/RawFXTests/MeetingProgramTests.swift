@@ -406,4 +406,26 @@ extension MeetingProgramTests {
         XCTAssertEqual(MeetingProgram.initials(of: "Plato"), "P")
         XCTAssertEqual(MeetingProgram.initials(of: "User 7"), "U7")
     }
+
+    /// By default (`.sync`) a received frame is copied once, on the SDK's thread, into its
+    /// input, and the stream's chain (`rotate=angle=auto`) runs on the compose thread: a frame
+    /// with rotation metadata is drawn upright, as the rotate filter turns it alone, and the
+    /// SDK's buffer is never read after the callback (the ledger says so).
+    func testTheDefaultReceiveChainTurnsARotatedFrameOnTheComposeThread() throws {
+        let program = try MeetingProgram(compositor: .init(width: 180, height: 320, layout: .single), registry: builtPlugins)
+        let pipe = EmulatedVideoPipe(user: SDKUser(5), ledger: ledger)
+        try program.subscribe(pipe, user: SDKUser(5), resolution: .p360)
+        let picture = patternBuffer(width: 320, height: 180, rotation: 90, seed: 3)
+        let raw = EmulatedVideoRawData(format: picture.format, rotation: .rotation90, ledger: ledger)
+        raw.capture(picture.frame)
+        pipe.deliver(raw)
+        let output = program.compositor.compose(frameIndex: 0)
+        let turned = try VideoChain("rotate=angle=auto", registry: builtPlugins).process(picture.frame)
+        let upright = VideoBuffer(format: turned.format)
+        turned.copy(to: upright.frame)
+        let expected = try VideoChain("scale=width=180:height=320:mode=fit", registry: builtPlugins).process(upright.frame)
+        XCTAssertEqual(turned.width, 180)
+        for p in 0..<3 { XCTAssert(planeBytes(output, p) == planeBytes(expected, p), "plane \(p)") }
+        XCTAssertEqual(ledger.violations, [], "the SDK's frame is not touched after its callback")
+    }
 }
