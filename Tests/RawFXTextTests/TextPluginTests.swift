@@ -378,6 +378,28 @@ final class TextPluginTests: XCTestCase {
         XCTAssertEqual(Int(start + 63) >> 6, try Reference(path: latin, size: 40).width("Hi "))
     }
 
+    /// Chinese after Latin: the CJK run comes from the CJK fallback (WenQuanYi Micro Hei from
+    /// fonts-wqy-microhei, which bootstrap installs), its glyphs hb_shape's in that font, laid
+    /// out after "Hi " with no character skipped.
+    func testCJKComesFromTheCJKFallbackShapedAsHarfBuzz() throws {
+        let cjk = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
+        guard FileManager.default.fileExists(atPath: cjk) else { throw XCTSkip("\(cjk) is not installed (fonts-wqy-microhei)") }
+        lay("Hi 你好，世界", size: 32)
+        XCTAssertEqual(info().skipped, 0)
+        let all = (0..<info().glyph_count).map { rfx_text_layout_glyph(layout, $0) }
+        XCTAssertTrue(all.prefix(3).allSatisfy { $0.font == 0 }, "H, i and the space from the primary font")
+        let chinese = Array(all.dropFirst(3))
+        let fallback = try XCTUnwrap(chinese.first?.font)
+        XCTAssertNotEqual(fallback, 0)
+        XCTAssertTrue(chinese.allSatisfy { $0.font == fallback })
+        XCTAssertEqual(String(cString: rfx_text_engine_font_path(engine, fallback)), cjk)
+        let shaped = try Reference(path: cjk, size: 32).shape("你好，世界")
+        XCTAssertEqual(chinese.map(\.glyph_id), shaped.glyphs.map(\.id))
+        XCTAssertTrue(shaped.glyphs.allSatisfy { $0.id != 0 }, "every character has a glyph in the CJK font")
+        let start = chinese[0].x - shaped.glyphs[0].x
+        XCTAssertEqual(chinese.map { $0.x - start }, shaped.glyphs.map(\.x))
+    }
+
     // MARK: (3) A character no font has is left out
 
     func testMissingGlyphIsSkippedWithoutANotdefBox() throws {
