@@ -189,13 +189,8 @@ final class ComposeCommandTests: XCTestCase, RawfxCommandTesting {
         for (index, picture) in expected.enumerated() {
             for (id, name) in [("a", "Ada Lovelace"), ("b", "Bob")] {
                 let r = rects[id]!
-                var view = picture.frame.raw
-                view.width = UInt32(r["width"]!)
-                view.height = UInt32(r["height"]!)
-                view.planes.0 = view.planes.0! + r["y"]! * Int(view.strides.0) + r["x"]!
-                view.planes.1 = view.planes.1! + r["y"]! / 2 * Int(view.strides.1) + r["x"]! / 2
-                view.planes.2 = view.planes.2! + r["y"]! / 2 * Int(view.strides.2) + r["x"]! / 2
-                try drawn(VideoFrame(view), "anchor=bottom_left:size=22:box=true", name)
+                try drawn(tileView(picture.frame.raw, x: r["x"]!, y: r["y"]!, width: r["width"]!, height: r["height"]!),
+                          "anchor=bottom_left:size=22:box=true", name)
             }
             if let caption = captionAt[index] {
                 try drawn(picture.frame, "anchor=bottom:size=36:box=true:max_width=0.8", caption)

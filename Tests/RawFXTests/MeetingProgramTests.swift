@@ -36,13 +36,8 @@ final class MeetingProgramTests: XCTestCase {
         for (placement, picture) in zip(placements, pictures) {
             let r = placement.rect
             let alone = try VideoChain("scale=width=\(r.width):height=\(r.height):mode=fit", registry: PluginRegistry()).process(picture.frame)
-            var tile = output.raw
-            tile.width = UInt32(r.width)
-            tile.height = UInt32(r.height)
-            tile.planes.0 = tile.planes.0! + r.y * Int(tile.strides.0) + r.x
-            tile.planes.1 = tile.planes.1! + r.y / 2 * Int(tile.strides.1) + r.x / 2
-            tile.planes.2 = tile.planes.2! + r.y / 2 * Int(tile.strides.2) + r.x / 2
-            XCTAssertEqual(planeBytes(VideoFrame(tile), 0), planeBytes(alone, 0), placement.id)
+            let tile = tileView(output.raw, x: r.x, y: r.y, width: r.width, height: r.height)
+            XCTAssertEqual(planeBytes(tile, 0), planeBytes(alone, 0), placement.id)
         }
         // User 2 turns video off: the placeholder on the next frame, whatever the timeout.
         pipes[1].setStatus(.off)
@@ -333,13 +328,7 @@ extension MeetingProgramTests {
         /// A copy of the tile `rect` of `frame` as a frame of its own.
         func tile(_ frame: VideoFrame, _ r: TileRect) -> VideoBuffer {
             let copy = VideoBuffer(format: VideoFormat(width: r.width, height: r.height, colorRange: frame.format.colorRange))
-            var view = frame.raw
-            view.width = UInt32(r.width)
-            view.height = UInt32(r.height)
-            view.planes.0 = view.planes.0! + r.y * Int(view.strides.0) + r.x
-            view.planes.1 = view.planes.1! + r.y / 2 * Int(view.strides.1) + r.x / 2
-            view.planes.2 = view.planes.2! + r.y / 2 * Int(view.strides.2) + r.x / 2
-            VideoFrame(view).copy(to: copy.frame)
+            tileView(frame.raw, x: r.x, y: r.y, width: r.width, height: r.height).copy(to: copy.frame)
             return copy
         }
         func textAlone(_ picture: VideoBuffer, _ style: String, _ text: String) throws -> VideoBuffer {
@@ -361,14 +350,8 @@ extension MeetingProgramTests {
                     piece = try textAlone(piece, style.cardStyle!, MeetingProgram.initials(of: names[placement.id]!))
                 }
                 piece = try textAlone(piece, style.labelStyle!, names[placement.id]!)
-                var target = whole.frame.raw
                 let r = placement.rect
-                target.width = UInt32(r.width)
-                target.height = UInt32(r.height)
-                target.planes.0 = target.planes.0! + r.y * Int(target.strides.0) + r.x
-                target.planes.1 = target.planes.1! + r.y / 2 * Int(target.strides.1) + r.x / 2
-                target.planes.2 = target.planes.2! + r.y / 2 * Int(target.strides.2) + r.x / 2
-                piece.frame.copy(to: VideoFrame(target))
+                piece.frame.copy(to: tileView(whole.frame.raw, x: r.x, y: r.y, width: r.width, height: r.height))
             }
             return try textAlone(whole, style.captionStyle!, caption)
         }

@@ -171,3 +171,15 @@ func assertSamplesEqual(_ got: [Int16], _ expected: [Int16], _ what: String,
                 file: file, line: line)
     }
 }
+
+/// The rectangle (x, y, width, height; even luma coordinates) of an I420 frame as a frame of
+/// its own over the same planes and strides: a compositor tile, nothing copied.
+func tileView(_ frame: rawfx_video_frame, x: Int, y: Int, width: Int, height: Int) -> VideoFrame {
+    var view = frame
+    view.width = UInt32(width)
+    view.height = UInt32(height)
+    view.planes.0 = view.planes.0! + y * Int(view.strides.0) + x
+    view.planes.1 = view.planes.1! + y / 2 * Int(view.strides.1) + x / 2
+    view.planes.2 = view.planes.2! + y / 2 * Int(view.strides.2) + x / 2
+    return VideoFrame(view)
+}
