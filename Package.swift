@@ -25,7 +25,8 @@
 //   Sources/rawfx           the command-line tool
 //   Sources/rawfx-isolate   the helper process of an isolated stage (docs/isolation.md)
 //   Sources/C*              system libraries: libyuv, SpeexDSP, libpng, FreeType, HarfBuzz
-//   Plugins/*               one folder per plugin .so, loaded at run time, never linked
+//   Plugins/*               one folder per plugin .so, loaded at run time; the same code is linked
+//                           into an app by the RawFX product (Sources/RawFXBuiltins, Plugins/Entries)
 //   Benchmarks/bench        `swift run -c release bench`
 import PackageDescription
 
@@ -42,10 +43,30 @@ func packagingLinkerFlags(_ flags: [String]) -> [LinkerSetting] {
 let pluginLinkerFlags = packagingLinkerFlags(["-Xlinker", "--version-script=\(packageRoot)/Plugins/plugin.map"])
 
 /// A plugin is a dynamic library product: SwiftPM builds it as lib<name>.so next to
-/// the executables, where the loader looks by default.
+/// the executables, where the loader looks by default. Its code (`target`) is also a built-in
+/// (RawFXBuiltins), so the .so alone adds `<target>Entry`: the ABI's one export over the
+/// plugin's own entry name (Plugins/Entries).
 func plugin(_ name: String, target: String) -> Product {
-    .library(name: name, type: .dynamic, targets: [target])
+    .library(name: name, type: .dynamic, targets: [target, target + "Entry"])
 }
+/// A built-in plugin's C code: its symbols are named after it (`rawfx_<prefix>_…`,
+/// rawfx/plugin_helpers.h), so several plugins fit in one image.
+func builtinSymbols(_ prefix: String) -> [CSetting] {
+    [.define("RAWFX_PLUGIN_SYMBOL_PREFIX", to: "rawfx_" + prefix)]
+}
+/// The .so's export target of a plugin (`<plugin>Entry`, Plugins/Entries/<folder>).
+func pluginEntry(_ plugin: String, folder: String) -> Target {
+    .target(name: plugin + "Entry", dependencies: ["CRawFX", .target(name: plugin)], path: "Plugins/Entries/" + folder)
+}
+/// Every shipped plugin: its .so (product), its code (target, also a built-in), its entry folder.
+let shippedPlugins: [(product: String, target: String, folder: String)] = [
+    ("RawFXWatermark", "WatermarkPlugin", "Watermark"),
+    ("RawFXYUV", "YUVPlugin", "YUV"),
+    ("RawFXSpeex", "SpeexPlugin", "Speex"),
+    ("RawFXBasics", "BasicsPlugin", "Basics"),
+    ("RawFXSpeech", "SpeechPlugin", "Speech"),
+    ("RawFXText", "TextPlugin", "Text"),
+]
 
 let package = Package(
     name: "RawFX",
@@ -54,7 +75,10 @@ let package = Package(
         .executable(name: "bench", targets: ["bench"]),
         // The helper process of an isolated stage (`name@isolate`), found beside the engine.
         .executable(name: "rawfx-isolate", targets: ["rawfx-isolate"]),
-        .library(name: "RawFX", targets: ["RawFX"]),
+        // The engine, and with it every built-in plugin, registered before main: an app that
+        // depends on this product gets them all from PluginRegistry() (docs/embedding.md, "Swift
+        // apps"). The package's own executables, librawfx and tests link the RawFX target alone.
+        .library(name: "RawFX", targets: ["RawFX", "RawFXBuiltins"]),
         .library(name: "RawFXSDK", targets: ["RawFXSDK"]),
         // A session emulator apps drive their own integration tests with (as swift-nio ships NIOEmbedded).
         .library(name: "RawFXEmulator", targets: ["RawFXEmulator"]),
@@ -69,13 +93,7 @@ let package = Package(
         // installed as librawfx.so (a product named `rawfx` would clash with the command; the
         // library has no SONAME, so a program linked with -lrawfx needs librawfx.so).
         .library(name: "RawFXEmbed", type: .dynamic, targets: ["RawFXEmbed"]),
-        plugin("RawFXWatermark", target: "WatermarkPlugin"),
-        plugin("RawFXYUV", target: "YUVPlugin"),
-        plugin("RawFXSpeex", target: "SpeexPlugin"),
-        plugin("RawFXBasics", target: "BasicsPlugin"),
-        plugin("RawFXSpeech", target: "SpeechPlugin"),
-        plugin("RawFXText", target: "TextPlugin"),
-    ],
+    ] + shippedPlugins.map { plugin($0.product, target: $0.target) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
@@ -163,26 +181,29 @@ let package = Package(
         // Counts heap allocations per thread (malloc interposition) for tests and bench.
         .target(name: "RawFXAllocCounter", path: "Sources/RawFXAllocCounter"),
 
-        // Plugins: each is its own .so.
+        // Plugins: each is its own .so, and a built-in of an app linked with the RawFX product.
+        .target(name: "RawFXBuiltins",
+                dependencies: ["RawFXRuntime"] + shippedPlugins.map { .target(name: $0.target) },
+                path: "Sources/RawFXBuiltins"),
         .target(name: "WatermarkPlugin", dependencies: ["RawFXPluginKit", "CLibPNG", "CLibYUV", "WatermarkKernels"],
                 path: "Plugins/Watermark", linkerSettings: pluginLinkerFlags),
         // The watermark's SIMD row blends (C: run-time CPU dispatch), linked into its .so.
         .target(name: "WatermarkKernels", path: "Plugins/WatermarkKernels"),
         // C targets do not inherit a system module's `link`: name the library here.
         .target(name: "YUVPlugin", dependencies: ["CRawFX", "CLibYUV", "RawFXScaleKernels"], path: "Plugins/YUV",
-                linkerSettings: [.linkedLibrary("yuv")] + pluginLinkerFlags),
+                cSettings: builtinSymbols("yuv"), linkerSettings: [.linkedLibrary("yuv")] + pluginLinkerFlags),
         .target(name: "SpeexPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speex",
-                linkerSettings: [.linkedLibrary("speexdsp")] + pluginLinkerFlags),
+                cSettings: builtinSymbols("speex"), linkerSettings: [.linkedLibrary("speexdsp")] + pluginLinkerFlags),
         // The text filter: its layout, rendering and blending (C over FreeType and HarfBuzz) are
         // a target of their own, linked into its .so and into RawFXTextTests.
         .target(name: "TextKernels", dependencies: ["CFreeType", "CHarfBuzz"], path: "Plugins/TextKernels",
                 linkerSettings: [.linkedLibrary("freetype"), .linkedLibrary("harfbuzz")]),
         .target(name: "TextPlugin", dependencies: ["CRawFX", "TextKernels"], path: "Plugins/Text",
-                linkerSettings: [.linkedLibrary("freetype"), .linkedLibrary("harfbuzz")] + pluginLinkerFlags),
+                cSettings: builtinSymbols("text"), linkerSettings: [.linkedLibrary("freetype"), .linkedLibrary("harfbuzz")] + pluginLinkerFlags),
         .target(name: "BasicsPlugin", dependencies: ["RawFXPluginKit"], path: "Plugins/Basics", linkerSettings: pluginLinkerFlags),
         // dfn and rnnoise: their libraries (PyPI wheels) are opened with dlopen, never linked.
         .target(name: "SpeechPlugin", dependencies: ["CRawFX", "CSpeexDSP"], path: "Plugins/Speech",
-                linkerSettings: [.linkedLibrary("speexdsp"), .linkedLibrary("dl"), .linkedLibrary("pthread")] + pluginLinkerFlags),
+                cSettings: builtinSymbols("speech"), linkerSettings: [.linkedLibrary("speexdsp"), .linkedLibrary("dl"), .linkedLibrary("pthread")] + pluginLinkerFlags),
 
         .executableTarget(
             name: "bench",
@@ -212,5 +233,5 @@ let package = Package(
                            .product(name: "MetricsTestKit", package: "swift-metrics")],
             path: "Tests/RawFXTests",
             exclude: ["Fixtures"]),
-    ]
+    ] + shippedPlugins.map { pluginEntry($0.target, folder: $0.folder) }
 )

@@ -9,8 +9,9 @@ import Glibc
 import Darwin
 #endif
 
-@_cdecl("rawfx_get_plugin_entry")
-public func rawfxGetPluginEntry() -> UnsafeRawPointer {
+// The .so exports it as rawfx_get_plugin_entry (Plugins/Entries); apps link it as a built-in.
+@_cdecl("rawfx_basics_plugin_entry")
+public func rawfxBasicsPluginEntry() -> UnsafeRawPointer {
     RawFXPlugin.export(name: "rawfx-basics", version: "1.0.0", filters: [NullVideo.self, CopyVideo.self, Gain.self])
 }
 

@@ -3,7 +3,8 @@
  * denoisers. Their libraries come from PyPI wheels and are opened with dlopen
  * when an instance is created, so this .so loads (and `rawfx plugins` lists
  * it) without them; stage.c holds what the two filters share. Exactly one
- * symbol leaves the .so: rawfx_get_plugin_entry.
+ * symbol leaves the .so: rawfx_get_plugin_entry (Plugins/Entries/Speech, over
+ * rawfx_speech_plugin_entry).
  */
 #include "rawfx/plugin_helpers.h"
 

@@ -4,8 +4,8 @@
  * This file is the plugin's entry; the filters live in denoise.c and
  * resample.c, and what they share (instance base, messages, format checks)
  * comes from rawfx/plugin_helpers.h. Exactly one symbol leaves the .so: the
- * function `rawfx_get_plugin_entry` (RAWFX_ENTRY_SYMBOL); the descriptors have
- * hidden visibility.
+ * function `rawfx_get_plugin_entry` (RAWFX_ENTRY_SYMBOL, Plugins/Entries/Speex
+ * over rawfx_speex_plugin_entry); the descriptors have hidden visibility.
  */
 #include "rawfx/plugin_helpers.h"
 

@@ -6,8 +6,9 @@
 // blends those planes into the frame. See docs/plugins/watermark.md.
 import RawFXPluginKit
 
-@_cdecl("rawfx_get_plugin_entry")
-public func rawfxGetPluginEntry() -> UnsafeRawPointer {
+// The .so exports it as rawfx_get_plugin_entry (Plugins/Entries); apps link it as a built-in.
+@_cdecl("rawfx_watermark_plugin_entry")
+public func rawfxWatermarkPluginEntry() -> UnsafeRawPointer {
     RawFXPlugin.export(name: "rawfx-watermark", version: "1.0.0", filters: [Watermark.self])
 }
 

@@ -5,7 +5,8 @@
  * One plugin file, four filter types, all I420 and out of place (range too:
  * the engine forbids an in-place filter to change the format, and range changes
  * its colour range). The only
- * exported symbol is the function `rawfx_get_plugin_entry`; everything else is
+ * exported symbol of the .so is the function `rawfx_get_plugin_entry`
+ * (Plugins/Entries/YUV, over rawfx_yuv_plugin_entry); everything else is
  * static.
  *
  * Rules this file keeps (see rawfx.h):

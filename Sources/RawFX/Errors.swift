@@ -19,12 +19,15 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible {
     case refusedHost(path: String, message: String)
     /// The entry or a descriptor breaks the ABI's rules.
     case malformedDescriptor(path: String, reason: String)
+    /// The file is a plugin this program has built in (same plugin name): never initialised,
+    /// its filters come from the built-in (docs/plugin-abi.md, "Built-in plugins").
+    case copyOfBuiltin(path: String, plugin: String)
 
     public var path: String {
         switch self {
         case .notFound(let p), .notRegularFile(let p, _), .cannotOpen(let p, _), .untrusted(let p, _),
              .notSharedObject(let p, _), .missingEntrySymbol(let p), .abiMajorMismatch(let p, _, _),
-             .refusedHost(let p, _), .malformedDescriptor(let p, _):
+             .refusedHost(let p, _), .malformedDescriptor(let p, _), .copyOfBuiltin(let p, _):
             return p
         }
     }
@@ -51,6 +54,8 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible {
             return "\(path): the plugin refused this host: \(message)"
         case .malformedDescriptor(let path, let reason):
             return "\(path): malformed plugin: \(reason)"
+        case .copyOfBuiltin(let path, let plugin):
+            return "\(path): not loaded: it is plugin '\(plugin)', which this program has built in; its filters come from the built-in"
         }
     }
 }

@@ -22,9 +22,13 @@ import RawFXRuntime
 /// the last of these lets go, so a chain may outlive the registry it was built from.
 ///
 /// A file is loaded once per process however its path is spelled (compared by device and
-/// inode): registries that load the same file share one `PluginLibrary`, so a plugin's `init`
-/// and `deinit` strictly alternate, and every call into it of the `[loader]` kind is made
-/// under one process-wide lock.
+/// inode), and a built-in plugin once per record: registries that load the same plugin share
+/// one `PluginLibrary`, so a plugin's `init` and `deinit` strictly alternate, and every call
+/// into it of the `[loader]` kind is made under one process-wide lock.
+///
+/// A built-in plugin (linked into the process, `rawfx_builtins.h`) goes through the same entry,
+/// `init`, descriptors and `deinit` as a file; only `dlopen` and `dlclose` are not done, and its
+/// `path` is the image it is linked into (the app's executable).
 public final class PluginLibrary: @unchecked Sendable {
     /// The file's canonical path (`realpath`), as the plugin gets it in `rawfx_host_info.plugin_path`.
     public let path: String
@@ -36,19 +40,69 @@ public final class PluginLibrary: @unchecked Sendable {
     let entry: rawfx_plugin_entry
     /// The plugin file's `rawfx_host` (`rawfx_host_info.host`); freed after the plugin's `deinit`.
     let host: HostContext
-    private let handle: UnsafeMutableRawPointer
-    private let identity: FileIdentity
+    /// True for a plugin linked into the process (`loadBuiltin`), false for a file.
+    public let isBuiltin: Bool
+    /// The `dlopen` handle; nil for a built-in.
+    private let handle: UnsafeMutableRawPointer?
+    private let key: LibraryKey
     private var descriptors: [UnsafePointer<rawfx_filter_descriptor>] = []
     /// One slot per descriptor; guarded by `loaderLock`.
     private var cachedTypes: [WeakFilterType] = []
 
     /// Loads `path` (a file; a bare name is relative to the current directory), or returns the
     /// library already loaded from the same file. `allowUntrusted` skips `PluginTrust`.
-    static func load(path: String, allowUntrusted: Bool) throws(PluginLoadError) -> PluginLibrary {
+    /// `builtinNames`: plugin names this caller has built in; a file declaring one of them is
+    /// closed before its `init` and refused as `.copyOfBuiltin`.
+    static func load(path: String, allowUntrusted: Bool,
+                     builtinNames: Set<String> = []) throws(PluginLoadError) -> PluginLibrary {
         let file = try PluginFile.check(path, allowUntrusted: allowUntrusted)
+        return try shared(.file(file.identity)) { () throws(PluginLoadError) in
+            // RTLD_NODELETE: a library is never unmapped, even after dlclose. The Swift runtime
+            // (and Rust's) registers type metadata and conformances from every loaded image and
+            // cannot forget them; unmapping a Swift plugin would leave dangling records behind.
+            guard let handle = dlopen(file.canonicalPath, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) else {
+                let reason = dlerror().map { String(cString: $0) } ?? "unknown dlopen error"
+                throw .notSharedObject(path: path, reason: reason)
+            }
+            let entry: rawfx_plugin_entry
+            do throws(PluginLoadError) {
+                guard let symbol = dlsym(handle, RAWFX_ENTRY_SYMBOL) else { throw .missingEntrySymbol(path: path) }
+                entry = try PluginLibrary.readEntry(unsafeBitCast(symbol, to: rawfx_get_plugin_entry_fn.self), path: path)
+                if let name = entry.plugin_name.map({ String(cString: $0) }), builtinNames.contains(name) {
+                    throw .copyOfBuiltin(path: path, plugin: name)
+                }
+            } catch {
+                dlclose(handle)
+                throw error
+            }
+            return try PluginLibrary(key: .file(file.identity), path: file.canonicalPath, givenPath: path,
+                                     handle: handle, entry: entry, logSource: fileName(of: file.canonicalPath))
+        }
+    }
+
+    /// The built-in plugin `record` registered (`rawfx_builtins.h`), initialised once for all
+    /// registries that load it, like a file.
+    static func loadBuiltin(_ record: UnsafePointer<rawfx_builtin_plugin>) throws(PluginLoadError) -> PluginLibrary {
+        let getEntry = record.pointee.get_entry!
+        // The image the plugin is linked into: what a plugin gets as its own path.
+        var path = FileSystem.executablePath ?? ""
+        if let library = rawfx_builtin_plugin_library_path(record), let resolved = realpath(library, nil) {
+            path = String(cString: resolved)
+            free(resolved)
+        }
+        let logSource = record.pointee.library_name.map { String(cString: $0) } ?? fileName(of: path)
+        return try shared(.builtin(UInt(bitPattern: record))) { () throws(PluginLoadError) in
+            try PluginLibrary(key: .builtin(UInt(bitPattern: record)), path: path, givenPath: path, handle: nil,
+                              entry: PluginLibrary.readEntry(getEntry, path: path), logSource: logSource)
+        }
+    }
+
+    /// The library already loaded under `key`, or `make()`'s, recorded under it.
+    private static func shared(_ key: LibraryKey,
+                               _ make: () throws(PluginLoadError) -> PluginLibrary) throws(PluginLoadError) -> PluginLibrary {
         loaderLock.lock()
         defer { loaderLock.unlock() }
-        while let record = openLibraries[file.identity] {
+        while let record = openLibraries[key] {
             if let library = record.library { return library }
             // Its last owner let go on another thread, whose `deinit` waits for this lock:
             // let it finish so that the plugin's deinit comes before its next init.
@@ -56,32 +110,19 @@ public final class PluginLibrary: @unchecked Sendable {
             sched_yield()
             loaderLock.lock()
         }
-        let library = try PluginLibrary(file: file, givenPath: path)
-        openLibraries[file.identity] = LibraryRecord(library: library, object: ObjectIdentifier(library))
+        let library = try make()
+        openLibraries[key] = LibraryRecord(library: library, object: ObjectIdentifier(library))
         return library
     }
 
-    /// `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)`, the entry read by its own size, the
-    /// ABI major checked, `init` called with the host info, every filter descriptor validated.
-    /// Called with `loaderLock` held.
-    private init(file: PluginFile, givenPath path: String) throws(PluginLoadError) {
-        // RTLD_NODELETE: a library is never unmapped, even after dlclose. The Swift runtime
-        // (and Rust's) registers type metadata and conformances from every loaded image and
-        // cannot forget them; unmapping a Swift plugin would leave dangling records behind.
-        guard let handle = dlopen(file.canonicalPath, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) else {
-            let reason = dlerror().map { String(cString: $0) } ?? "unknown dlopen error"
-            throw .notSharedObject(path: path, reason: reason)
-        }
-        let entry: rawfx_plugin_entry
-        do {
-            entry = try PluginLibrary.readEntry(handle, path: path)
-        } catch {
-            dlclose(handle)
-            throw error
-        }
-        let host = HostContext(source: fileName(of: file.canonicalPath), kind: .library)
+    /// The entry already read by its own size, its ABI major checked: `init` called with the
+    /// host info, every filter descriptor validated. Called with `loaderLock` held; `handle`
+    /// (nil for a built-in) is closed if this throws.
+    private init(key: LibraryKey, path canonicalPath: String, givenPath path: String,
+                 handle: UnsafeMutableRawPointer?, entry: rawfx_plugin_entry, logSource: String) throws(PluginLoadError) {
+        let host = HostContext(source: logSource, kind: .library)
         var message = [CChar](repeating: 0, count: 512)
-        let status = file.canonicalPath.withCString { pluginPath in
+        let status = canonicalPath.withCString { pluginPath in
             RawFXHost.name.withCString { name in
                 RawFXHost.version.withCString { version in
                     var info = rawfx_host_info(
@@ -94,20 +135,21 @@ public final class PluginLibrary: @unchecked Sendable {
         }
         guard status == RAWFX_OK else {
             // A plugin that refused the host is not initialised: no deinit.
-            dlclose(handle)
+            if let handle { dlclose(handle) }
             let text = String(nulTerminated: message)
             throw .refusedHost(path: path, message: text.isEmpty ? "init returned status \(status)" : text)
         }
         // The plugin is initialised. Every stored property is set before anything else can
         // fail, so a throw below runs `deinit` (Swift does for a fully initialised object),
         // which calls the plugin's deinit and dlclose exactly once. No clean-up here.
-        self.path = file.canonicalPath
-        self.identity = file.identity
+        self.path = canonicalPath
+        self.key = key
+        self.isBuiltin = handle == nil
         self.handle = handle
         self.entry = entry
         self.host = host
         self.abi = ABIVersion(major: entry.abi.major, minor: entry.abi.minor)
-        self.name = entry.plugin_name.map { String(cString: $0) } ?? fileName(of: file.canonicalPath)
+        self.name = entry.plugin_name.map { String(cString: $0) } ?? logSource
         self.version = entry.plugin_version.map { String(cString: $0) } ?? ""
 
         var ids = Set<String>()
@@ -133,8 +175,8 @@ public final class PluginLibrary: @unchecked Sendable {
         loaderLock.lock()
         defer { loaderLock.unlock() }
         entry.deinit?()
-        dlclose(handle)
-        if openLibraries[identity]?.object == ObjectIdentifier(self) { openLibraries[identity] = nil }
+        if let handle { dlclose(handle) }
+        if openLibraries[key]?.object == ObjectIdentifier(self) { openLibraries[key] = nil }
     }
 
     /// The filters this file provides, in the plugin's order. The same objects as long as
@@ -154,9 +196,7 @@ public final class PluginLibrary: @unchecked Sendable {
     /// Reads the entry by the plugin's `struct_size` (`PluginStruct.read`): the version first
     /// (it decides how to read the rest), then min(struct_size, host size) bytes into a zeroed
     /// struct, so a newer plugin's extra fields are ignored.
-    private static func readEntry(_ handle: UnsafeMutableRawPointer, path: String) throws(PluginLoadError) -> rawfx_plugin_entry {
-        guard let symbol = dlsym(handle, RAWFX_ENTRY_SYMBOL) else { throw .missingEntrySymbol(path: path) }
-        let getEntry = unsafeBitCast(symbol, to: rawfx_get_plugin_entry_fn.self)
+    private static func readEntry(_ getEntry: rawfx_get_plugin_entry_fn, path: String) throws(PluginLoadError) -> rawfx_plugin_entry {
         guard let pointer = getEntry() else {
             throw .malformedDescriptor(path: path, reason: "\(RAWFX_ENTRY_SYMBOL) returned NULL")
         }
@@ -206,8 +246,14 @@ final class RecursiveLock: @unchecked Sendable {
     func unlock() { pthread_mutex_unlock(mutex) }
 }
 
-/// The libraries loaded in this process, by file; guarded by `loaderLock`.
-nonisolated(unsafe) private var openLibraries: [FileIdentity: LibraryRecord] = [:]
+/// The libraries loaded in this process, by file or built-in record; guarded by `loaderLock`.
+nonisolated(unsafe) private var openLibraries: [LibraryKey: LibraryRecord] = [:]
+
+/// What makes two loads the same plugin: the file (device and inode), or the built-in's record.
+private enum LibraryKey: Hashable {
+    case file(FileIdentity)
+    case builtin(UInt)
+}
 
 /// Classes, not structs: Swift 6.3.1 at -Onone crashes in swift_weakCopyInit when reading
 /// `dictionary[key]?.field` of a missing key whose value struct holds a weak reference and an

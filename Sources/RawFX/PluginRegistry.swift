@@ -11,19 +11,25 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import RawFXRuntime
 
-/// Every filter from the plugin files on a search path, by id.
+/// Every filter from the built-in plugins and the plugin files on a search path, by id.
 ///
-/// `PluginRegistry()` loads the standard search path; `PluginRegistry.empty()` loads nothing
+/// `PluginRegistry()` loads the built-in plugins (those linked into the process: an app that
+/// depends on the RawFX product has all of RawFX's, `rawfx_builtins.h`), then the standard
+/// search path; `PluginRegistry.empty()` and `scanning(_:)` load no built-in, and nothing
 /// until `load(path:)` or `scan(_:)`. The search path, in order: entries given explicitly
 /// (`init(searchPath:)`, `rawfx --plugin-path`), then `RAWFX_PLUGIN_PATH` (colon-separated),
 /// then the directory of the running executable, so `swift run` and `swift test` find the
 /// plugins SwiftPM just built. Each entry is a directory (its `*.so` files, in name order) or a
 /// file. A file that fails to load is recorded in `failures` and never stops the scan.
 ///
-/// When two files provide the same filter id, the one met first (earlier on the search path,
-/// or loaded first) keeps it; only that filter of the later file is skipped and the clash is
-/// recorded in `clashes`. Only trusted files are loaded (see `PluginTrust`).
+/// When two plugins provide the same filter id, the one met first (a built-in, then earlier on
+/// the search path, or loaded first) keeps it; only that filter of the later file is skipped
+/// and the clash is recorded in `clashes`. A file that is a built-in plugin again (same plugin
+/// name, as the build folder's libRawFXYUV.so is to the built-in `rawfx-yuv`) is not
+/// initialised at all and is listed in `builtinCopies`. Only trusted files are loaded (see
+/// `PluginTrust`). docs/plugin-abi.md, "Loading" and "Built-in plugins".
 public final class PluginRegistry: @unchecked Sendable {
     /// The environment variable that adds plugin directories.
     public static let environmentVariable = "RAWFX_PLUGIN_PATH"
@@ -35,25 +41,50 @@ public final class PluginRegistry: @unchecked Sendable {
     public private(set) var libraries: [PluginLibrary] = []
     public private(set) var failures: [PluginLoadError] = []
     public private(set) var clashes: [FilterIDClash] = []
+    /// Files on the search path that are a built-in plugin again, not loaded (`.copyOfBuiltin`).
+    public private(set) var builtinCopies: [PluginLoadError] = []
+    /// The plugin names of the built-ins this registry loaded: files declaring one are copies.
+    private var builtinNames: Set<String> = []
     /// Every type of every library, clashing ones included: the registry's owning references
     /// (a library holds its types only weakly).
     private var types: [FilterType] = []
     private var byID: [String: FilterType] = [:]
 
-    private init(scanning entries: [String], environment: [String: String]) {
+    private init(builtins: [UnsafePointer<rawfx_builtin_plugin>], scanning entries: [String], environment: [String: String]) {
         searchPath = entries
         allowsUntrustedPlugins = PluginTrust.isOverridden(in: environment)
+        for record in builtins {
+            do { try loadBuiltin(record) } catch { failures.append(error) }
+        }
         scan(entries)
     }
 
-    /// Loads every plugin on the standard search path: `RAWFX_PLUGIN_PATH`, then the
-    /// executable's directory. A `RAWFX_PLUGIN_PATH` entry that does not exist is recorded in
-    /// `failures` (as `.notFound`), like a file that fails to load.
-    public convenience init(environment: [String: String] = ProcessInfo.processInfo.environment) {
-        self.init(scanning: PluginRegistry.searchPath(environment: environment), environment: environment)
+    /// Loads `builtins` (in order), then the standard search path: what `init(environment:)`
+    /// does with `registeredBuiltins`; for tests that stand a plugin in for a built-in.
+    package convenience init(builtins: [UnsafePointer<rawfx_builtin_plugin>], environment: [String: String]) {
+        self.init(builtins: builtins, scanning: PluginRegistry.searchPath(environment: environment), environment: environment)
     }
 
-    /// Loads `explicit` entries first, then the standard search path. An explicit entry that
+    /// The built-in plugins linked into this process, in the order they registered (none
+    /// unless the app links Sources/RawFXBuiltins, as the RawFX product does).
+    package static var registeredBuiltins: [UnsafePointer<rawfx_builtin_plugin>] {
+        var records: [UnsafePointer<rawfx_builtin_plugin>] = []
+        var record = rawfx_builtin_plugins()
+        while let current = record {
+            records.append(current)
+            record = current.pointee.next
+        }
+        return records.reversed()
+    }
+
+    /// Loads the built-in plugins, then every plugin on the standard search path:
+    /// `RAWFX_PLUGIN_PATH`, then the executable's directory. A `RAWFX_PLUGIN_PATH` entry that
+    /// does not exist is recorded in `failures` (as `.notFound`), like a file that fails to load.
+    public convenience init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.init(builtins: PluginRegistry.registeredBuiltins, environment: environment)
+    }
+
+    /// Loads the built-in plugins, then `explicit` entries, then the standard search path. An explicit entry that
     /// does not exist is an error, not a failure: someone asked for it by name.
     public convenience init(searchPath explicit: [String],
                             environment: [String: String] = ProcessInfo.processInfo.environment) throws(PluginLoadError) {
@@ -61,8 +92,8 @@ public final class PluginRegistry: @unchecked Sendable {
             var status = stat()
             guard stat(entry, &status) == 0 else { throw .notFound(path: entry) }
         }
-        self.init(scanning: PluginRegistry.searchPath(explicit: explicit, environment: environment),
-                  environment: environment)
+        self.init(builtins: PluginRegistry.registeredBuiltins,
+                  scanning: PluginRegistry.searchPath(explicit: explicit, environment: environment), environment: environment)
     }
 
     /// Loads exactly `entries`, in order, and nothing from the standard search path (an
@@ -71,13 +102,13 @@ public final class PluginRegistry: @unchecked Sendable {
     /// `RAWFX_ALLOW_UNTRUSTED_PLUGINS` only.
     public static func scanning(_ entries: [String],
                                 environment: [String: String] = ProcessInfo.processInfo.environment) -> PluginRegistry {
-        PluginRegistry(scanning: entries, environment: environment)
+        PluginRegistry(builtins: [], scanning: entries, environment: environment)
     }
 
     /// A registry that has loaded nothing; add files with `load(path:)` or `scan(_:)`.
     /// `environment` is read for `RAWFX_ALLOW_UNTRUSTED_PLUGINS` only.
     public static func empty(environment: [String: String] = ProcessInfo.processInfo.environment) -> PluginRegistry {
-        PluginRegistry(scanning: [], environment: environment)
+        PluginRegistry(builtins: [], scanning: [], environment: environment)
     }
 
     /// Every registered filter type, sorted by id (skipped clashing filters are not listed).
@@ -147,16 +178,40 @@ public final class PluginRegistry: @unchecked Sendable {
     }
 
     private func loadRecordingFailure(_ path: String) {
-        do { try load(path: path) } catch { failures.append(error) }
+        do {
+            try load(path: path)
+        } catch .copyOfBuiltin(let path, let plugin) {
+            builtinCopies.append(.copyOfBuiltin(path: path, plugin: plugin))
+        } catch {
+            failures.append(error)
+        }
     }
 
     /// Loads one plugin file and registers its filters; returns its library. A file already
     /// loaded (under any spelling of its path) is not loaded again. A filter whose id is
     /// already registered is skipped and recorded in `clashes`; the file's other filters are
-    /// registered.
+    /// registered. A file that is one of this registry's built-in plugins again throws
+    /// `.copyOfBuiltin` (the scan lists it in `builtinCopies`).
     @discardableResult
     public func load(path: String) throws(PluginLoadError) -> PluginLibrary {
-        let library = try PluginLibrary.load(path: path, allowUntrusted: allowsUntrustedPlugins)
+        let library = try PluginLibrary.load(path: path, allowUntrusted: allowsUntrustedPlugins, builtinNames: builtinNames)
+        // Loaded earlier by a registry without built-ins: still a copy here.
+        if !library.isBuiltin, builtinNames.contains(library.name) {
+            throw .copyOfBuiltin(path: path, plugin: library.name)
+        }
+        return register(library)
+    }
+
+    /// Loads the built-in plugin `record` (`rawfx_builtins.h`) and registers its filters like a
+    /// file's; files of the same plugin name are copies from then on.
+    @discardableResult
+    package func loadBuiltin(_ record: UnsafePointer<rawfx_builtin_plugin>) throws(PluginLoadError) -> PluginLibrary {
+        let library = try PluginLibrary.loadBuiltin(record)
+        builtinNames.insert(library.name)
+        return register(library)
+    }
+
+    private func register(_ library: PluginLibrary) -> PluginLibrary {
         guard !libraries.contains(where: { $0 === library }) else { return library }
         libraries.append(library)
         for type in library.filters {

@@ -210,42 +210,78 @@ public struct ParameterInfo: Sendable {
 }
 
 /// Builds and exports the C entry of a Swift plugin.
+///
+/// Several Swift plugins can share one image (an app that links the built-in plugins links
+/// this module once for all of them), so each exported plugin gets a slot of its own: its
+/// entry's `filter_count` and `filter_descriptor` take no argument, so each slot has its own
+/// pair of C functions.
 public enum RawFXPlugin {
-    private static let exported = Mutex<UInt>(0)
+    /// The Swift plugins one image can hold (the built-ins have two).
+    public static let slotCount = 8
+    /// Plugin name to its slot and entry; a plugin exports once, later calls return the same entry.
+    private static let exported = Mutex<[String: (slot: Int, entry: UInt)]>([:])
+    /// Slot `i` is written once, under `exported`, before its entry is returned; its C
+    /// functions are reached only through that entry, so they read it without a lock.
+    nonisolated(unsafe) private static let registries: UnsafeMutablePointer<Registry?> = {
+        let table = UnsafeMutablePointer<Registry?>.allocate(capacity: slotCount)
+        table.initialize(repeating: nil, count: slotCount)
+        return table
+    }()
+
+    private static func filterCount(_ slot: Int) -> UInt32 { UInt32(registries[slot]?.descriptors.count ?? 0) }
+    private static func filterDescriptor(_ slot: Int, _ index: UInt32) -> UnsafePointer<rawfx_filter_descriptor>? {
+        guard let d = registries[slot]?.descriptors, Int(index) < d.count else { return nil }
+        return UnsafePointer(d[Int(index)])
+    }
+    private static let filterCountFunctions: [@convention(c) () -> UInt32] = [
+        { filterCount(0) }, { filterCount(1) }, { filterCount(2) }, { filterCount(3) },
+        { filterCount(4) }, { filterCount(5) }, { filterCount(6) }, { filterCount(7) },
+    ]
+    private static let filterDescriptorFunctions: [@convention(c) (UInt32) -> UnsafePointer<rawfx_filter_descriptor>?] = [
+        { filterDescriptor(0, $0) }, { filterDescriptor(1, $0) }, { filterDescriptor(2, $0) }, { filterDescriptor(3, $0) },
+        { filterDescriptor(4, $0) }, { filterDescriptor(5, $0) }, { filterDescriptor(6, $0) }, { filterDescriptor(7, $0) },
+    ]
 
     /// Returns the plugin's `rawfx_plugin_entry`, built on the first call and kept for the life
-    /// of the library. Call it from the plugin's `@_cdecl("rawfx_get_plugin_entry")` function.
+    /// of the image. Call it from the plugin's `@_cdecl` entry function. More than `slotCount`
+    /// Swift plugins in one image is a build mistake and stops the process, naming the plugin.
     public static func export(name: String, version: String, filters: [any RawFXFilter.Type]) -> UnsafeRawPointer {
-        exported.withLock { bits in
-            if bits == 0 {
-                let registry = Registry(filters: filters)
-                registryStorage = registry
-                let entry = UnsafeMutablePointer<rawfx_plugin_entry>.allocate(capacity: 1)
-                entry.initialize(to: rawfx_plugin_entry(
-                    struct_size: UInt32(MemoryLayout<rawfx_plugin_entry>.size),
-                    abi: rawfx_abi_version(major: UInt32(RAWFX_ABI_MAJOR), minor: UInt32(RAWFX_ABI_MINOR)),
-                    plugin_name: permanentCString(name),
-                    plugin_version: permanentCString(version),
-                    init: { host, error, capacity in
-                        guard let host, host.pointee.abi.major == UInt32(RAWFX_ABI_MAJOR) else {
-                            writeMessage("this plugin needs RawFX ABI major \(RAWFX_ABI_MAJOR)", to: error, capacity: capacity)
-                            return rawfx_status(RAWFX_ERR_VERSION)
-                        }
-                        return rawfx_status(RAWFX_OK)
-                    },
-                    deinit: {},
-                    filter_count: { UInt32(RawFXPlugin.registryStorage?.descriptors.count ?? 0) },
-                    filter_descriptor: { index in
-                        guard let d = RawFXPlugin.registryStorage?.descriptors, Int(index) < d.count else { return nil }
-                        return UnsafePointer(d[Int(index)])
-                    }))
-                bits = UInt(bitPattern: entry)
+        exported.withLock { plugins in
+            if let known = plugins[name] { return UnsafeRawPointer(bitPattern: known.entry)! }
+            let slot = plugins.count
+            guard slot < slotCount else {
+                fatalError("RawFXPluginKit: plugin '\(name)' is the \(slot + 1)th Swift plugin in one image; at most \(slotCount) fit (RawFXPlugin.slotCount)")
             }
-            return UnsafeRawPointer(bitPattern: bits)!
+            registries[slot] = Registry(filters: filters)
+            let entry = UnsafeMutablePointer<rawfx_plugin_entry>.allocate(capacity: 1)
+            entry.initialize(to: rawfx_plugin_entry(
+                struct_size: UInt32(MemoryLayout<rawfx_plugin_entry>.size),
+                abi: rawfx_abi_version(major: UInt32(RAWFX_ABI_MAJOR), minor: UInt32(RAWFX_ABI_MINOR)),
+                plugin_name: permanentCString(name),
+                plugin_version: permanentCString(version),
+                init: { host, error, capacity in
+                    guard let host, host.pointee.abi.major == UInt32(RAWFX_ABI_MAJOR) else {
+                        writeMessage("this plugin needs RawFX ABI major \(RAWFX_ABI_MAJOR)", to: error, capacity: capacity)
+                        return rawfx_status(RAWFX_ERR_VERSION)
+                    }
+                    return rawfx_status(RAWFX_OK)
+                },
+                deinit: {},
+                filter_count: filterCountFunctions[slot],
+                filter_descriptor: filterDescriptorFunctions[slot]))
+            plugins[name] = (slot, UInt(bitPattern: entry))
+            return UnsafeRawPointer(entry)
         }
     }
 
-    nonisolated(unsafe) static var registryStorage: Registry?
+    /// The Swift type behind a descriptor of any plugin in this image ([control]: takes the lock).
+    static func type(for descriptor: UnsafePointer<rawfx_filter_descriptor>) -> (any RawFXFilter.Type)? {
+        let slots = exported.withLock { plugins in plugins.values.map(\.slot) }
+        for slot in slots {
+            if let type = registries[slot]?.type(for: descriptor) { return type }
+        }
+        return nil
+    }
 
     /// The descriptors, one per Swift filter type, in export order.
     final class Registry {
@@ -321,7 +357,7 @@ extension RawFXPlugin {
     /// `create` and `create_with_host`: a Swift instance behind a C `rawfx_filter`.
     static func create(_ descriptor: UnsafePointer<rawfx_filter_descriptor>?, host: UnsafePointer<rawfx_host>?,
                        _ messageBuffer: UnsafeMutablePointer<CChar>?, _ capacity: Int) -> UnsafePointer<rawfx_filter>? {
-        guard let descriptor, let type = RawFXPlugin.registryStorage?.type(for: descriptor) else {
+        guard let descriptor, let type = RawFXPlugin.type(for: descriptor) else {
             writeMessage("unknown descriptor", to: messageBuffer, capacity: capacity)
             return nil
         }

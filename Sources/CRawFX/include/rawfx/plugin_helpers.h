@@ -542,6 +542,28 @@ static inline int rawfx_host_abi_is_enough(rawfx_abi_version host_abi, uint32_t 
     return host_abi.major == RAWFX_ABI_MAJOR && host_abi.minor >= minimum_minor;
 }
 
+/* A plugin that is also linked into apps as a built-in (docs/plugin-abi.md, "Built-in
+ * plugins") shares one image with other plugins, so its entry cannot be the ABI symbol and
+ * its helper functions need names of their own: its build defines
+ * RAWFX_PLUGIN_SYMBOL_PREFIX (e.g. rawfx_yuv) in every file of the plugin. The entry is then
+ * <prefix>_plugin_entry (hidden: reached only from inside the image), and the .so gets
+ * rawfx_get_plugin_entry from RAWFX_EXPORT_PLUGIN_ENTRY in a file only the .so links. */
+#define RAWFX_HELPER_CONCAT_(a, b) a##b
+#define RAWFX_HELPER_CONCAT(a, b) RAWFX_HELPER_CONCAT_(a, b)
+#ifdef RAWFX_PLUGIN_SYMBOL_PREFIX
+#  define rawfx_plugin_file_host RAWFX_HELPER_CONCAT(RAWFX_PLUGIN_SYMBOL_PREFIX, _plugin_file_host)
+#  define rawfx_plugin_file_path RAWFX_HELPER_CONCAT(RAWFX_PLUGIN_SYMBOL_PREFIX, _plugin_file_path)
+#  define RAWFX_HELPER_ENTRY_DEFINITION RAWFX_HELPER_HIDDEN const rawfx_plugin_entry *RAWFX_HELPER_CONCAT(RAWFX_PLUGIN_SYMBOL_PREFIX, _plugin_entry)(void)
+#else
+#  define RAWFX_HELPER_ENTRY_DEFINITION RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void)
+#endif
+
+/* The .so's one export over a plugin entry named `named_entry` (a built-in's
+ * <prefix>_plugin_entry, C or Swift): write it alone in a file that only the .so links. */
+#define RAWFX_EXPORT_PLUGIN_ENTRY(named_entry) \
+    const rawfx_plugin_entry *named_entry(void); \
+    RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void) { return named_entry(); }
+
 /* The plugin-file host and the plugin's own path, as init recorded them
  * (RAWFX_PLUGIN_ENTRY defines these). The host is NULL before init, after the
  * last deinit, with a 1.0 host, and from the moment a second host initialises
@@ -555,7 +577,8 @@ RAWFX_HELPER_HIDDEN const char *rawfx_plugin_file_path(void);
 #define RAWFX_PLUGIN_ENTRY(plugin_name, plugin_version, ...) \
     RAWFX_PLUGIN_ENTRY_WITH(plugin_name, plugin_version, NULL, NULL, __VA_ARGS__)
 
-/* Defines rawfx_get_plugin_entry and everything behind it. Write it once, at
+/* Defines rawfx_get_plugin_entry (or, with RAWFX_PLUGIN_SYMBOL_PREFIX,
+ * <prefix>_plugin_entry) and everything behind it. Write it once, at
  * file scope, after the descriptors:
  *   init_hook    rawfx_status (*)(const rawfx_host_info *, char *error, size_t capacity),
  *                called after the version checks, or NULL
@@ -620,7 +643,7 @@ RAWFX_HELPER_HIDDEN const char *rawfx_plugin_file_path(void);
         (uint32_t)sizeof(rawfx_plugin_entry), RAWFX_ABI_VERSION_INIT, plugin_name, plugin_version, \
         rawfx_helper_init, rawfx_helper_deinit, rawfx_helper_filter_count, rawfx_helper_filter_descriptor \
     }; \
-    RAWFX_EXPORT const rawfx_plugin_entry *rawfx_get_plugin_entry(void) { return &rawfx_helper_entry; }
+    RAWFX_HELPER_ENTRY_DEFINITION { return &rawfx_helper_entry; }
 
 #ifdef __cplusplus
 }
