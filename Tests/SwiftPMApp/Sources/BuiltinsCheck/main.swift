@@ -13,7 +13,7 @@ import RawFX
 
 var passed = 0
 var failed = 0
-func check(_ name: String, _ body: () throws -> String?) {
+@MainActor func check(_ name: String, _ body: () throws -> String?) {
     do {
         if let problem = try body() {
             failed += 1
@@ -116,7 +116,7 @@ check("gain=db=-6 against round(x * 10^(-6/20)), saturated") {
     let factor = pow(10, -6.0 / 20)
     let expected = input.map { Int16(max(-32768, min(32767, (Double($0) * factor).rounded()))) }
     guard got == expected else {
-        let index = zip(got, expected).firstIndex { $0 != $1 } ?? min(got.count, expected.count)
+        let index = zip(got, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(got.count, expected.count)
         return "\(got.count) samples out, \(expected.count) expected; first difference at \(index)"
     }
     return nil
