@@ -83,7 +83,10 @@ public final class PluginLibrary: @unchecked Sendable {
     /// The built-in plugin `record` registered (`rawfx_builtins.h`), initialised once for all
     /// registries that load it, like a file.
     static func loadBuiltin(_ record: UnsafePointer<rawfx_builtin_plugin>) throws(PluginLoadError) -> PluginLibrary {
-        let getEntry = record.pointee.get_entry!
+        guard let getEntry = record.pointee.get_entry else {
+            throw .malformedDescriptor(path: record.pointee.library_name.map { String(cString: $0) } ?? "a built-in plugin",
+                                       reason: "its built-in record has no get_entry")
+        }
         // The image the plugin is linked into: what a plugin gets as its own path.
         var path = FileSystem.executablePath ?? ""
         if let library = rawfx_builtin_plugin_library_path(record), let resolved = realpath(library, nil) {

@@ -217,7 +217,8 @@ public final class PluginRegistry: @unchecked Sendable {
         for type in library.filters {
             types.append(type)
             if let kept = byID[type.id] {
-                clashes.append(FilterIDClash(id: type.id, skippedPath: library.path, keptPath: kept.library.path))
+                clashes.append(FilterIDClash(id: type.id, skippedPath: library.path, keptPath: kept.library.path,
+                                             keptIsBuiltin: kept.library.isBuiltin))
             } else {
                 byID[type.id] = type
             }
@@ -238,17 +239,22 @@ public struct FilterIDClash: Equatable, Sendable, CustomStringConvertible {
     public var id: String
     /// The file whose filter was skipped (canonical path).
     public var skippedPath: String
-    /// The file that provides the id (canonical path).
+    /// The file that provides the id (canonical path; for a built-in, the image it is linked into).
     public var keptPath: String
+    /// True when a built-in plugin provides the id: it came before any file.
+    public var keptIsBuiltin: Bool
 
-    public init(id: String, skippedPath: String, keptPath: String) {
+    public init(id: String, skippedPath: String, keptPath: String, keptIsBuiltin: Bool = false) {
         self.id = id
         self.skippedPath = skippedPath
         self.keptPath = keptPath
+        self.keptIsBuiltin = keptIsBuiltin
     }
 
     public var description: String {
-        "filter '\(id)' of \(skippedPath) is skipped: \(keptPath), earlier on the plugin path, already provides it"
+        keptIsBuiltin
+            ? "filter '\(id)' of \(skippedPath) is skipped: a plugin built into \(keptPath) already provides it"
+            : "filter '\(id)' of \(skippedPath) is skipped: \(keptPath), earlier on the plugin path, already provides it"
     }
 }
 

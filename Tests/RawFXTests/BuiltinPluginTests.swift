@@ -78,7 +78,9 @@ final class BuiltinPluginTests: XCTestCase {
                                       environment: [PluginRegistry.environmentVariable: directory.path])
         let scale = try registry.filterType("scale")
         XCTAssertTrue(scale.library.isBuiltin)
-        XCTAssertEqual(registry.clashes, [FilterIDClash(id: "scale", skippedPath: third, keptPath: yuv)])
+        XCTAssertEqual(registry.clashes, [FilterIDClash(id: "scale", skippedPath: third, keptPath: yuv, keptIsBuiltin: true)])
+        XCTAssertEqual(registry.clashes[0].description,
+                       "filter 'scale' of \(third) is skipped: a plugin built into \(yuv) already provides it")
         XCTAssertEqual(try registry.filterType("extra").library.path, third)
         XCTAssertEqual(registry.builtinCopies.map(\.path), [yuv])
         XCTAssertEqual(registry.failures, [])
