@@ -6,6 +6,8 @@
 // 2. A video chain of C and Swift built-ins (mirror, scale, copy, null) against the mirror
 //    computed here and libyuv's I420Scale called directly.
 // 3. An audio chain (the Swift built-in gain) against the gain formula.
+// Between 1 and 2: with RAWFX_PLUGIN_PATH (given to the registry, not set) at the main build,
+// every plugin file there is a copy of a built-in (builtinCopies), neither a clash nor loaded.
 // Ends with "builtins-check: N passed, N failed"; exit status 1 on any failure.
 import CYUVReference
 import Foundation
@@ -56,6 +58,21 @@ check("PluginRegistry() lists every built-in filter") {
     let expected = inventory(files), got = inventory(registry)
     guard got == expected else { return "built in: \(got.sorted { $0.key < $1.key }); the .so files: \(expected.sorted { $0.key < $1.key })" }
     print("builtins-check: \(got.count) built-in plugins, filters \(registry.filterTypes.map(\.id).joined(separator: " "))")
+    return nil
+}
+
+check("RAWFX_PLUGIN_PATH at the main build: its plugin files are copies of the built-ins, not loaded") {
+    let files = PluginRegistry.scanning([arguments[1]])
+    let withPath = PluginRegistry(environment: [PluginRegistry.environmentVariable: arguments[1]])
+    guard withPath.failures.isEmpty, withPath.clashes.isEmpty else {
+        return "failures \(withPath.failures), clashes \(withPath.clashes)"
+    }
+    // The copies by the path as scanned, the files by their canonical path: both in one folder.
+    func names(_ paths: [String]) -> [String] { paths.map { URL(fileURLWithPath: $0).lastPathComponent }.sorted() }
+    let copies = names(withPath.builtinCopies.map(\.path)), expected = names(files.libraries.map(\.path))
+    guard copies == expected else { return "copies \(copies); the plugin files \(expected)" }
+    let fromFiles = withPath.filterTypes.filter { !$0.library.isBuiltin }.map(\.id)
+    guard fromFiles.isEmpty else { return "filters from files: \(fromFiles)" }
     return nil
 }
 
