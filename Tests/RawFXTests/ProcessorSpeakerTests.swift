@@ -148,17 +148,21 @@ final class ProcessorSpeakerTests: XCTestCase {
         let mono48 = self.mono48
         let audioThread2 = TestThread { deliverPCM(emulator, hook, .oneWay(user), pcm[...], mono48, ms: 20) }
         XCTAssertTrue(waitUntil { GatePlugin.entered > entered2 })
+        // The verdict is the order (did the held block leave the chain before the leave
+        // returned?), not a timeout: the pause only gives a leave that does not wait its chance
+        // to return while the gate is still closed.
+        let exitedBefore = GatePlugin.exited
         let left = Collected<Bool>()
         let leaver = TestThread {
             hook.onUserLeave([user])
-            left.append(true)
+            left.append(GatePlugin.exited > exitedBefore)
         }
-        usleep(50_000)
-        XCTAssertTrue(left.all.isEmpty, "the leave waits for the block in flight (one block of chain work)")
-        XCTAssertFalse(hook.activeStreams.contains(.oneWay(user)), "the stream is already out of the map")
+        XCTAssertTrue(waitUntil { !hook.activeStreams.contains(.oneWay(user)) }, "the leave takes the stream out of the map first")
+        usleep(20_000)
         GatePlugin.open()
         XCTAssertTrue(audioThread2.join())
         XCTAssertTrue(leaver.join())
+        XCTAssertEqual(left.all, [true], "the leave waits for the block in flight (one block of chain work)")
         // All three blocks reached the sink, in order, none after the leave.
         XCTAssertEqual(recorder.samples(of: .oneWay(user)), pcm + pcm)
         XCTAssertTrue(hook.activeStreams.isEmpty)
