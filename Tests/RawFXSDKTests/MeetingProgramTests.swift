@@ -357,9 +357,10 @@ extension MeetingProgramTests {
             return try textAlone(whole, style.captionStyle!, caption)
         }
         /// Composes until the decorated program equals `want` (the text filter swaps new text in
-        /// after its control-thread layout), at most 2 s.
+        /// after its control-thread layout), at most 10 s (a bound for a stuck layout, not a
+        /// speed: under a sanitizer on a loaded machine the layout thread may lag seconds).
         func composeUntilEqual(_ want: VideoBuffer, from index: inout Int64, _ what: String) {
-            let deadline = Date().addingTimeInterval(2)
+            let deadline = Date().addingTimeInterval(10)
             var got: [UInt8] = []
             repeat {
                 got = planeBytes(decorated.compositor.compose(frameIndex: index), 0)
