@@ -28,6 +28,10 @@
 //   Plugins/*               one folder per plugin .so, loaded at run time; the same code is linked
 //                           into an app by the RawFX product (Sources/RawFXBuiltins, Plugins/Entries)
 //   Benchmarks/bench        `swift run -c release bench`
+//   Tests/RawFX*Tests       one test target per layer: Engine, Runtime (C host, isolation), SDK,
+//                           Plugin (plugins and kernels), Process (CLI, C API, validator),
+//                           Compose, Text; Tests/RawFXTestSupport what they share, Tests/Fixtures
+//                           the C sources they compile
 import PackageDescription
 
 /// The packaging build (scripts/build-release.sh sets RAWFX_PACKAGING=1, with
@@ -224,14 +228,47 @@ let package = Package(
             name: "RawFXTextTests",
             dependencies: ["RawFX", "RawFXAllocCounter", "TextKernels", "CFreeType", "CHarfBuzz"],
             path: "Tests/RawFXTextTests"),
+        // What the test targets share (fixtures, plugin compilation, the `rawfx` binary, direct
+        // plugin drivers); built with testing enabled and imported `@testable`. Tests/Fixtures
+        // holds the C sources and headers the tests compile.
+        .target(
+            name: "RawFXTestSupport",
+            dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXRuntime", "RawFXAllocCounter", "CSpeexDSP"],
+            path: "Tests/RawFXTestSupport"),
+        // The engine: chains, negotiation, run-time control, the plugin helpers and PluginKit,
+        // trust, terminal text, media files.
         .testTarget(
-            name: "RawFXTests",
-            dependencies: ["RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter", "RawFXValidate",
-                           "RawFXRuntime", "RawFXEmbed", "RawFXObservability", "CLibYUV", "CSpeexDSP", "CLibPNG",
+            name: "RawFXEngineTests",
+            dependencies: ["RawFXTestSupport", "RawFX", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "RawFXRuntime",
+                           "CSpeexDSP", "CLibPNG"],
+            path: "Tests/RawFXEngineTests"),
+        // The runtime in C: the host object, the thread pool, isolated stages and groups.
+        .testTarget(
+            name: "RawFXRuntimeTests",
+            dependencies: ["RawFXTestSupport", "RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter",
+                           "RawFXRuntime"],
+            path: "Tests/RawFXRuntimeTests"),
+        // The SDK layer: every hook against the emulator's contracts, the program, observability.
+        .testTarget(
+            name: "RawFXSDKTests",
+            dependencies: ["RawFXTestSupport", "RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter",
+                           "RawFXCompose", "RawFXObservability", "CLibYUV",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "InMemoryLogging", package: "swift-log"),
                            .product(name: "MetricsTestKit", package: "swift-metrics")],
-            path: "Tests/RawFXTests",
-            exclude: ["Fixtures"]),
+            path: "Tests/RawFXSDKTests"),
+        // The shipped plugins and their kernels against libyuv, SpeexDSP and the models called directly.
+        .testTarget(
+            name: "RawFXPluginTests",
+            dependencies: ["RawFXTestSupport", "RawFX", "RawFXSDK", "RawFXMedia", "RawFXEmulator", "RawFXAllocCounter",
+                           "CLibYUV", "CSpeexDSP", "CLibPNG"],
+            path: "Tests/RawFXPluginTests"),
+        // Whole processes and files: the rawfx command, librawfx's C API (C and C++ programs
+        // compiled against it), the validator, the loader's files.
+        .testTarget(
+            name: "RawFXProcessTests",
+            dependencies: ["RawFXTestSupport", "RawFX", "RawFXSDK", "RawFXMedia", "RawFXAllocCounter", "RawFXValidate",
+                           "RawFXRuntime", "RawFXEmbed", "RawFXCompose", "CSpeexDSP"],
+            path: "Tests/RawFXProcessTests"),
     ] + shippedPlugins.map { pluginEntry($0.target, folder: $0.folder) }
 )

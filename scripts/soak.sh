@@ -2,7 +2,7 @@
 # Soak: minutes of 720p video and 48 kHz audio through every SDK hook at once, with chain
 # swaps and run-time parameter changes every second; fails if a frame or sample is lost, an
 # SDK rule is broken, a raw data reference or a hook leaks, or resident memory grows after
-# warm-up (Tests/RawFXTests/SoakTests.swift; the test suite runs the same test for 10 s).
+# warm-up (Tests/RawFXSDKTests/SoakTests.swift; the test suite runs the same test for 10 s).
 #
 #   scripts/soak.sh [seconds]          default 180
 #   SOAK_INTERVAL_MS=500 scripts/soak.sh 600   swaps and parameter changes every 500 ms

@@ -37,7 +37,7 @@ cd "$work"
 cc -std=c99 -Wall -Wextra -Werror -shared -fPIC $(pkg-config --cflags rawfx) "$OLDPWD/docs/examples/invert.c" -o invert.so
 cc -std=c99 -Wall -Wextra -Werror "$OLDPWD/docs/examples/embed.c" $(pkg-config --cflags --libs rawfx) -o embed
 cc -std=c99 -Wall -Wextra -Werror "$OLDPWD/docs/examples/hooks.c" $(pkg-config --cflags --libs rawfx) -o hooks
-standin="$OLDPWD/Tests/RawFXTests/Fixtures/zoom-standin"
+standin="$OLDPWD/Tests/Fixtures/zoom-standin"
 c++ -std=c++17 -Wall -Wextra -Werror -I "$standin" $(pkg-config --cflags rawfx) "$standin/adapter_test.cpp" \
     $(pkg-config --libs rawfx) -o adapter_test
 # ldd's output is captured whole first: `ldd | grep -q` under pipefail fails at random when grep

@@ -1,4 +1,15 @@
 // The benchmark cases: what the engine runs, and what the direct path runs for comparison.
+//
+// Adding a case: a name, the filters it needs (so a missing .so is named before anything runs),
+// and a `make` closure returning the engine path (`EngineVideo` or `EngineAudio` around a chain
+// string) and the direct path (`DirectVideo` steps over libyuv, or a `Workload` of your own). A
+// workload's `run(i)` processes unit `i` and must not allocate (what it allocates is counted and
+// shown). Keep the direct path doing exactly what the plugin does; alternatives go in
+// `references`. A reference tagged with a `peer` (`.ffmpeg`, `.copy`, ...) gives the case its
+// `vs_<peer>` figure; `ffmpegReferences(context, "<graph>", pool:, sameAs:)` adds an FFmpeg row
+// under --peers, checked against a libyuv step before it is timed; a reference with `threads` is
+// a second engine path at that thread count and gives the case its `speedup`. Compositor cases
+// (ComposeCases.swift) are a `ComposeSpec`: output size, layout, input sizes.
 import CBenchPeers
 import CLibYUV
 import Foundation

@@ -508,7 +508,7 @@ final class TextPluginTests: XCTestCase {
         let expected = try run(try self.chain([("text", last), ("box", "true"), ("size", "40")]),
                                flatBuffer(width: 640, height: 360))
         var got: [[UInt8]] = []
-        for _ in 0..<200 {
+        for _ in 0..<1000 {  // 10 s at most: a bound for a lost caption, not a speed
             got = try run(chain, flatBuffer(width: 640, height: 360))
             if got == expected { break }
             usleep(10_000)
@@ -586,13 +586,14 @@ final class TextPluginTests: XCTestCase {
             let expected = try run(try self.chain([("text", caption)] + style), flatBuffer(width: 1920, height: 1080))
             try chain.setParameter("text.text", caption)
             var frame = 0
-            while try run(chain, flatBuffer(width: 1920, height: 1080)) != expected, frame < 60 {
+            // 300 frames (10 s) bound a caption that never shows; how soon it shows is printed.
+            while try run(chain, flatBuffer(width: 1920, height: 1080)) != expected, frame < 300 {
                 frame += 1
                 usleep(33_000)
             }
             delays.append(frame)
         }
-        XCTAssertTrue(delays.allSatisfy { $0 < 60 }, "\(delays)")
+        XCTAssertTrue(delays.allSatisfy { $0 < 300 }, "\(delays)")
         print("text: a new caption showed at frame \(delays.map(String.init).joined(separator: ", ")) after the change (frame 0: the first after it; 30 fps pacing)")
     }
 }
