@@ -1,9 +1,9 @@
 /*
  * iso_proxy.c — the proxy: the rawfx_filter the engine calls for an isolated stage, and its
  * types (rawfx_isolation.h). Control calls (create, configure, destroy) take the lock; the
- * process thread never waits for it. A video frame is copied into the shared memory once
- * (unless it lies there already), processed by the helper, and read where the helper wrote
- * it; while the helper is down it passes through unchanged. Audio is iso_audio.c, groups'
+ * process thread never waits for it. A video frame is copied into the shared memory once,
+ * processed by the helper, and read where the helper wrote it; at a fault and while the
+ * helper is down it passes through unchanged (the caller's frame, never the shared copy). Audio is iso_audio.c, groups'
  * shells iso_group.c.
  */
 #define _GNU_SOURCE
@@ -259,18 +259,13 @@ static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_
         iso_video_layout(&layout_out, &inst->stream.negotiation.output.video, inst->stream.out_offset);
         layout_out.timestamp_us = in->timestamp_us;
     }
-    /* The one copy, the borrowed frame into shared memory, unless the stage upstream wrote
-     * it there already (rfx_isolation_video_input_frame). */
-    int in_shared = 1;
-    for (int p = 0; p < 3; p++)
-        in_shared &= in->planes[p] == inst->chan.map + (uintptr_t)layout_in.planes[p] && in->strides[p] == layout_in.strides[p];
-    if (!in_shared) {
-        /* Wake the helper now (unless it polls already): it polls for the request while
-         * the frame is copied in. */
-        if (!__atomic_load_n(&c->helper_polling, __ATOMIC_RELAXED)) rfx_iso_futex_wake(&c->request_seq);
-        atomic_fetch_add_explicit(&inst->counters.copied_in, 1, memory_order_relaxed);
-        copy_frame_in(inst, in, &layout_in);
-    }
+    /* The one copy: the frame into shared memory. It is never read there by the host again: the
+     * helper may write anywhere in that memory (an in-place edit, a scribble, a crash halfway),
+     * and a fault passes `in`, which only the host's side can write, on unchanged. Wake the
+     * helper first (unless it polls already): it polls for the request during the copy. */
+    if (!__atomic_load_n(&c->helper_polling, __ATOMIC_RELAXED)) rfx_iso_futex_wake(&c->request_seq);
+    atomic_fetch_add_explicit(&inst->counters.copied_in, 1, memory_order_relaxed);
+    copy_frame_in(inst, in, &layout_in);
     c->video_in = layout_in;
     c->video_out = layout_out;
     c->bypass_mask = atomic_load_explicit(&inst->group.bypass_mask, memory_order_relaxed);
@@ -319,21 +314,6 @@ static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_
 static const void *proxy_get_extension(const rawfx_filter *filter, const char *id) {
     if (strcmp(id, RFX_ISOLATION_EXTENSION) == 0) return &iso_instance_of(filter)->group.view;
     return NULL;
-}
-
-int32_t rfx_isolation_video_input_frame(const rawfx_filter *filter, rawfx_video_frame *frame) {
-    if (filter->descriptor->create != iso_proxy_create || filter->descriptor->media_kind != RAWFX_MEDIA_VIDEO) return 0;
-    iso_instance *inst = iso_instance_of(filter);
-    /* Never waits: the chain may ask between two frames, while a restart holds the lock for
-     * seconds; it then keeps (or makes) a buffer of its own and the frame is copied. */
-    if (pthread_mutex_trylock(&inst->sup.lock) != 0) return 0;
-    int ok = inst->stream.configured && !atomic_load(&inst->stream.provisional) && inst->stream.in_offset != 0;
-    if (ok) {
-        iso_video_layout(frame, &inst->stream.input.video, inst->stream.in_offset);
-        for (int p = 0; p < 3; p++) frame->planes[p] = inst->chan.map + (uintptr_t)frame->planes[p];
-    }
-    pthread_mutex_unlock(&inst->sup.lock);
-    return ok;
 }
 
 /* [control] A proxy with a helper serving the real filter; NULL with a message
