@@ -26,15 +26,19 @@ const char *rfx_isolation_engine_image_path(void) {
 
 static const char *proxy_get_error(const rawfx_filter *filter) { return iso_instance_of(filter)->error; }
 
-static void proxy_destroy(const rawfx_filter *filter) {
-    iso_instance *inst = iso_instance_of(filter);
-    iso_supervisor_stop(inst);
+void iso_instance_free(iso_instance *inst) {
     iso_channel_close(&inst->chan);
     pthread_cond_destroy(&inst->sup.changed);
     pthread_mutex_destroy(&inst->sup.lock);
     free(inst->params.slots);
     iso_audio_free(inst);
     free(inst);
+}
+
+static void proxy_destroy(const rawfx_filter *filter) {
+    iso_instance *inst = iso_instance_of(filter);
+    iso_supervisor_stop(inst);
+    iso_instance_free(inst);
 }
 
 /* [process or control] Records the value (for restarts) and forwards it when the
@@ -316,12 +320,12 @@ static const void *proxy_get_extension(const rawfx_filter *filter, const char *i
     return NULL;
 }
 
-/* [control] A proxy with a helper serving the real filter; NULL with a message
- * when the helper cannot start (not found, the plugin refused, ...). */
-const rawfx_filter *iso_proxy_create(const rawfx_filter_descriptor *descriptor, char *error, size_t capacity) {
-    const iso_type *type = (const iso_type *)descriptor;
+iso_instance *iso_instance_create(const iso_type *type, char *error, size_t capacity) {
     iso_instance *inst = calloc(1, sizeof *inst);
-    if (!inst) return NULL;
+    if (!inst) {
+        snprintf(error, capacity, "cannot allocate an isolated stage");
+        return NULL;
+    }
     inst->type = type;
     inst->params.count = type->total_params;
     inst->group.view.inst = inst;
@@ -341,23 +345,29 @@ const rawfx_filter *iso_proxy_create(const rawfx_filter_descriptor *descriptor, 
     pthread_cond_init(&inst->sup.changed, &attributes);
     pthread_condattr_destroy(&attributes);
     inst->filter.struct_size = sizeof inst->filter;
-    inst->filter.descriptor = descriptor;
+    inst->filter.descriptor = &type->descriptor;
     inst->filter.filter_data = inst;
     inst->filter.destroy = proxy_destroy;
     inst->filter.set_param = iso_proxy_set_param;
     inst->filter.configure = proxy_configure;
-    if (descriptor->media_kind == RAWFX_MEDIA_VIDEO) inst->filter.process_video = proxy_process_video;
+    if (type->descriptor.media_kind == RAWFX_MEDIA_VIDEO) inst->filter.process_video = proxy_process_video;
     else inst->filter.process_audio = iso_proxy_process_audio;
     inst->filter.reset = proxy_reset;
     inst->filter.get_error = proxy_get_error;
     inst->filter.get_extension = proxy_get_extension;
+    return inst;
+}
+
+/* [control] A proxy with a helper serving the real filter; NULL with a message
+ * when the helper cannot start (not found, the plugin refused, ...). */
+const rawfx_filter *iso_proxy_create(const rawfx_filter_descriptor *descriptor, char *error, size_t capacity) {
+    iso_instance *inst = iso_instance_create((const iso_type *)descriptor, error, capacity);
+    if (!inst) return NULL;
     pthread_mutex_lock(&inst->sup.lock);
     if (iso_supervisor_start(inst) != 0) {
         pthread_mutex_unlock(&inst->sup.lock);
         snprintf(error, capacity, "cannot start the supervisor thread of an isolated stage");
-        iso_channel_close(&inst->chan);
-        free(inst->params.slots);
-        free(inst);
+        iso_instance_free(inst);
         return NULL;
     }
     int ok = inst->sup.start_ok;
