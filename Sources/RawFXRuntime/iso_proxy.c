@@ -3,8 +3,8 @@
  * types (rawfx_isolation.h). Control calls (create, configure, destroy) take the lock; the
  * process thread never waits for it. A video frame is copied into the shared memory once,
  * processed by the helper, and read where the helper wrote it; at a fault and while the
- * helper is down it passes through unchanged (the caller's frame, never the shared copy). Audio is iso_audio.c, groups'
- * shells iso_group.c.
+ * helper is down it passes through unchanged (the caller's frame, never the shared copy).
+ * Audio is iso_audio.c, groups' shells iso_group.c.
  */
 #define _GNU_SOURCE
 #include "isolation_internal.h"
