@@ -10,6 +10,10 @@
 // and a link compiles the very same files instead of a copy.
 import PackageDescription
 
+/// -sanitize=fuzzer,address reaches Swift code only: the C of the isolation protocol's host side
+/// gets coverage and AddressSanitizer with these (FuzzIsolationProtocol).
+let instrumentedC: [CSetting] = [.unsafeFlags(["-fsanitize=fuzzer-no-link,address"])]
+
 func harness(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
     .executableTarget(name: name, dependencies: dependencies + ["FuzzSupport"], path: "Harnesses/\(name)")
 }
@@ -23,17 +27,31 @@ let package = Package(
     targets: [
         .target(name: "CRawFX", path: "Sources/CRawFX"),
         .systemLibrary(name: "CLibPNG", path: "Sources/CLibPNG", pkgConfig: "libpng"),
-        .target(name: "RawFXRuntime", dependencies: ["CRawFX", "RawFXIsolationChannel"], path: "Sources/RawFXRuntime"),
-        .target(name: "RawFXIsolationChannel", dependencies: ["CRawFX"], path: "Sources/RawFXIsolationChannel"),
+        .target(name: "RawFXRuntime", dependencies: ["CRawFX", "RawFXIsolationChannel"], path: "Sources/RawFXRuntime",
+                cSettings: instrumentedC),
+        .target(name: "RawFXIsolationChannel", dependencies: ["CRawFX"], path: "Sources/RawFXIsolationChannel",
+                cSettings: instrumentedC),
         .target(name: "RawFX", dependencies: ["CRawFX", "RawFXRuntime", .product(name: "Logging", package: "swift-log")],
                 path: "Sources/RawFX"),
         .target(name: "RawFXMedia", dependencies: ["RawFX", "CLibPNG"], path: "Sources/RawFXMedia"),
         .target(name: "RawFXPluginKit", dependencies: ["CRawFX"], path: "Sources/RawFXPluginKit"),
+        // -sanitize=address reaches Swift code only, so the counters' C cannot see it: told here,
+        // they count through the sanitizer's hooks instead of interposing malloc and
+        // pthread_create (which broke AddressSanitizer's own threads).
+        .target(name: "RawFXAllocCounter", path: "Sources/RawFXAllocCounter",
+                cSettings: [.define("RAWFX_UNDER_SANITIZER", to: "1"), .define("RAWFX_RT_UNDER_SANITIZER", to: "1")]),
+        .target(name: "RawFXValidate", dependencies: ["RawFX", "RawFXRuntime", "RawFXAllocCounter"], path: "Sources/RawFXValidate"),
         .target(name: "FuzzSupport", dependencies: ["RawFXMedia"], path: "Harnesses/FuzzSupport"),
+        // The host's side of an isolated stage and a hostile helper in one process: C, for
+        // the proxy's private header (isolation_internal.h).
+        .target(name: "FuzzIsolationHost", dependencies: ["RawFXRuntime", "RawFXIsolationChannel"],
+                path: "Harnesses/FuzzIsolationHost", cSettings: [.headerSearchPath("../../Sources/RawFXRuntime")] + instrumentedC),
 
         harness("FuzzY4M", ["RawFXMedia"]),
         harness("FuzzWAV", ["RawFXMedia"]),
         harness("FuzzWatermarkPNG", ["RawFXPluginKit", "CLibPNG"]),
         harness("FuzzChain", ["RawFX"]),
+        harness("FuzzPluginDescriptors", ["RawFXValidate"]),
+        harness("FuzzIsolationProtocol", ["FuzzIsolationHost"]),
     ]
 )

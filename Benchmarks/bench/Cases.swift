@@ -402,11 +402,12 @@ func videoCases() -> [BenchCase] {
                 return .init(chain: grouped, engine: e, direct: perStage, filterCount: 2,
                              references: [.init(short: "in process", label: "the same chain in process (the engine)", workload: inProcess)])
             }))
-        // Zero copy: an out-of-place stage upstream writes into the isolated stage's shared
-        // memory, so nothing is copied on the way in (scale to the same size: a plane copy).
+        // Behind an out-of-place stage: its output (in the chain's memory, which the helper
+        // cannot write) is copied in once, like a borrowed frame (scale to the same size: a
+        // plane copy).
         cases.append(BenchCase(
             name: "isolated-scale-watermark-\(r.name)", kind: .video, filters: ["scale", "watermark"], unit: "frame",
-            summary: "scale (same size) then watermark@isolate on \(r.name): scale writes into the shared memory, no copy in, a futex round trip",
+            summary: "scale (same size) then watermark@isolate on \(r.name): scale's output copied in once, a futex round trip",
             directSummary: "the same scale,watermark in process (the engine)",
             make: { context in
                 let scale = "scale=width=\(r.width):height=\(r.height)"

@@ -54,6 +54,9 @@ public final class FilterType: @unchecked Sendable, CustomStringConvertible {
         if d.param_count > 0, stride < PluginStruct.paramDescriptor10 {
             throw Malformed(reason: "filter '\(id)': a parameter descriptor has struct_size \(stride), expected at least \(PluginStruct.paramDescriptor10)")
         }
+        if d.param_count > 0, stride % PluginStruct.paramDescriptorAlignment != 0 {
+            throw Malformed(reason: "filter '\(id)': the parameter descriptors' struct_size \(stride) is not a multiple of \(PluginStruct.paramDescriptorAlignment) (a C array's stride is)")
+        }
         for i in 0..<Int(d.param_count) {
             let element = (UnsafeRawPointer(d.params!) + i * stride).assumingMemoryBound(to: rawfx_param_descriptor.self)
             let p = PluginStruct.read(element, zero: rawfx_param_descriptor(), structSize: element.pointee.struct_size,
@@ -123,6 +126,9 @@ public final class FilterType: @unchecked Sendable, CustomStringConvertible {
             guard p.default_value >= p.min_value, p.default_value <= p.max_value else {
                 throw bad("default \(p.default_value) lies outside [\(p.min_value), \(p.max_value)]")
             }
+            if Int(p.type) == RAWFX_PARAM_INT, !PluginStruct.holdsInt64(p.min_value) || !PluginStruct.holdsInt64(p.max_value) {
+                throw bad("an INT range [\(p.min_value), \(p.max_value)] beyond a 64-bit integer")
+            }
             range = p.min_value...p.max_value
             if Int(p.type) == RAWFX_PARAM_INT {
                 type = .int
@@ -141,8 +147,10 @@ public final class FilterType: @unchecked Sendable, CustomStringConvertible {
                 guard let name = values[i] else { throw bad("enum value \(i) is NULL") }
                 names.append(String(cString: name))
             }
+            guard p.default_value >= 0, p.default_value < Double(names.count) else {
+                throw bad("default index \(p.default_value) is not one of \(names.count) values")
+            }
             let index = Int(p.default_value)
-            guard index >= 0, index < names.count else { throw bad("default index \(index) is not one of \(names.count) values") }
             type = .enumeration(names)
             defaultValue = .enumeration(index: index, name: names[index])
         case RAWFX_PARAM_STRING:

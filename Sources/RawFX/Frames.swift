@@ -130,10 +130,8 @@ public final class VideoBuffer: @unchecked Sendable {
     public var raw: rawfx_video_frame { planes.raw }
     /// The planes without an owner (a frame holding `self` here would be a cycle).
     private let planes: VideoFrame
-    /// The allocation this buffer frees, or nil when its planes lie in `owner`'s memory.
-    private let storage: UnsafeMutableRawPointer?
-    /// What keeps borrowed planes valid (an isolated stage's shared memory), or nil.
-    let owner: AnyObject?
+    /// The allocation this buffer frees.
+    private let storage: UnsafeMutableRawPointer
     public let byteCount: Int
 
     public init(format: VideoFormat, strideAlignment: Int = 64, extraStride: Int = 0) {
@@ -147,7 +145,6 @@ public final class VideoBuffer: @unchecked Sendable {
         allocated.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
         storage = allocated
         let base = allocated.assumingMemoryBound(to: UInt8.self)
-        owner = nil
         self.format = format
         planes = VideoFrame(format: format,
                            y: base, yStride: strides[0],
@@ -155,17 +152,7 @@ public final class VideoBuffer: @unchecked Sendable {
                            v: base + sizes[0] + sizes[1], vStride: strides[2])
     }
 
-    /// Planes in memory that `owner` keeps mapped (an isolated stage's shared input, so the
-    /// stage upstream writes where the helper reads): nothing is allocated or freed here.
-    init(format: VideoFormat, planes raw: rawfx_video_frame, owner: AnyObject) {
-        self.format = format
-        planes = VideoFrame(raw)
-        storage = nil
-        self.owner = owner
-        byteCount = Int(raw.strides.0) * format.height + Int(raw.strides.1 + raw.strides.2) * format.chromaHeight
-    }
-
-    deinit { storage?.deallocate() }
+    deinit { storage.deallocate() }
 
     /// Fills the picture with one colour (e.g. black of its range: Y 16 or 0, U = V = 128).
     public func fill(y: UInt8, u: UInt8 = 128, v: UInt8 = 128) {

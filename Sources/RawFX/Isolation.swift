@@ -221,21 +221,6 @@ extension FilterInstance {
 
     /// [any, never waits] Bypasses (skips) this stage of an isolation group in its helper.
     func setIsolationGroupBypass(_ bypassed: Bool) { rfx_isolation_set_bypass(filter, bypassed ? 1 : 0) }
-
-    /// [control or process, after configure; never waits] The isolated stage's video input in its shared memory
-    /// (`rfx_isolation_video_input_frame`), as a buffer of `format` that keeps this instance,
-    /// and so the mapping, alive. A frame written there crosses to the helper with no copy.
-    /// Nil for an in-process stage, audio, a stage negotiated as a passthrough, or while a
-    /// restart holds the stage.
-    func sharedVideoInput(format: VideoFormat) -> VideoBuffer? {
-        guard isIsolated else { return nil }
-        var raw = rawfx_video_frame()
-        guard rfx_isolation_video_input_frame(filter, &raw) != 0,
-              Int(raw.width) == format.width, Int(raw.height) == format.height else { return nil }
-        raw.color_range = format.colorRange.rawValue
-        raw.rotation = UInt32(format.rotation)
-        return VideoBuffer(format: format, planes: raw, owner: self)
-    }
 }
 
 /// The chains' view of isolated stages (`StageGroupPolicy`): an isolation group's stages run in
@@ -256,11 +241,5 @@ struct IsolationStageGroups: StageGroupPolicy {
         guard instance.isolationGroupPosition != nil else { return false }
         instance.setIsolationGroupBypass(bypassed)
         return true
-    }
-
-    func hasOwnFrameMemory(_ instance: FilterInstance) -> Bool { instance.isIsolated }
-
-    func sharedVideoInput(of instance: FilterInstance, format: VideoFormat) -> VideoBuffer? {
-        instance.sharedVideoInput(format: format)
     }
 }

@@ -22,9 +22,10 @@ public enum PluginStruct {
         return value
     }
 
-    /// `read` with the `struct_size` the struct itself starts with.
+    /// `read` with the `struct_size` the struct itself starts with (read unaligned: a plugin's
+    /// pointer may be anything).
     public static func read<T>(_ pointer: UnsafePointer<T>, zero: T, sizeForMinor: Int) -> T {
-        read(pointer, zero: zero, structSize: UnsafeRawPointer(pointer).load(as: UInt32.self), sizeForMinor: sizeForMinor)
+        read(pointer, zero: zero, structSize: UnsafeRawPointer(pointer).loadUnaligned(as: UInt32.self), sizeForMinor: sizeForMinor)
     }
 
     /// The 1.0 sizes (RAWFX_SIZE_1_0_*): the least a host accepts. `rawfx_plugin_entry` has
@@ -34,6 +35,15 @@ public enum PluginStruct {
     public static let filter10 = MemoryLayout<rawfx_filter>.offset(of: \.on_callback)!
     /// rawfx_param_descriptor has not grown since 1.0.
     public static let paramDescriptor10 = MemoryLayout<rawfx_param_descriptor>.size
+    /// A parameter array's stride (its first element's struct_size) must keep every element
+    /// aligned, as a C array's does: 8.
+    public static let paramDescriptorAlignment = MemoryLayout<rawfx_param_descriptor>.alignment
+
+    /// True when `value` lies within Int64 (an INT parameter's bound or default converts
+    /// without a trap): -2^63 ≤ value < 2^63.
+    public static func holdsInt64(_ value: Double) -> Bool {
+        value >= -9_223_372_036_854_775_808.0 && value < 9_223_372_036_854_775_808.0
+    }
 
     /// How much of a filter descriptor a plugin of ABI `minor` defines.
     public static func filterDescriptorSize(minor: UInt32) -> Int {

@@ -25,14 +25,6 @@ protocol StageGroupPolicy: Sendable {
     /// calls it, and counts its frames as bypassed) and returns true; false for a stage alone,
     /// which the chain skips itself.
     func setBypassInGroup(_ instance: FilterInstance, _ bypassed: Bool) -> Bool
-
-    /// [any] True when `instance` reads its video input from memory of its own
-    /// (`sharedVideoInput`), and writes its output there too.
-    func hasOwnFrameMemory(_ instance: FilterInstance) -> Bool
-
-    /// [control or process, after configure; never waits] A buffer of `format` in the memory
-    /// `instance` reads its input from: a frame written there reaches it with no copy.
-    func sharedVideoInput(of instance: FilterInstance, format: VideoFormat) -> VideoBuffer?
 }
 
 extension StageGroupPolicy {
@@ -40,8 +32,6 @@ extension StageGroupPolicy {
     func memberNegotiation(of instance: FilterInstance) -> (input: StreamFormat, output: StreamFormat, latency: Int)? { nil }
     func failedMemberOffset(of instance: FilterInstance) -> Int? { nil }
     func setBypassInGroup(_ instance: FilterInstance, _ bypassed: Bool) -> Bool { false }
-    func hasOwnFrameMemory(_ instance: FilterInstance) -> Bool { false }
-    func sharedVideoInput(of instance: FilterInstance, format: VideoFormat) -> VideoBuffer? { nil }
 }
 
 /// Stages alone, in the chain's own memory: every answer is the default.

@@ -108,7 +108,6 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             outputs[index] = grouped.output
             latencies[index] = grouped.latency
         }
-        if allocatingBuffers { placeOutputsInSharedMemory() }
         let refusal = control.withLock { state in
             state.inputs = inputs
             state.outputs = outputs
@@ -190,18 +189,6 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         }
         frames[stages.count].timestamp_us = timestamps.push(frame.raw.timestamp_us)
         return VideoFrame(frames[stages.count], storage: storage)
-    }
-
-    /// [processing thread] Where a caller that copies or converts every input frame anyway (NV12
-    /// to I420, a decoder, an async queue's slot) should write it: when the first stage is
-    /// isolated, a buffer of `format` in that stage's shared memory, so the frame then crosses
-    /// to the helper with no further copy (docs/isolation.md); nil otherwise. Negotiates for
-    /// `format` first when needed. Ask again after a format change; the buffer keeps the stage's
-    /// memory mapped, and its pixels are overwritten by the next frame processed.
-    public func sharedInputBuffer(for format: VideoFormat) throws(ChainError) -> VideoBuffer? {
-        guard let first = stages.first, groups.hasOwnFrameMemory(first.instance) else { return nil }
-        if inputFormat != format || anyFilterNeedsConfigure { try negotiate(format) }
-        return groups.sharedVideoInput(of: first.instance, format: format)
     }
 
     /// At the end of a stream, pushes the frames a delaying filter still holds out of the
@@ -320,7 +307,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         let groupInputChanged = below < stages.count && groups.memberNegotiation(of: stages[below].instance).map {
             $0.input != stages[below - 1].negotiation?.output
         } == true
-        if stale || groupInputChanged { inputFormat = nil } else { placeOutputsInSharedMemory() }
+        if stale || groupInputChanged { inputFormat = nil }
         updateLatency()
         outputFormat = stages.last?.negotiation.flatMap { n in
             if case .video(let v) = n.output { return v } else { return nil }
@@ -341,38 +328,15 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         timestamps.resize(total)
     }
 
-    /// An out-of-place stage just upstream of one with frame memory of its own (an isolated
-    /// stage's shared memory) writes its output there, so the frame crosses to the helper with
-    /// no copy (docs/isolation.md). Such a stage's own output already lies in its own memory,
-    /// so two isolated stages in a row still copy once. Runs where the chain negotiates or
-    /// swaps stages in; never waits for a restarting helper.
-    private func placeOutputsInSharedMemory() {
-        var index = 0
-        while index + 1 < stages.count {
-            let upstream = stages[index]
-            index += 1
-            guard let buffer = upstream.output, !groups.hasOwnFrameMemory(upstream.instance) else { continue }
-            let downstream = stages[index].instance
-            if let shared = groups.sharedVideoInput(of: downstream, format: buffer.format) {
-                upstream.output = shared
-            } else if let owner = buffer.owner, owner !== downstream {
-                // The stage below was replaced (a RECONFIGURE swap) by one that offers
-                // none yet: memory of the chain's own, not the old stage's (which it would keep
-                // alive, helper and all).
-                upstream.output = VideoBuffer(format: buffer.format)
-            }
-        }
-    }
-
     /// Configures `instance` for `input` and sizes its output buffer (reusing `existing` when
-    /// it fits; never one in another stage's memory, which `placeOutputsInSharedMemory` hands out). Runs on whichever thread negotiates: control for a prepared replacement.
+    /// it fits; never one in another stage's memory). Runs on whichever thread negotiates: control for a prepared replacement.
     static func plan(_ instance: FilterInstance, input: VideoFormat, reusing existing: VideoBuffer?,
                      allocating: Bool = true) throws(ChainError)
         -> (negotiation: Negotiation, output: VideoFormat, buffer: VideoBuffer?) {
         let n = try instance.configure(input: .video(input))
         guard case .video(let out) = n.output else { preconditionFailure("configure checks the kind") }
         guard instance.type.processing == .outOfPlace, allocating else { return (n, out, nil) }
-        return (n, out, existing?.format == out && existing?.owner == nil ? existing : VideoBuffer(format: out))
+        return (n, out, existing?.format == out ? existing : VideoBuffer(format: out))
     }
 }
 

@@ -218,16 +218,6 @@ public final class Y4MReader {
         return Int((size - Int64(headerByteCount)) / Int64(header.frameByteCount + 6))
     }
 
-    /// Reads the following frames into `buffer` (the stream's format) instead of the reader's
-    /// own: `rawfx run` passes `VideoChain.sharedInputBuffer(for:)` when the chain starts with
-    /// an isolated stage, so each frame lands in its shared memory with no further copy
-    /// (docs/isolation.md).
-    public func readFrames(into buffer: VideoBuffer) {
-        precondition(buffer.format.width == header.format.width && buffer.format.height == header.format.height,
-                     "a \(buffer.format.width)x\(buffer.format.height) buffer for a \(header.format.width)x\(header.format.height) stream")
-        self.buffer = buffer
-    }
-
     /// The next frame, valid until the next call; nil at the end of the stream.
     /// Its timestamp is the frame index over the frame rate.
     public func readFrame() throws(MediaError) -> VideoFrame? {

@@ -36,9 +36,10 @@ int32_t iso_negotiate(iso_instance *inst, const rawfx_format *input, rawfx_negot
         snprintf(inst->error, sizeof inst->error, "the isolated helper failed during configure");
         return RAWFX_ERR_INTERNAL;
     }
-    if (c->status != RAWFX_OK) {
+    int32_t status = c->status; /* read once: the helper may change it under us */
+    if (status != RAWFX_OK) {
         iso_copy_error(inst);
-        return c->status;
+        return status;
     }
     /* Each stage's answer, copied once and checked; the group's is the last stage's output
      * with every stage's latency (the host sums them, it does not take the helper's word). */
@@ -60,6 +61,9 @@ int32_t iso_negotiate(iso_instance *inst, const rawfx_format *input, rawfx_negot
         } else {
             const rawfx_audio_format *o = &n.output.audio;
             if (o->channels == 0 || o->channels > 64 || o->sample_rate == 0 || o->sample_rate > 1000000) problem = "answered an impossible audio format";
+            else if (t->members[k].processing == RAWFX_PROCESS_IN_PLACE
+                     && (o->channels != stage_input.audio.channels || o->sample_rate != stage_input.audio.sample_rate))
+                problem = "answered another rate or channel count for an in-place stage"; /* its answer lands in the input block */
         }
         /* Before anything here is sized from it: the caps every configure keeps. */
         char beyond[200], capped[240];

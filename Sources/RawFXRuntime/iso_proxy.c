@@ -1,10 +1,10 @@
 /*
  * iso_proxy.c — the proxy: the rawfx_filter the engine calls for an isolated stage, and its
  * types (rawfx_isolation.h). Control calls (create, configure, destroy) take the lock; the
- * process thread never waits for it. A video frame is copied into the shared memory once
- * (unless it lies there already), processed by the helper, and read where the helper wrote
- * it; while the helper is down it passes through unchanged. Audio is iso_audio.c, groups'
- * shells iso_group.c.
+ * process thread never waits for it. A video frame is copied into the shared memory once,
+ * processed by the helper, and read where the helper wrote it; at a fault and while the
+ * helper is down it passes through unchanged (the caller's frame, never the shared copy).
+ * Audio is iso_audio.c, groups' shells iso_group.c.
  */
 #define _GNU_SOURCE
 #include "isolation_internal.h"
@@ -26,15 +26,19 @@ const char *rfx_isolation_engine_image_path(void) {
 
 static const char *proxy_get_error(const rawfx_filter *filter) { return iso_instance_of(filter)->error; }
 
-static void proxy_destroy(const rawfx_filter *filter) {
-    iso_instance *inst = iso_instance_of(filter);
-    iso_supervisor_stop(inst);
+void iso_instance_free(iso_instance *inst) {
     iso_channel_close(&inst->chan);
     pthread_cond_destroy(&inst->sup.changed);
     pthread_mutex_destroy(&inst->sup.lock);
     free(inst->params.slots);
     iso_audio_free(inst);
     free(inst);
+}
+
+static void proxy_destroy(const rawfx_filter *filter) {
+    iso_instance *inst = iso_instance_of(filter);
+    iso_supervisor_stop(inst);
+    iso_instance_free(inst);
 }
 
 /* [process or control] Records the value (for restarts) and forwards it when the
@@ -259,18 +263,13 @@ static rawfx_status proxy_process_video(const rawfx_filter *filter, const rawfx_
         iso_video_layout(&layout_out, &inst->stream.negotiation.output.video, inst->stream.out_offset);
         layout_out.timestamp_us = in->timestamp_us;
     }
-    /* The one copy, the borrowed frame into shared memory, unless the stage upstream wrote
-     * it there already (rfx_isolation_video_input_frame). */
-    int in_shared = 1;
-    for (int p = 0; p < 3; p++)
-        in_shared &= in->planes[p] == inst->chan.map + (uintptr_t)layout_in.planes[p] && in->strides[p] == layout_in.strides[p];
-    if (!in_shared) {
-        /* Wake the helper now (unless it polls already): it polls for the request while
-         * the frame is copied in. */
-        if (!__atomic_load_n(&c->helper_polling, __ATOMIC_RELAXED)) rfx_iso_futex_wake(&c->request_seq);
-        atomic_fetch_add_explicit(&inst->counters.copied_in, 1, memory_order_relaxed);
-        copy_frame_in(inst, in, &layout_in);
-    }
+    /* The one copy: the frame into shared memory. It is never read there by the host again: the
+     * helper may write anywhere in that memory (an in-place edit, a scribble, a crash halfway),
+     * and a fault passes `in`, which only the host's side can write, on unchanged. Wake the
+     * helper first (unless it polls already): it polls for the request during the copy. */
+    if (!__atomic_load_n(&c->helper_polling, __ATOMIC_RELAXED)) rfx_iso_futex_wake(&c->request_seq);
+    atomic_fetch_add_explicit(&inst->counters.copied_in, 1, memory_order_relaxed);
+    copy_frame_in(inst, in, &layout_in);
     c->video_in = layout_in;
     c->video_out = layout_out;
     c->bypass_mask = atomic_load_explicit(&inst->group.bypass_mask, memory_order_relaxed);
@@ -321,27 +320,12 @@ static const void *proxy_get_extension(const rawfx_filter *filter, const char *i
     return NULL;
 }
 
-int32_t rfx_isolation_video_input_frame(const rawfx_filter *filter, rawfx_video_frame *frame) {
-    if (filter->descriptor->create != iso_proxy_create || filter->descriptor->media_kind != RAWFX_MEDIA_VIDEO) return 0;
-    iso_instance *inst = iso_instance_of(filter);
-    /* Never waits: the chain may ask between two frames, while a restart holds the lock for
-     * seconds; it then keeps (or makes) a buffer of its own and the frame is copied. */
-    if (pthread_mutex_trylock(&inst->sup.lock) != 0) return 0;
-    int ok = inst->stream.configured && !atomic_load(&inst->stream.provisional) && inst->stream.in_offset != 0;
-    if (ok) {
-        iso_video_layout(frame, &inst->stream.input.video, inst->stream.in_offset);
-        for (int p = 0; p < 3; p++) frame->planes[p] = inst->chan.map + (uintptr_t)frame->planes[p];
-    }
-    pthread_mutex_unlock(&inst->sup.lock);
-    return ok;
-}
-
-/* [control] A proxy with a helper serving the real filter; NULL with a message
- * when the helper cannot start (not found, the plugin refused, ...). */
-const rawfx_filter *iso_proxy_create(const rawfx_filter_descriptor *descriptor, char *error, size_t capacity) {
-    const iso_type *type = (const iso_type *)descriptor;
+iso_instance *iso_instance_create(const iso_type *type, char *error, size_t capacity) {
     iso_instance *inst = calloc(1, sizeof *inst);
-    if (!inst) return NULL;
+    if (!inst) {
+        snprintf(error, capacity, "cannot allocate an isolated stage");
+        return NULL;
+    }
     inst->type = type;
     inst->params.count = type->total_params;
     inst->group.view.inst = inst;
@@ -361,23 +345,29 @@ const rawfx_filter *iso_proxy_create(const rawfx_filter_descriptor *descriptor, 
     pthread_cond_init(&inst->sup.changed, &attributes);
     pthread_condattr_destroy(&attributes);
     inst->filter.struct_size = sizeof inst->filter;
-    inst->filter.descriptor = descriptor;
+    inst->filter.descriptor = &type->descriptor;
     inst->filter.filter_data = inst;
     inst->filter.destroy = proxy_destroy;
     inst->filter.set_param = iso_proxy_set_param;
     inst->filter.configure = proxy_configure;
-    if (descriptor->media_kind == RAWFX_MEDIA_VIDEO) inst->filter.process_video = proxy_process_video;
+    if (type->descriptor.media_kind == RAWFX_MEDIA_VIDEO) inst->filter.process_video = proxy_process_video;
     else inst->filter.process_audio = iso_proxy_process_audio;
     inst->filter.reset = proxy_reset;
     inst->filter.get_error = proxy_get_error;
     inst->filter.get_extension = proxy_get_extension;
+    return inst;
+}
+
+/* [control] A proxy with a helper serving the real filter; NULL with a message
+ * when the helper cannot start (not found, the plugin refused, ...). */
+const rawfx_filter *iso_proxy_create(const rawfx_filter_descriptor *descriptor, char *error, size_t capacity) {
+    iso_instance *inst = iso_instance_create((const iso_type *)descriptor, error, capacity);
+    if (!inst) return NULL;
     pthread_mutex_lock(&inst->sup.lock);
     if (iso_supervisor_start(inst) != 0) {
         pthread_mutex_unlock(&inst->sup.lock);
         snprintf(error, capacity, "cannot start the supervisor thread of an isolated stage");
-        iso_channel_close(&inst->chan);
-        free(inst->params.slots);
-        free(inst);
+        iso_instance_free(inst);
         return NULL;
     }
     int ok = inst->sup.start_ok;

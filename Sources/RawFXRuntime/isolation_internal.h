@@ -291,6 +291,12 @@ ISO_INTERNAL int iso_bring_up(iso_instance *inst);
 /* ---------------------------------------------------- iso_proxy.c ------- */
 
 ISO_INTERNAL const rawfx_filter *iso_proxy_create(const rawfx_filter_descriptor *descriptor, char *error, size_t capacity);
+/* [control] An instance of `type`: its shared memory and its rawfx_filter, no helper yet
+ * (iso_proxy_create starts the supervisor; Fuzz/Harnesses/FuzzIsolationHost answers in
+ * process, as a hostile helper); NULL with a message. */
+ISO_INTERNAL iso_instance *iso_instance_create(const iso_type *type, char *error, size_t capacity);
+/* [control] Frees what iso_instance_create made; no helper or supervisor may be left. */
+ISO_INTERNAL void iso_instance_free(iso_instance *inst);
 ISO_INTERNAL rawfx_status iso_proxy_set_param(const rawfx_filter *filter, uint32_t index, const rawfx_param_value *value);
 
 /* ---------------------------------------------------- iso_audio.c ------- */

@@ -71,12 +71,15 @@ struct ParameterInfo {
         }
     }
 
-    /// The default as a value (nil for a string without one).
+    /// The default as a value: nil for a string without one, and for a number no 64-bit
+    /// integer holds (NaN, 1e300: the descriptors check reports it).
     var defaultTrial: TrialValue? {
         switch Int(type) {
         case RAWFX_PARAM_FLOAT: return TrialValue(type: type, real: defaultValue, label: "default (\(defaultValue))")
         case RAWFX_PARAM_STRING: return defaultString.map { TrialValue(type: type, text: $0, label: "default ('\($0)')") }
-        default: return TrialValue(type: type, integer: Int64(defaultValue), label: "default (\(Int64(defaultValue)))")
+        default:
+            guard let integer = Int64(exactly: defaultValue.rounded(.towardZero)) else { return nil }
+            return TrialValue(type: type, integer: integer, label: "default (\(integer))")
         }
     }
 
@@ -187,6 +190,9 @@ struct FilterDescription {
         } else if d.param_count > 0 && stride < PluginStruct.paramDescriptor10 {
             problems.append("the first parameter descriptor has struct_size \(stride), less than \(PluginStruct.paramDescriptor10)")
             unusable = "its parameter array cannot be walked"
+        } else if d.param_count > 0 && stride % PluginStruct.paramDescriptorAlignment != 0 {
+            problems.append("the first parameter descriptor has struct_size \(stride), not a multiple of \(PluginStruct.paramDescriptorAlignment) (a C array's stride is)")
+            unusable = "its parameter array cannot be walked"
         } else {
             var seen = Set<String>()
             for i in 0..<Int(d.param_count) {
@@ -228,6 +234,8 @@ struct FilterDescription {
                 problem("\(bad.0) is \(bad.1), not a finite number")
             } else if p.min_value > p.max_value {
                 problem("range [\(p.min_value), \(p.max_value)] is empty: min_value > max_value")
+            } else if Int(p.type) == RAWFX_PARAM_INT, !PluginStruct.holdsInt64(p.min_value) || !PluginStruct.holdsInt64(p.max_value) {
+                problem("an INT range [\(p.min_value), \(p.max_value)] beyond a 64-bit integer")
             } else {
                 range = p.min_value...p.max_value
                 if !range!.contains(p.default_value) {

@@ -102,9 +102,25 @@ final class PluginFile {
         entry = e
         self.abi = abi
         libraryHost = host
+        let walked = PluginFile.walk(entry: e, abi: abi, count: count, describe: describe)
+        name = walked.name
+        version = walked.version
+        filters = walked.filters
+        problems = walked.problems
+        notes = walked.notes
+    }
+
+    /// What an initialized plugin's entry and descriptors say (its names, every filter
+    /// descriptor with its parameters) and every rule of rawfx.h they break: counts over
+    /// `maxDescriptorCount` are not followed, strings are read at most `maxDescriptorString`
+    /// bytes far, structs as far as their `struct_size` and the plugin's minor cover. Only
+    /// reads the plugin's memory (FuzzPluginDescriptors feeds it forged descriptors).
+    static func walk(entry e: rawfx_plugin_entry, abi: ABIVersion, count: UInt32,
+                     describe: (UInt32) -> UnsafePointer<rawfx_filter_descriptor>?)
+        -> (name: String, version: String, filters: [FilterDescription], problems: [String], notes: [String]) {
         var problems: [String] = []
-        name = boundedString(e.plugin_name, field: "plugin_name", problems: &problems) ?? ""
-        version = boundedString(e.plugin_version, field: "plugin_version", problems: &problems) ?? ""
+        let name = boundedString(e.plugin_name, field: "plugin_name", problems: &problems) ?? ""
+        let version = boundedString(e.plugin_version, field: "plugin_version", problems: &problems) ?? ""
         var notes: [String] = []
         if name.isEmpty { problems.append("plugin_name is missing or empty") }
         if version.isEmpty { problems.append("plugin_version is missing or empty") }
@@ -127,9 +143,7 @@ final class PluginFile {
         for id in Set(ids) where ids.count(where: { $0 == id }) > 1 {
             problems.append("filter id '\(id)' appears \(ids.count(where: { $0 == id })) times")
         }
-        self.filters = filters
-        self.problems = problems
-        self.notes = notes
+        return (name, version, filters, problems, notes)
     }
 
     /// Calls the plugin's `deinit` (once; every instance must be gone).

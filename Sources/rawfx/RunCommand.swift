@@ -315,9 +315,6 @@ struct RunCommand: ParsableCommand {
                 if writer == nil {
                     writer = try open(chain.outputFormat!)
                     toSkip = chain.latency
-                    // Negotiated now: an isolated first stage takes the next frames straight
-                    // into its shared memory (the read is the copy the file forces anyway).
-                    if let shared = try chain.sharedInputBuffer(for: frame.format) { reader.readFrames(into: shared) }
                 }
                 try write(out)
                 last = frame

@@ -14,7 +14,10 @@
  *   filter forbids it); fault=exec runs /bin/true in place of the process. fault=killparent
  *   sends SIGKILL to its parent (the host, when isolated), fault=stopgroup SIGSTOP to the
  *   parent's process group and the parent, fault=orphan forks a child that waits forever
- *   (its pid written to `marker`), then crashes.
+ *   (its pid written to `marker`), then crashes. fault=editcrash edits the first half of the
+ *   frame or block in place, then crashes; fault=scribble fills every byte of the isolated
+ *   helper's shared memory (found in /proc/self/maps), control block included, with 0xA5 and
+ *   returns success (a hostile plugin; the host must pass the frame in flight through intact).
  *   faulty_video and faulty_audio with say=1 log a warning through the host object just before
  *   the fault: "<fault> on call N" (a plugin's last words, for the isolation log tests).
  * Built with -DFAULTY_CLAIM_LATENCY=N, -DFAULTY_CLAIM_BLOCK=N or -DFAULTY_CLAIM_MAX_OUTPUT=N,
@@ -31,9 +34,9 @@
 #include "rawfx.h"
 
 enum { FAULT_NONE, FAULT_SEGV, FAULT_HANG, FAULT_EXIT, FAULT_CONFIGURE, FAULT_SOCKET, FAULT_EXEC,
-       FAULT_KILL_PARENT, FAULT_STOP_GROUP, FAULT_ORPHAN, FAULT_COUNT };
+       FAULT_KILL_PARENT, FAULT_STOP_GROUP, FAULT_ORPHAN, FAULT_EDIT_CRASH, FAULT_SCRIBBLE, FAULT_COUNT };
 static const char *const fault_names[] = { "none", "segv", "hang", "exit", "configure", "socket", "exec",
-                                           "killparent", "stopgroup", "orphan" };
+                                           "killparent", "stopgroup", "orphan", "editcrash", "scribble" };
 
 typedef struct faulty {
     rawfx_filter filter;
@@ -64,7 +67,7 @@ static const rawfx_param_descriptor audio_params[] = {
     { sizeof(rawfx_param_descriptor), "at", "At", "The block (from 1) the fault happens on.", "",
       RAWFX_PARAM_INT, 0, 5.0, 1.0, 1000000.0, NULL, NULL, 0 },
     { sizeof(rawfx_param_descriptor), "fault", "Fault", "What goes wrong.", "",
-      RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, 7 },
+      RAWFX_PARAM_ENUM, 0, 0.0, 0.0, 0.0, NULL, fault_names, FAULT_COUNT },
     { sizeof(rawfx_param_descriptor), "latency", "Latency", "Frames the output is delayed by (mono).", "frames",
       RAWFX_PARAM_INT, RAWFX_PARAM_FLAG_RECONFIGURE, 0.0, 0.0, 4800.0, NULL, NULL, 0 },
     { sizeof(rawfx_param_descriptor), "say", "Say", "1: log a warning just before the fault.", "",
@@ -126,9 +129,26 @@ static rawfx_status configure(const rawfx_filter *f, const rawfx_format *in, raw
     return RAWFX_OK;
 }
 
-/* The fault of this call, if it is the `at`-th. */
-static void maybe_fail(faulty *s) {
-    if (++s->count != s->at) return;
+/* Writes 0xA5 over every writable mapping of the isolated helper's shared memory (the memfd
+ * named "rawfx-isolate"): the frames, the control block, the log ring. */
+static void scribble_shared_memory(void) {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (!maps) return;
+    char line[512];
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long begin, end;
+        char permissions[8];
+        if (strstr(line, "memfd:rawfx-isolate") && sscanf(line, "%lx-%lx %7s", &begin, &end, permissions) == 3
+            && permissions[1] == 'w')
+            memset((void *)begin, 0xA5, end - begin);
+    }
+    fclose(maps);
+}
+
+/* The fault of this call, if it is the `at`-th: 1 when it is (editcrash and scribble are the
+ * process functions' to do). */
+static int maybe_fail(faulty *s) {
+    if (++s->count != s->at) return 0;
     if (s->say && s->fault != FAULT_NONE && s->host != NULL) {
         char line[64];
         snprintf(line, sizeof line, "%s on call %d", fault_names[s->fault], s->count);
@@ -163,14 +183,21 @@ static void maybe_fail(faulty *s) {
         }
         crash();
     }
+    return 1;
 }
 
 static rawfx_status process_video(const rawfx_filter *f, const rawfx_video_frame *in, rawfx_video_frame *out) {
     (void)in;
     faulty *s = of(f);
-    maybe_fail(s);
-    for (uint32_t y = 0; y < out->height; y++)
+    int faulting = maybe_fail(s);
+    if (faulting && s->fault == FAULT_SCRIBBLE) {
+        scribble_shared_memory();
+        return RAWFX_OK;
+    }
+    for (uint32_t y = 0; y < out->height; y++) {
+        if (faulting && s->fault == FAULT_EDIT_CRASH && y == out->height / 2) crash();
         for (uint32_t x = 0; x < out->width; x++) out->planes[0][(size_t)y * out->strides[0] + x] += (uint8_t)s->delta;
+    }
     return RAWFX_OK;
 }
 
@@ -190,8 +217,13 @@ static rawfx_status process_oop(const rawfx_filter *f, const rawfx_video_frame *
 static rawfx_status process_audio(const rawfx_filter *f, const rawfx_audio_frame *in, rawfx_audio_frame *out) {
     (void)in;
     faulty *s = of(f);
-    maybe_fail(s);
+    int faulting = maybe_fail(s);
+    if (faulting && s->fault == FAULT_SCRIBBLE) {
+        scribble_shared_memory();
+        return RAWFX_OK;
+    }
     for (uint32_t i = 0; i < out->frame_count * out->channels; i++) {
+        if (faulting && s->fault == FAULT_EDIT_CRASH && i == out->frame_count * out->channels / 2) crash();
         int16_t x = out->samples[i];
         if (s->ring) {
             int16_t delayed = s->ring[s->position];

@@ -5,6 +5,9 @@
  *   -DFIXTURE_REQUIRE_HOST_MINOR=1                   init refuses a host older than 1.1
  *   -DFIXTURE_NO_ENTRY                               no rawfx_get_plugin_entry
  *   -DFIXTURE_BAD_DEFAULT                            a default outside its range
+ *   -DFIXTURE_VALUE_MIN=x -DFIXTURE_VALUE_MAX=y      the range of `value` (0 and 100)
+ *   -DFIXTURE_PARAM_STRUCT_SIZE=n                    the first parameter's struct_size (the
+ *                                                    array's stride to a host; sizeof)
  *   -DFIXTURE_ID='"stamp"'                           the filter id
  *   -DFIXTURE_SECOND_ID='"extra"'                    a second filter (a copy of stamp)
  *   -DFIXTURE_GROWN                                  entry and descriptors carry fields of a
@@ -41,9 +44,18 @@
 
 typedef struct stamp { rawfx_filter filter; int value; int max_width; char error[200]; } stamp;
 
+#ifndef FIXTURE_VALUE_MIN
+#define FIXTURE_VALUE_MIN 0.0
+#endif
+#ifndef FIXTURE_VALUE_MAX
+#define FIXTURE_VALUE_MAX 100.0
+#endif
+#ifndef FIXTURE_PARAM_STRUCT_SIZE
+#define FIXTURE_PARAM_STRUCT_SIZE sizeof(rawfx_param_descriptor)
+#endif
 static const rawfx_param_descriptor params[] = {
-    { sizeof(rawfx_param_descriptor), "value", "Value", "Added to the first luma sample.", "",
-      RAWFX_PARAM_INT, 0, VALUE_DEFAULT, 0.0, 100.0, NULL, NULL, 0 },
+    { FIXTURE_PARAM_STRUCT_SIZE, "value", "Value", "Added to the first luma sample.", "",
+      RAWFX_PARAM_INT, 0, VALUE_DEFAULT, FIXTURE_VALUE_MIN, FIXTURE_VALUE_MAX, NULL, NULL, 0 },
     { sizeof(rawfx_param_descriptor), "max_width", "Maximum width", "Frames wider than this are refused.", "px",
       RAWFX_PARAM_INT, RAWFX_PARAM_FLAG_RECONFIGURE, 4096.0, 2.0, 16384.0, NULL, NULL, 0 },
 };

@@ -191,6 +191,7 @@ final class IsolationTests: XCTestCase {
             var input = [Int16](repeating: 0, count: 480)
             for i in input.indices { input[i] = Int16(truncatingIfNeeded: (i * 37 + n * 1013) % 20000 - 10000) }
             var expected = input
+            let sent = input  // the chain may write its output over `input`
             var output: [[Int16]] = []
             let before = chain.filters[0].isolation!.passthrough
             try input.withUnsafeMutableBufferPointer { b in
@@ -202,7 +203,7 @@ final class IsolationTests: XCTestCase {
             }
             XCTAssertEqual(output.count, 1, "block \(n) came out once")
             if chain.filters[0].isolation!.passthrough == before + 1 {
-                XCTAssertEqual(output.first, input, "block \(n) passed through unchanged")
+                XCTAssertEqual(output.first, sent, "block \(n) passed through unchanged")
                 outcomes.append(.passedThrough)
             } else {
                 var referenceOutput: [Int16] = []
@@ -227,6 +228,10 @@ final class IsolationTests: XCTestCase {
     func testAudioSegfaultPassesTheBlockThrough() throws { try checkAudioFault("segv", deadline: "10000ms") }
     func testAudioHangPassesTheBlockThrough() throws { try checkAudioFault("hang", deadline: "2000ms") }
     func testAudioExitPassesTheBlockThrough() throws { try checkAudioFault("exit", deadline: "10000ms") }
+    /// A hostile plugin's edit of half the block before it crashes, or its scribble over the whole
+    /// shared memory before it returns success, never reaches the output.
+    func testAudioCrashAfterAnInPlaceEditPassesTheBlockThroughAsItCameIn() throws { try checkAudioFault("editcrash", deadline: "10000ms") }
+    func testAudioScribbledSharedMemoryWithSuccessPassesTheBlockThrough() throws { try checkAudioFault("scribble", deadline: "2000ms") }
 
     // MARK: pipelined audio (docs/isolation.md, "Pipelined audio")
 
@@ -360,11 +365,12 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, before, "the planes are still mapped")
     }
 
-    // MARK: zero copy (docs/isolation.md, "Memory")
+    // MARK: the frame in flight (docs/isolation.md, "Memory" and "What a hostile plugin can do")
 
-    /// Behind an out-of-place stage the frame is written straight into the isolated stage's
-    /// shared memory: it crosses with no copy, and every frame is what the in-process chain makes.
-    func testFrameBehindAnOutOfPlaceStageCrossesWithoutACopy() throws {
+    /// Behind an out-of-place stage the frame is copied into the isolated stage's shared memory
+    /// once, like a borrowed frame (the upstream stage writes into the chain's own memory, which
+    /// the helper cannot touch), and every frame is what the in-process chain makes.
+    func testFrameBehindAnOutOfPlaceStageIsCopiedInOnce() throws {
         let registry = try faultyRegistry()
         let chain = try VideoChain("faulty_oop=at=1000000:delta=3,faulty_video@isolate(deadline=10000ms)=delta=5", registry: registry)
         let reference = try VideoChain("faulty_oop=at=1000000:delta=3,faulty_video=delta=5", registry: registry)
@@ -376,68 +382,56 @@ final class IsolationTests: XCTestCase {
         }
         let isolation = try XCTUnwrap(chain.filters[1].isolation)
         XCTAssertEqual(isolation.passthrough, 0)
-        XCTAssertEqual(isolation.copiedIn, 0, "the upstream stage wrote into the shared memory")
-        // Alone, the borrowed input frame must be copied once per frame.
-        let alone = try VideoChain("faulty_video@isolate(deadline=10000ms)", registry: registry)
-        for seed in 1...3 { _ = try alone.process(patternBuffer(width: 64, height: 48, seed: seed).frame) }
-        XCTAssertEqual(alone.filters[0].isolation?.copiedIn, 3)
+        XCTAssertEqual(isolation.copiedIn, 6, "one copy per frame")
     }
 
-    /// With the engine's pool at 2 threads the borrowed frame is copied in bands that the
-    /// workers and the processing thread share (iso_proxy.c, copy_frame_in): every byte lands
-    /// where one thread would put it, for rows that lie alike (one copy per band) and rows
-    /// that do not (odd sizes, a wider source stride).
-    func testCopyInSplitOverThePoolGivesTheInProcessOutput() throws {
-        let threadsBefore = RawFXThreadPool.threadCount
-        defer { RawFXThreadPool.threadCount = threadsBefore }
-        RawFXThreadPool.threadCount = 2
+    /// A hostile in-place stage faults on frame 2 (`fault`: it edits half the frame in shared
+    /// memory then crashes, or it fills the whole shared memory, control block included, and
+    /// returns success): that frame leaves the stage byte for byte as it came in, alone (a
+    /// borrowed frame) and behind an out-of-place stage (the frame the chain made).
+    func checkFrameInFlightLeavesAsItCameIn(fault: String, deadline: String, logged: String) throws {
         let registry = try faultyRegistry()
-        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms)=delta=7", registry: registry)
-        let reference = try VideoChain("faulty_video=delta=7", registry: registry)
-        var frames = 0
-        for (seed, size, extra) in [(1, (1280, 720), 0), (2, (1280, 720), 0), (3, (1283, 723), 9), (4, (1920, 1082), 3)] {
-            let input = patternBuffer(width: size.0, height: size.1, extraStride: extra, seed: seed)
-            let expected = try reference.process(patternBuffer(width: size.0, height: size.1, extraStride: extra, seed: seed).frame)
-            let output = try chain.process(input.frame)
-            XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, (0..<3).map { planeBytes(expected, $0) }, "frame \(seed) at \(size)")
-            frames += 1
+        for upstream in ["", "faulty_oop=at=1000000:delta=3,"] {
+            let log = LogCapture()
+            defer { log.stop() }
+            let chain = try VideoChain("\(upstream)faulty_video@isolate(deadline=\(deadline))=fault=\(fault):at=2:delta=40", registry: registry)
+            let processed = try VideoChain("\(upstream)faulty_video=delta=40", registry: registry)
+            // What reaches the isolated stage: the input, or the upstream stage's output.
+            let arriving = upstream.isEmpty ? nil : try VideoChain("faulty_oop=at=1000000:delta=3", registry: registry)
+            let stage = chain.filters.count - 1
+            func bytes(_ frame: VideoFrame) -> [[UInt8]] { (0..<3).map { planeBytes(frame, $0) } }
+            func fresh(_ seed: Int) -> VideoBuffer { patternBuffer(width: 64, height: 48, extraStride: 8, seed: seed) }
+            for seed in 1...2 {
+                let input = fresh(seed)
+                let passedBefore = chain.filters[stage].isolation!.passthrough
+                let output = bytes(try chain.process(input.frame))
+                let expected: [[UInt8]]
+                if seed == 1 {
+                    expected = bytes(try processed.process(fresh(seed).frame))
+                    XCTAssertEqual(chain.filters[stage].isolation!.passthrough, passedBefore, "\(upstream) frame 1 processed")
+                } else {
+                    expected = try arriving.map { bytes(try $0.process(fresh(seed).frame)) } ?? bytes(fresh(seed).frame)
+                    XCTAssertEqual(chain.filters[stage].isolation!.passthrough, passedBefore + 1, "\(upstream) frame 2 passed through")
+                }
+                XCTAssertEqual(output, expected, "\(upstream)\(fault): frame \(seed)")
+            }
+            XCTAssertEqual(chain.filters[stage].isolation?.faults, 1, "\(upstream)\(fault)")
+            RawFXLog.sync()
+            let faultLines = log.records.filter { $0.severity == .warning && $0.message.contains("isolated helper") && $0.source == "faulty_video" }
+            XCTAssertTrue(faultLines.contains { $0.message.contains(logged) }, "\(faultLines)")
         }
-        XCTAssertEqual(chain.filters[0].isolation?.copiedIn, UInt64(frames))
-        XCTAssertEqual(chain.filters[0].isolation?.passthrough, 0)
     }
 
-    /// A caller that copies each frame anyway writes it into the first stage's shared memory
-    /// (`sharedInputBuffer`): no copy in, the in-process output.
-    func testCallerWritesIntoTheSharedInputBuffer() throws {
-        let registry = try faultyRegistry()
-        let chain = try VideoChain("faulty_video@isolate(deadline=10000ms)=delta=4", registry: registry)
-        let reference = try VideoChain("faulty_video=delta=4", registry: registry)
-        let format = VideoFormat(width: 64, height: 48)
-        let shared = try XCTUnwrap(try chain.sharedInputBuffer(for: format))
-        for seed in 1...4 {
-            let picture = patternBuffer(width: 64, height: 48, extraStride: 8, seed: seed)
-            picture.frame.copy(to: shared.frame)
-            let output = try chain.process(shared.frame)
-            let expected = try reference.process(picture.frame)
-            XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, (0..<3).map { planeBytes(expected, $0) }, "frame \(seed)")
-        }
-        XCTAssertEqual(chain.filters[0].isolation?.copiedIn, 0)
-        XCTAssertNil(try reference.sharedInputBuffer(for: format), "in process: nothing to share")
+    func testCrashAfterAnInPlaceEditPassesTheFrameThroughAsItCameIn() throws {
+        try checkFrameInFlightLeavesAsItCameIn(fault: "editcrash", deadline: "10000ms",
+                                               logged: "killed by signal 11 (Segmentation fault) during a frame")
     }
 
-    /// A new size renegotiates: the upstream stage's output moves with the isolated stage's
-    /// input, and the frames stay right.
-    func testZeroCopySurvivesARenegotiation() throws {
-        let registry = try faultyRegistry()
-        let chain = try VideoChain("faulty_oop=at=1000000:delta=2,faulty_video@isolate(deadline=10000ms)=delta=9", registry: registry)
-        let reference = try VideoChain("faulty_oop=at=1000000:delta=2,faulty_video=delta=9", registry: registry)
-        for (seed, size) in [(1, (64, 48)), (2, (160, 90)), (3, (160, 90)), (4, (34, 18))] {
-            let input = patternBuffer(width: size.0, height: size.1, extraStride: 5, seed: seed)
-            let expected = try reference.process(input.frame)
-            let output = try chain.process(input.frame)
-            XCTAssertEqual((0..<3).map { planeBytes(output, $0) }, (0..<3).map { planeBytes(expected, $0) }, "frame \(seed) at \(size)")
-        }
-        XCTAssertEqual(chain.filters[1].isolation?.copiedIn, 0)
+    /// The helper's reply then carries the scribbled sequence number (0xA5A5A5A5): no answer to
+    /// this frame within the deadline, a fault.
+    func testScribbledSharedMemoryWithSuccessPassesTheFrameThroughAsItCameIn() throws {
+        try checkFrameInFlightLeavesAsItCameIn(fault: "scribble", deadline: "2000ms",
+                                               logged: "did not finish a frame within the 2000.00 ms deadline")
     }
 
     // MARK: seccomp (docs/isolation.md, "Least privilege")

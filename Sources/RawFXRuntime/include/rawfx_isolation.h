@@ -101,7 +101,7 @@ typedef struct rfx_isolation_counters {
     uint64_t faults;       /* crashes, exits, hangs past the deadline, protocol violations */
     uint64_t restarts;     /* helpers brought back after a fault */
     uint64_t passthrough;  /* frames or blocks passed unchanged while the helper was down */
-    uint64_t copied_in;    /* video frames copied into shared memory (not already there) */
+    uint64_t copied_in;    /* video frames copied into shared memory (every frame sent to the helper) */
     int32_t up;            /* 1 when the helper is serving frames now */
     int32_t pid;           /* the current helper's pid, or 0 */
     int64_t deadline_ns;   /* the deadline in force (derived or configured) */
@@ -111,15 +111,6 @@ typedef struct rfx_isolation_counters {
     uint32_t group_member; /* its position in the group, from 0 */
     uint32_t group_size;   /* stages in the group; 1 for a stage alone */
 } rfx_isolation_counters;
-
-/* [control or process, after configure] The proxy's video input frame in shared memory, as pointers in
- * the host's mapping with the negotiated input's size and strides: a stage upstream that
- * writes its output there hands the frame over with no copy (the proxy sees its own planes
- * and skips the copy). The memory stays mapped, at the same address, until the instance is
- * destroyed. Returns 1 and fills `frame`, or 0 (not a video proxy, not negotiated, or
- * negotiated as a passthrough because the helper died in configure, or a restart holds the
- * instance now: it never waits). */
-int32_t rfx_isolation_video_input_frame(const rawfx_filter *filter, rawfx_video_frame *frame);
 
 /* [any] Reads the counters of a proxy through its extension pointer. */
 void rfx_isolation_read_counters(const void *extension, rfx_isolation_counters *out);
