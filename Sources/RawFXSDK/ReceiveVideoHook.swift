@@ -461,7 +461,9 @@ final class ReceiveProcessor: @unchecked Sendable {
 final class ReceiveSlot {
     enum Content { case empty, wake, retainedI420, retainedNV12, copied }
     var content = Content.empty
-    var raw: (any VideoRawData)?
+    /// A kept I420 frame: the SDK's planes and the reference that keeps them.
+    var retainedFrame: VideoFrame?
+    var reference = SDKObjectReference.none
     var pixels: (any NV12PixelBuffer)?
     var rotation = SDKVideoRawDataRotation.none
     /// A copy's picture, reallocated only when the size changes.
@@ -473,9 +475,10 @@ final class ReceiveSlot {
     @discardableResult
     func release() -> Bool {
         let held = content == .retainedI420 || content == .retainedNV12 || content == .copied
-        if content == .retainedI420 { raw?.releaseRef() }
+        if content == .retainedI420 { reference.releaseRef() }
         if content == .retainedNV12 { pixels?.releaseRef() }
-        raw = nil
+        retainedFrame = nil
+        reference = .none
         pixels = nil
         content = .empty
         return held
@@ -490,7 +493,7 @@ final class ReceiveSlot {
 }
 
 /// The delegate a stream's pipe calls: the SDK's callbacks for one (user, pipe).
-final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
+final class ReceiveStream: SDKRawDataPipeDelegate, ReceivedFrameInput, @unchecked Sendable {
     let id: ReceiveStreamID
     let pipe: any SDKRawDataPipe
     let processor: ReceiveProcessor
@@ -532,29 +535,37 @@ final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
     // MARK: SDK callbacks [the SDK's thread for this pipe]
 
     func onRawDataFrameReceived(_ rawData: any VideoRawData) {
+        guard let frame = Self.frame(of: rawData) else {
+            guard enter() else { return }
+            defer { leave() }
+            return malformed(rawData)
+        }
+        receive(frame, reference: SDKObjectReference(rawData))
+    }
+
+    /// [the SDK's thread for this pipe] The frame-shaped core the SDK-named callback and the C
+    /// API call: the frame (rotation in its format, the SDK's time in its timestamp) runs now
+    /// (sync) or is queued (async: kept through `reference` when the SDK allows it, else copied).
+    func receive(_ frame: VideoFrame, reference: SDKObjectReference) {
         guard enter() else { return }
         defer { leave() }
         guard let queue else {
-            guard let frame = Self.frame(of: rawData) else { return malformed(rawData) }
             processor.process(frame)
             return
         }
         let start = monotonicNanoseconds()
         guard let slot = acquire(queue) else { return }
-        if rawData.canAddRef() && rawData.addRef() {
-            slot.raw = rawData
+        if reference.keep() {
+            slot.reference = reference
+            slot.retainedFrame = frame
             slot.content = .retainedI420
         } else {
             // Stack memory: the planes die with this callback, so copy them now.
-            guard let frame = Self.frame(of: rawData) else {
-                queue.giveBack(slot)
-                return malformed(rawData)
-            }
             frame.copy(to: slot.copyBuffer(for: frame.format).frame)
             slot.content = .copied
         }
-        slot.format = rawData.videoFormat
-        slot.timestamp = Int64(rawData.timeStamp) * 1000
+        slot.format = frame.format
+        slot.timestamp = frame.timestampMicroseconds
         submit(slot, to: queue, start: start)
     }
 
@@ -638,12 +649,7 @@ final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
         case .wake:
             processor.drainAndResetIfRequested()
         case .retainedI420:
-            if let raw = slot.raw, var frame = frame(of: raw) {
-                frame.timestampMicroseconds = slot.timestamp
-                processor.process(frame)
-            } else {
-                processor.stats.recordError()
-            }
+            processor.process(slot.retainedFrame!)
         case .retainedNV12:
             if let pixels = slot.pixels { processor.process(pixels, rotation: slot.rotation) }
         case .copied:

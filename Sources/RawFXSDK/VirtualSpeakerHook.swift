@@ -250,20 +250,27 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
 
     // MARK: Internals
 
+    /// The SDK-named callbacks' adapter over `receive(_:from:)`: a block without a buffer or
+    /// whole frames is counted as an error.
     private func receive(_ data: any AudioRawData, _ id: AudioStreamID) {
-        let start = monotonicNanoseconds()
-        let channels = data.channelNum
-        let rate = data.sampleRate
-        let length = data.bufferLen
-        guard let buffer = data.buffer, channels > 0, rate > 0, length > 0, length % (2 * channels) == 0 else {
+        guard let block = LentAudioBlock(data) else {
             stats.recordError()
             return
         }
+        receive(block, from: id)
+    }
+
+    /// [SDK audio thread] The block-shaped core every entry calls (the SDK-named callbacks, the
+    /// C API): runs the stream's chain on the block (sync) or queues it (async: copied, or kept
+    /// through its reference with `retainInAsync`). The SDK's buffer is never written.
+    public func receive(_ block: LentAudioBlock, from id: AudioStreamID) {
+        let start = monotonicNanoseconds()
         guard !closedFlag.load(ordering: .acquiring) else {
             stats.recordRefused()
             return
         }
-        let format = AudioFormat(sampleRate: rate, channels: channels)
+        let format = block.format
+        let length = block.byteCount
         if let queue {
             guard let acquired = queue.acquire() else {
                 stats.recordRefused()
@@ -274,12 +281,13 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
             slot.kind = .audio
             slot.id = id
             slot.format = format
-            slot.timeStamp = data.timeStamp
+            slot.timeStamp = block.timestampMilliseconds
             slot.length = length
-            if retainInAsync && data.canAddRef() && data.addRef() {
-                slot.retained = data
+            if retainInAsync && block.reference.keep() {
+                slot.retained = block.reference
+                slot.retainedBytes = block.bytes
             } else {
-                slot.copy(UnsafeRawPointer(buffer), length)
+                slot.copy(block.bytes, length)
             }
             if !queue.enqueue(slot) {
                 slot.releaseRetained()
@@ -302,7 +310,7 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
                 stream.lock.unlock()
                 continue
             }
-            process(stream, bytes: UnsafeRawPointer(buffer), length: length, format: format, timeStamp: data.timeStamp)
+            process(stream, bytes: block.bytes, length: length, format: format, timeStamp: block.timestampMilliseconds)
             stream.lock.unlock()
             let elapsed = monotonicNanoseconds() &- start
             timingLock.lock()
@@ -402,16 +410,7 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
             let start = monotonicNanoseconds()
             defer { slot.releaseRetained() }
             guard let stream = stream(for: slot.id, format: slot.format) else { return }
-            let bytes: UnsafeRawPointer
-            if let retained = slot.retained {
-                guard let b = retained.buffer else {
-                    stats.recordError()
-                    return
-                }
-                bytes = UnsafeRawPointer(b)
-            } else {
-                bytes = UnsafeRawPointer(slot.bytes)
-            }
+            let bytes = slot.retained != nil ? slot.retainedBytes! : UnsafeRawPointer(slot.bytes)
             stream.lock.lock()
             process(stream, bytes: bytes, length: slot.length, format: slot.format, timeStamp: slot.timeStamp)
             stream.lock.unlock()
@@ -552,7 +551,9 @@ final class SpeakerSlot {
     /// The copied PCM (16-byte aligned); grows to the largest callback seen, then is reused.
     private(set) var bytes = UnsafeMutableRawPointer.allocate(byteCount: 3840, alignment: 16)
     private var capacity = 3840
-    var retained: (any AudioRawData)?
+    /// The SDK's object kept with addRef, and its buffer (valid until `releaseRetained`).
+    var retained: SDKObjectReference?
+    var retainedBytes: UnsafeRawPointer?
 
     deinit {
         retained?.releaseRef()
@@ -572,6 +573,7 @@ final class SpeakerSlot {
     func releaseRetained() {
         guard let retained else { return }
         self.retained = nil
+        retainedBytes = nil
         retained.releaseRef()
     }
 }
