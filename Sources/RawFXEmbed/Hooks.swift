@@ -216,8 +216,8 @@ public func rawfxHookMetricsJSON(_ pointer: OpaquePointer?, _ buffer: UnsafeMuta
     return writeString(handle.metricsJSON, buffer, capacity: capacity, length: length, function)
 }
 
-/// The app's C callback and its context, handed to the hooks' @Sendable handlers: the
-/// callback's thread rules are the C caller's (rawfx_hooks.h states them).
+/// The app's C callback and its context, handed to the hooks' @Sendable handlers and the log
+/// thread. Unchecked: the callback's thread rules are the C caller's (the headers state them).
 struct CCallback<F>: @unchecked Sendable {
     let function: F
     let userData: UnsafeMutableRawPointer?

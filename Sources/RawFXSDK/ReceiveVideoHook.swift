@@ -78,7 +78,7 @@ public enum ReceiveSubscribeError: Error, Equatable, CustomStringConvertible {
 /// callback thread in sync mode, a pool worker in async mode). The frame is valid
 /// during the sink call only: its planes are the SDK's frame or a buffer the chain reuses for
 /// the next frame. Copy it (`VideoFrame.copy(to:)`) to keep it.
-public final class ReceiveVideoHook: @unchecked Sendable {
+public final class ReceiveVideoHook: Sendable {
     public typealias Sink = @Sendable (ReceiveStreamID, VideoFrame) -> Void
     /// Told each `onRawDataStatusChanged`, on the SDK's thread for the pipe, before the hook acts
     /// on it (a program shows the stream's placeholder at `.off`).
@@ -338,7 +338,7 @@ public final class ReceiveVideoHook: @unchecked Sendable {
 /// converter, the last format, the counters. Confined to that thread (the SDK's callback
 /// thread in sync mode; in async mode whichever pool worker runs the stream's turn, one at a
 /// time, ordered by the stream's queue lock) except where a member says otherwise.
-final class ReceiveProcessor: @unchecked Sendable {
+final class ReceiveProcessor {
     let id: ReceiveStreamID
     let stats: HookStats
     private let sink: ReceiveVideoHook.Sink
@@ -492,7 +492,8 @@ final class ReceiveSlot {
     }
 }
 
-/// The delegate a stream's pipe calls: the SDK's callbacks for one (user, pipe).
+/// The delegate a stream's pipe calls: the SDK's callbacks for one (user, pipe). Unchecked:
+/// `pipe` is the SDK's, called by subscribe and unsubscribe only; the rest is immutable or atomic.
 final class ReceiveStream: SDKRawDataPipeDelegate, ReceivedFrameInput, @unchecked Sendable {
     let id: ReceiveStreamID
     let pipe: any SDKRawDataPipe

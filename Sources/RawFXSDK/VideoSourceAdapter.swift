@@ -5,7 +5,7 @@ import Synchronization
 /// the gate that sends only while the SDK lets it, the optional async worker), its run-time
 /// control, metrics and lifecycle events. The subclasses add the SDK's callbacks.
 ///
-/// `@unchecked Sendable` (a class open to its two subclasses cannot be checked): every field
+/// Unchecked (a class open to its two subclasses cannot be checked): every field
 /// is immutable or synchronised (`Locked`, the publisher's own locks).
 public class VideoPublishingSource<Sender>: @unchecked Sendable {
     let publisher: VideoPublisher<Sender>
@@ -86,6 +86,7 @@ public class VideoPublishingSource<Sender>: @unchecked Sendable {
 ///   frame path), `setParameter`, `setBypass`.
 /// - Lifecycle: every SDK callback is also reported to the app (`lifecycle`), after the
 ///   adapter acted on it, so the app starts and stops its pump there.
+/// Unchecked as its base class (restated, as Swift asks).
 public final class VideoSourceAdapter: VideoPublishingSource<any SDKVideoSender>, SDKVideoSource, @unchecked Sendable {
     /// Chooses the capability from what the SDK offers; the default takes the suggestion.
     public typealias CapabilityPolicy = @Sendable (_ supported: [VideoSourceCapability],
@@ -164,6 +165,7 @@ public final class VideoSourceAdapter: VideoPublishingSource<any SDKVideoSender>
 /// cut to even dimensions (or at `outputSize` when set), packed, to `sendShareFrame`, only
 /// between `onShareSendStarted` and `onShareSendStopped`. Same run-time control and
 /// lifecycle events as the video source.
+/// Unchecked as its base class (restated, as Swift asks).
 public final class ShareSourceAdapter: VideoPublishingSource<any SDKShareSender>, SDKShareSource, @unchecked Sendable {
     public init(chain: String = "", registry: PluginRegistry, mode: ProcessingMode = .sync,
                 outputSize: (width: Int, height: Int)? = nil) throws(ChainError) {
