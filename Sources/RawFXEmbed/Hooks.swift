@@ -565,7 +565,7 @@ public func rawfxVideoSourcePushFrame(_ pointer: OpaquePointer?, _ frame: Unsafe
 }
 
 /// The app's push into the video or the share source.
-func push<Sender, Source: VideoPublishingSource<Sender>>(_ source: Result<Source, RawFXCallError>,
+func push<Source: VideoPublishing>(_ source: Result<Source, RawFXCallError>,
                   _ frame: UnsafePointer<rawfx_video_frame>?, _ function: String) -> rawfx_result {
     switch source {
     case .failure(let error): return error.code
