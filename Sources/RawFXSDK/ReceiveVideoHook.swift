@@ -493,7 +493,8 @@ final class ReceiveSlot {
 }
 
 /// The delegate a stream's pipe calls: the SDK's callbacks for one (user, pipe). Unchecked:
-/// `pipe` is the SDK's, called by subscribe and unsubscribe only; the rest is immutable or atomic.
+/// `pipe` is the SDK's (subscribe and unsubscribe only), `processor` the processing thread's;
+/// the rest is immutable, atomic or the queue.
 final class ReceiveStream: SDKRawDataPipeDelegate, ReceivedFrameInput, @unchecked Sendable {
     let id: ReceiveStreamID
     let pipe: any SDKRawDataPipe
