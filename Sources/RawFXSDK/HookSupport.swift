@@ -136,7 +136,7 @@ public final class HookStats: Sendable {
 
     init(name: String) { self.name = name }
 
-    /// Errors so far, without a snapshot (which allocates): a C caller compares it around one call.
+    /// Errors so far, without a snapshot (which allocates).
     public var errors: UInt64 { errorCount.load(ordering: .relaxed) }
 
     @inline(__always) func recordError() { errorCount.add(1, ordering: .relaxed) }
