@@ -11,10 +11,10 @@ import RawFXSDK
 // here: each C call checks its arguments, wraps the SDK's plain-data objects in the RawFXSDK
 // protocols (reused objects, so the frame and audio calls allocate nothing) and forwards.
 
-/// What a `rawfx_hook *` points at: the hook, and the reusable wrappers its calls need.
+/// What a `rawfx_hook *` points at: the hook.
 final class HookHandle {
     enum Hook {
-        case preProcessor(PreProcessorHook, CProcessData)
+        case preProcessor(PreProcessorHook)
         case speaker(VirtualSpeakerHook)
         case videoSource(VideoSourceAdapter)
         case mic(VirtualMicAdapter)
@@ -41,7 +41,7 @@ final class HookHandle {
     /// chain (production studio has two: rawfx_production_studio_set_*).
     var control: (any RunTimeControl)? {
         switch hook {
-        case .preProcessor(let h, _): return h
+        case .preProcessor(let h): return h
         case .speaker(let h): return h
         case .videoSource(let h): return h
         case .mic(let h): return h
@@ -54,7 +54,7 @@ final class HookHandle {
     /// The figures as rawfx_hook_metrics_json writes them.
     var metricsJSON: String {
         switch hook {
-        case .preProcessor(let h, _): return hookMetricsJSON(h.metrics)
+        case .preProcessor(let h): return hookMetricsJSON(h.metrics)
         case .speaker(let h): return hookMetricsJSON(h.metrics)
         case .videoSource(let h): return hookMetricsJSON(h.metrics)
         case .mic(let h): return hookMetricsJSON(h.metrics)
@@ -216,8 +216,8 @@ public func rawfxHookMetricsJSON(_ pointer: OpaquePointer?, _ buffer: UnsafeMuta
     return writeString(handle.metricsJSON, buffer, capacity: capacity, length: length, function)
 }
 
-/// The app's C callback and its context, handed to the hooks' @Sendable handlers: the
-/// callback's thread rules are the C caller's (rawfx_hooks.h states them).
+/// The app's C callback and its context, handed to the hooks' @Sendable handlers and the log
+/// thread. Unchecked: the callback's thread rules are the C caller's (the headers state them).
 struct CCallback<F>: @unchecked Sendable {
     let function: F
     let userData: UnsafeMutableRawPointer?
@@ -278,25 +278,6 @@ public func rawfxHookSetLifecycleCallback(_ pointer: OpaquePointer?, _ callback:
 
 // MARK: - Pre-processor
 
-/// The SDK's `YUVProcessDataI420` over a C frame: one per hook, refilled for every frame on
-/// the SDK's capture thread (the only thread that calls rawfx_preprocessor_process).
-final class CProcessData: YUVProcessDataI420 {
-    var frame = rawfx_video_frame()
-    var width: Int { Int(frame.width) }
-    var height: Int { Int(frame.height) }
-    private func row(_ plane: UnsafeMutableRawPointer?, _ stride: Int32, _ line: Int) -> UnsafeMutablePointer<CChar>? {
-        plane.map { ($0 + line * Int(stride)).assumingMemoryBound(to: CChar.self) }
-    }
-    func getYBuffer(_ lineNum: Int) -> UnsafeMutablePointer<CChar>? { row(frame.planes.0, frame.strides.0, lineNum) }
-    func getUBuffer(_ lineNum: Int) -> UnsafeMutablePointer<CChar>? { row(frame.planes.1, frame.strides.1, lineNum) }
-    func getVBuffer(_ lineNum: Int) -> UnsafeMutablePointer<CChar>? { row(frame.planes.2, frame.strides.2, lineNum) }
-    var yStride: Int { Int(frame.strides.0) }
-    var uStride: Int { Int(frame.strides.1) }
-    var vStride: Int { Int(frame.strides.2) }
-    var rotation: Int { Int(frame.rotation) }
-    var isLimitedI420: Bool { frame.color_range == UInt32(RAWFX_RANGE_LIMITED) }
-}
-
 @_cdecl("rawfx_preprocessor_create")
 public func rawfxPreprocessorCreate(_ registryPointer: OpaquePointer?, _ text: UnsafePointer<CChar>?,
                                     _ format: UnsafePointer<rawfx_video_format>?,
@@ -315,7 +296,7 @@ public func rawfxPreprocessorCreate(_ registryPointer: OpaquePointer?, _ text: U
         }
     }
     return create(out) { () throws(ChainError) in
-        .preProcessor(try PreProcessorHook(chain: chain, registry: registry, frameFormat: frameFormat), CProcessData())
+        .preProcessor(try PreProcessorHook(chain: chain, registry: registry, frameFormat: frameFormat))
     }
 }
 
@@ -328,93 +309,16 @@ public func rawfxPreprocessorProcess(_ pointer: OpaquePointer?, _ frame: UnsafeP
     case .failure(let error): return error.code
     }
     if let failure = checkFrame(frame, "frame", function) { return failure }
-    guard case .preProcessor(let preProcessor, let data) = handle.hook else { return invalid(function, "hook") }
-    data.frame = frame!.pointee
-    let errors = preProcessor.errorCount
-    preProcessor.onPreProcessRawData(data)
-    guard preProcessor.errorCount == errors else {
-        return fail(RAWFX_E_PROCESS, "\(function): the frame was left as captured: \(preProcessor.lastError.map { "\($0)" } ?? "a filter failed")")
+    guard case .preProcessor(let preProcessor) = handle.hook else { return invalid(function, "hook") }
+    do {
+        try preProcessor.process(VideoFrame(frame!.pointee))
+        return rawfxOK
+    } catch {
+        return fail(RAWFX_E_PROCESS, "\(function): the frame was left as captured: \(error)")
     }
-    return rawfxOK
 }
 
 // MARK: - Virtual speaker
-
-/// The SDK object's reference counting as the C structs carry it (the object and three
-/// functions; NULL add_ref or release: it cannot be kept), and the references taken.
-struct CReferences {
-    typealias Function = @convention(c) (UnsafeMutableRawPointer?) -> Int32
-    var object: UnsafeMutableRawPointer?
-    var canAddRef: Function?
-    var addRef: Function?
-    var release: Function?
-    /// add_ref calls not yet released: nonzero after the callback means the hook kept it.
-    var held = 0
-
-    init() {}
-    init(_ object: UnsafeMutableRawPointer?, _ canAddRef: Function?, _ addRef: Function?, _ release: Function?) {
-        (self.object, self.canAddRef, self.addRef, self.release) = (object, canAddRef, addRef, release)
-    }
-
-    func can() -> Bool { addRef != nil && release != nil && (canAddRef.map { $0(object) != 0 } ?? true) }
-    mutating func add() -> Bool {
-        guard let addRef, addRef(object) != 0 else { return false }
-        held += 1
-        return true
-    }
-    mutating func drop() -> Int {
-        guard let release else { return 0 }
-        held -= 1
-        return Int(release(object))
-    }
-}
-
-/// The SDK's `AudioRawData` over a C struct and its reference-count functions. One per
-/// thread, refilled for each block (no allocation); a block the hook keeps (async,
-/// retain_in_async) keeps its wrapper, and the thread makes a new one for the next block.
-final class CAudioRawData: AudioRawData {
-    var data = rawfx_audio_raw_data() {
-        didSet { references = CReferences(data.sdk_object, data.can_add_ref, data.add_ref, data.release) }
-    }
-    var references = CReferences()
-    var buffer: UnsafeMutablePointer<CChar>? { UnsafeMutablePointer(mutating: data.buffer) }
-    var bufferLen: Int { Int(data.buffer_len) }
-    var sampleRate: Int { Int(data.sample_rate) }
-    var channelNum: Int { Int(data.channel_num) }
-    var timeStamp: UInt64 { data.timestamp_ms }
-    func canAddRef() -> Bool { references.can() }
-    func addRef() -> Bool { references.add() }
-    func releaseRef() -> Int { references.drop() }
-}
-
-/// One reusable object per thread, so the SDK's per-frame callbacks wrap their data without
-/// allocating; `detach` gives the thread's object up (the hook kept it) for a new one next time.
-final class ThreadReuse<T: AnyObject>: @unchecked Sendable {
-    private var key = pthread_key_t()
-    private let make: () -> T
-
-    init(_ make: @escaping () -> T) {
-        self.make = make
-        pthread_key_create(&key) { $0.map { Unmanaged<AnyObject>.fromOpaque($0).release() } }
-    }
-
-    func current() -> T {
-        if let existing = pthread_getspecific(key) {
-            return unsafeDowncast(Unmanaged<AnyObject>.fromOpaque(existing).takeUnretainedValue(), to: T.self)
-        }
-        let made = make()
-        pthread_setspecific(key, Unmanaged.passRetained(made as AnyObject).toOpaque())
-        return made
-    }
-
-    func detach() {
-        guard let existing = pthread_getspecific(key) else { return }
-        pthread_setspecific(key, nil)
-        Unmanaged<AnyObject>.fromOpaque(existing).release()
-    }
-}
-
-private let threadAudioData = ThreadReuse { CAudioRawData() }
 
 private func streamID(_ stream: Int32, _ user: UInt64, _ function: String) -> Result<AudioStreamID, RawFXCallError> {
     switch Int(stream) {
@@ -490,14 +394,12 @@ public func rawfxSpeakerReceive(_ pointer: OpaquePointer?, _ stream: Int32, _ us
     guard raw.buffer != nil, raw.buffer_len > 0, raw.buffer_len % (2 * raw.channel_num) == 0 else {
         return invalid(function, "data.buffer_len is \(raw.buffer_len) with buffer \(raw.buffer == nil ? "NULL" : "set"); expected whole frames of \(raw.channel_num) s16 samples")
     }
-    let wrapper = threadAudioData.current()
-    wrapper.data = raw
-    switch id {
-    case .mixed: hook.onVirtualSpeakerMixedAudioReceived(wrapper)
-    case .oneWay(let u): hook.onVirtualSpeakerOneWayAudioReceived(wrapper, user: u)
-    case .shared: hook.onVirtualSpeakerSharedAudioReceived(wrapper)
-    }
-    if wrapper.references.held > 0 { threadAudioData.detach() }
+    hook.receive(LentAudioBlock(bytes: UnsafeRawPointer(raw.buffer!), byteCount: Int(raw.buffer_len),
+                                format: AudioFormat(sampleRate: Int(raw.sample_rate), channels: Int(raw.channel_num)),
+                                timestampMilliseconds: raw.timestamp_ms,
+                                reference: SDKObjectReference(object: raw.sdk_object, canAddRef: raw.can_add_ref,
+                                                              addRef: raw.add_ref, release: raw.release)),
+                 from: id)
     return rawfxOK
 }
 
@@ -663,7 +565,7 @@ public func rawfxVideoSourcePushFrame(_ pointer: OpaquePointer?, _ frame: Unsafe
 }
 
 /// The app's push into the video or the share source.
-func push<Sender, Source: VideoPublishingSource<Sender>>(_ source: Result<Source, RawFXCallError>,
+func push<Source: VideoPublishing>(_ source: Result<Source, RawFXCallError>,
                   _ frame: UnsafePointer<rawfx_video_frame>?, _ function: String) -> rawfx_result {
     switch source {
     case .failure(let error): return error.code

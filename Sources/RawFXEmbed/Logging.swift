@@ -5,9 +5,8 @@ import RawFX
 
 /// The C callback and its level, set by `rawfx_set_log_callback`; read by the engine's
 /// logging thread for each line.
-private struct LogCallbackRoute: @unchecked Sendable {
-    var callback: rawfx_log_callback
-    var userData: UnsafeMutableRawPointer?
+private struct LogCallbackRoute: Sendable {
+    var target: CCallback<rawfx_log_callback>
     var minimum: LogSeverity
 }
 private let logCallbackRoute = Locked<LogCallbackRoute?>(nil)
@@ -24,12 +23,12 @@ public func rawfxSetLogCallback(_ callback: rawfx_log_callback?, _ userData: Uns
         RawFXLog.setHandler(nil)
         return rawfxOK
     }
-    logCallbackRoute.withLock { $0 = LogCallbackRoute(callback: callback, userData: userData, minimum: minimum) }
+    logCallbackRoute.withLock { $0 = LogCallbackRoute(target: CCallback(function: callback, userData: userData), minimum: minimum) }
     // [logging thread] One record to the callback, if it is at its level.
     RawFXLog.setHandler { record in
         guard let route = logCallbackRoute.withLock({ $0 }), record.severity >= route.minimum else { return }
         record.source.withCString { source in
-            record.message.withCString { message in route.callback(route.userData, record.severity.rawValue, source, message) }
+            record.message.withCString { message in route.target.function(route.target.userData, record.severity.rawValue, source, message) }
         }
     }
     return rawfxOK

@@ -6,10 +6,12 @@ import RawFXSDK
 // pointers. The hook subscribes a stream through `CPipe`, which hands the C side a token (a
 // retained `PipeDelegateToken`) that comes back with every frame.
 
-/// What `rawfx_pipe_delegate *` points at: the stream's delegate in ReceiveVideoHook.
+/// What `rawfx_pipe_delegate *` points at: the stream's delegate in ReceiveVideoHook, and its
+/// frame-shaped core, which frames go to straight.
 final class PipeDelegateToken {
     let delegate: any SDKRawDataPipeDelegate
-    init(_ delegate: any SDKRawDataPipeDelegate) { self.delegate = delegate }
+    let input: any ReceivedFrameInput
+    init(_ delegate: any SDKRawDataPipeDelegate, _ input: any ReceivedFrameInput) { (self.delegate, self.input) = (delegate, input) }
 }
 
 /// The SDK's pipe as C functions. The token lives from subscribe until unSubscribe returns
@@ -27,7 +29,9 @@ final class CPipe: SDKRawDataPipe {
     }
 
     func subscribe(with delegate: any SDKRawDataPipeDelegate, resolution: SDKVideoResolution) -> VideoSDKError {
-        let made = Unmanaged.passRetained(PipeDelegateToken(delegate)).toOpaque()
+        // ReceiveVideoHook subscribes its streams, each a `ReceivedFrameInput`; nothing else uses this pipe.
+        guard let input = delegate as? any ReceivedFrameInput else { return .wrongUsage }
+        let made = Unmanaged.passRetained(PipeDelegateToken(delegate, input)).toOpaque()
         let code = subscribeFunction(pipe, OpaquePointer(made), resolution.rawValue)
         if code == 0 {
             token = made
@@ -45,30 +49,6 @@ final class CPipe: SDKRawDataPipe {
         return VideoSDKError(rawValue: code) ?? .unknown
     }
 }
-
-/// The SDK's `YUVRawDataI420` over a C struct: reused per thread, as `CAudioRawData`.
-final class CVideoRawData: VideoRawData {
-    var data = rawfx_video_raw_data() {
-        didSet { references = CReferences(data.sdk_object, data.can_add_ref, data.add_ref, data.release) }
-    }
-    var references = CReferences()
-    var streamWidth: Int { Int(data.width) }
-    var streamHeight: Int { Int(data.height) }
-    var yBuffer: UnsafeMutablePointer<CChar>? { data.planes.0 }
-    var uBuffer: UnsafeMutablePointer<CChar>? { data.planes.1 }
-    var vBuffer: UnsafeMutablePointer<CChar>? { data.planes.2 }
-    var yStride: Int { Int(data.strides.0) }
-    var uStride: Int { Int(data.strides.1) }
-    var vStride: Int { Int(data.strides.2) }
-    var rotation: SDKVideoRawDataRotation { SDKVideoRawDataRotation(rawValue: Int(data.rotation)) ?? .none }
-    var isLimitedI420: Bool { data.is_limited != 0 }
-    var timeStamp: UInt64 { data.timestamp_ms }
-    func canAddRef() -> Bool { references.can() }
-    func addRef() -> Bool { references.add() }
-    func releaseRef() -> Int { references.drop() }
-}
-
-private let threadVideoData = ThreadReuse { CVideoRawData() }
 
 private func receiveHook(_ pointer: OpaquePointer?, _ function: String) -> Result<ReceiveVideoHook, RawFXCallError> {
     hook(pointer, Int32(RAWFX_HOOK_RECEIVE_VIDEO), function).flatMap { handle in
@@ -191,11 +171,10 @@ public func rawfxPipeFrameReceived(_ delegate: OpaquePointer?, _ frame: UnsafePo
                    UnsafeMutableRawPointer(raw.planes.2)?.assumingMemoryBound(to: UInt8.self))
     view.strides = raw.strides
     if let failure = withUnsafePointer(to: view, { checkFrame($0, "frame", function) }) { return failure }
+    view.timestamp_us = Int64(bitPattern: raw.timestamp_ms &* 1000)
     let token = Unmanaged<PipeDelegateToken>.fromOpaque(UnsafeRawPointer(delegate)).takeUnretainedValue()
-    let wrapper = threadVideoData.current()
-    wrapper.data = raw
-    token.delegate.onRawDataFrameReceived(wrapper)
-    if wrapper.references.held > 0 { threadVideoData.detach() }
+    token.input.receive(VideoFrame(view), reference: SDKObjectReference(object: raw.sdk_object, canAddRef: raw.can_add_ref,
+                                                                        addRef: raw.add_ref, release: raw.release))
     return rawfxOK
 }
 

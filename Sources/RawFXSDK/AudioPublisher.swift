@@ -49,7 +49,7 @@ public enum AudioPacing: Sendable, Equatable {
 /// Chain → conversion to 16-bit mono at the target rate → 10 ms chunks → paced sends, for
 /// the virtual mic and production studio's audio.
 ///
-/// `@unchecked Sendable`: the pushing thread's fields are guarded by `pushLock`; the pacer's
+/// Unchecked: the pushing thread's fields are guarded by `pushLock`; the pacer's
 /// shared state and the hosted work by `queueLock`; the schedule belongs to the sender thread
 /// (the chunk queue's worker); the rest is immutable, atomic or `Locked`.
 final class AudioPublisher<Sender>: @unchecked Sendable {
@@ -72,7 +72,7 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     private let lastInput = Locked<AudioFormat?>(nil)
 
     // Pushing thread (serialized by pushLock: several app threads may push).
-    private let pushLock = HookLock()
+    private let pushLock = ConditionLock()
     private var seenInput: AudioFormat?
     private var pushEpoch: UInt64 = 0
     private var convert: AudioChain?
@@ -91,7 +91,7 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     private let chunkQueue: WorkQueue<AudioChunkSlot>
 
     // The pacer's shared state, guarded by queueLock (the sender thread waits on it).
-    private let queueLock = HookLock()
+    private let queueLock = ConditionLock()
     /// Chunks enqueued and not yet sent or dropped.
     private var pendingChunks = 0
     /// `.caller`: the app's clock, from `pump` (nil before the first pump).

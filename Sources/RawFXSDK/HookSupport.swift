@@ -6,21 +6,16 @@ import Darwin
 #endif
 import Synchronization
 
-/// A pthread mutex with a condition variable on the monotonic clock. Used where a thread must
-/// wait (workers) and for the short critical sections of queues and send gates; never held
-/// across a chain. `recursive` lets a sender call back into the hook on the same thread
-/// (an SDK may deliver onStopSend from inside a send call). `@unchecked Sendable`: the
-/// pthread objects are made for sharing.
-final class HookLock: @unchecked Sendable {
+/// A pthread mutex with a condition variable on the monotonic clock: the lock of the queues
+/// whose threads wait (`WorkQueue`, `WorkerPool`, the audio pacer), which `Locked` cannot do.
+/// State shared without waiting uses `Locked`. Never held across a chain. Unchecked: the
+/// pthread objects are made for sharing; nothing else is stored.
+final class ConditionLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init(recursive: Bool = false) {
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        if recursive { pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE)) }
-        pthread_mutex_init(mutex, &attributes)
-        pthread_mutexattr_destroy(&attributes)
+    init() {
+        pthread_mutex_init(mutex, nil)
         var conditionAttributes = pthread_condattr_t()
         pthread_condattr_init(&conditionAttributes)
         #if os(Linux)
@@ -60,55 +55,37 @@ final class HookLock: @unchecked Sendable {
     func broadcast() { pthread_cond_broadcast(condition) }
 }
 
-/// A thread the hooks own (async workers, the mic pacer). Started once, joined once.
-/// `@unchecked Sendable`: `thread` is written at init; `joined` by the one owner that joins.
-final class HookThread: @unchecked Sendable {
-    #if os(Linux)
-    private var thread = pthread_t()
-    #else
-    private var thread: pthread_t?
-    #endif
-    private var joined = false
-    private let body: () -> Void
+/// A thread the hooks own (async workers, the mic pacer). Started once, joined once, by its
+/// owner or (when the owner is released on it) by the thread itself.
+final class HookThread: Sendable {
+    /// The pthread, stored once `pthread_create` returns (before the owner can join it).
+    private let thread = Atomic<UInt>(0)
+    private let joined = Atomic<Bool>(false)
+    private let body: @Sendable () -> Void
 
-    init(name: String, body: @escaping () -> Void) {
+    init(name: String, body: @escaping @Sendable () -> Void) {
         self.body = body
         let context = Unmanaged.passRetained(self).toOpaque()
-        #if os(Linux)
-        let status = pthread_create(&thread, nil, { raw in
+        var created = pthread_t()
+        let status = pthread_create(&created, nil, { raw in
             let me = Unmanaged<HookThread>.fromOpaque(raw!).takeRetainedValue()
             me.body()
             return nil
         }, context)
-        #else
-        let status = pthread_create(&thread, nil, { raw in
-            let me = Unmanaged<HookThread>.fromOpaque(raw).takeRetainedValue()
-            me.body()
-            return nil
-        }, context)
-        #endif
         precondition(status == 0, "pthread_create failed (\(status))")
+        thread.store(UInt(created), ordering: .releasing)
     }
 
     /// Waits for the body to return. Called from the thread itself (its owner was released
     /// there), it detaches instead: the body is about to end on its own.
     func join() {
-        guard !joined else { return }
-        joined = true
-        #if os(Linux)
-        if pthread_equal(pthread_self(), thread) != 0 {
-            pthread_detach(thread)
+        guard !joined.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let created = pthread_t(thread.load(ordering: .acquiring))
+        if pthread_equal(pthread_self(), created) != 0 {
+            pthread_detach(created)
         } else {
-            pthread_join(thread, nil)
+            pthread_join(created, nil)
         }
-        #else
-        guard let thread else { return }
-        if pthread_equal(pthread_self(), thread) != 0 {
-            pthread_detach(thread)
-        } else {
-            pthread_join(thread, nil)
-        }
-        #endif
     }
 }
 
@@ -159,7 +136,7 @@ public final class HookStats: Sendable {
 
     init(name: String) { self.name = name }
 
-    /// Errors so far, without a snapshot (which allocates): a C caller compares it around one call.
+    /// Errors so far, without a snapshot (which allocates).
     public var errors: UInt64 { errorCount.load(ordering: .relaxed) }
 
     @inline(__always) func recordError() { errorCount.add(1, ordering: .relaxed) }
@@ -253,14 +230,24 @@ public enum Refusal: Sendable, Equatable, CustomStringConvertible {
 /// The sending state of a source, shared by the frame path and the SDK's lifecycle callbacks.
 ///
 /// The frame path reads the state without a lock to refuse early (before running a chain),
-/// then calls the sender inside `send`, which holds the gate's (recursive) lock for the
-/// duration of the sender call only. `stop` takes the same lock, so once `stop` returns no
-/// send is in progress and none will start: a frame in flight in the chain finishes its
-/// chain, finds the gate closed and is not sent. `@unchecked Sendable`: `sender` is guarded
-/// by `lock`; the state and epoch are atomics.
-final class SendGate<Sender>: @unchecked Sendable {
+/// then calls the sender inside `send`, which holds the gate's lock for the duration of the
+/// sender call only. The lifecycle calls take the same lock, so once `stop` returns no send is
+/// in progress and none will start: a frame in flight in the chain finishes its chain, finds
+/// the gate closed and is not sent.
+///
+/// An SDK may call back from inside the sender call, on the same thread (`onStopSend` from
+/// inside `sendVideoFrame`). Such a call does not take the lock again (no recursive mutex):
+/// the state changes at once, and a change of sender is applied when the sender call returns.
+final class SendGate<Sender>: Sendable {
     enum State: Int { case noSender = 0, initialized = 1, sending = 2, stopped = 3, closed = 4 }
-    private let lock = HookLock(recursive: true)
+    /// The sender; its lock is the gate's.
+    private let sender = Locked<Sender?>(nil)
+    /// The thread inside the sender call (0: none), to tell an SDK's re-entrant callback.
+    private let sendingThread = Atomic<UInt>(0)
+    /// A change of sender asked for from inside the sender call, applied when it returns
+    /// (`replacementPending` spares the frame path a second lock when there is none).
+    private let replacement = Locked<Sender??>(nil)
+    private let replacementPending = Atomic<Bool>(false)
     private let stateBits = Atomic<Int>(State.noSender.rawValue)
     /// The SDK event behind a refusal, when one names it better than the state does
     /// (`refuse(because:)`); cleared when sending starts.
@@ -285,7 +272,6 @@ final class SendGate<Sender>: @unchecked Sendable {
     }
     /// Incremented by every `start`; lets a worker tell one sending period from the next.
     private let epochBits = Atomic<UInt64>(0)
-    private var sender: Sender?
 
     var state: State { State(rawValue: stateBits.load(ordering: .acquiring))! }
     var epoch: UInt64 { epochBits.load(ordering: .acquiring) }
@@ -314,60 +300,94 @@ final class SendGate<Sender>: @unchecked Sendable {
         }
     }
 
+    private static var currentThread: UInt { UInt(pthread_self()) }
+
+    /// Runs a lifecycle change under the lock, or directly when the SDK calls back from inside
+    /// the sender call on this thread (which holds the lock already). `body` gets whether a
+    /// sender is set and returns the sender to set, if it changes it.
+    private func change<R>(_ body: (_ hasSender: Bool) -> (R, replace: Sender??)) -> R {
+        if sendingThread.load(ordering: .acquiring) == Self.currentThread {
+            // The sender in use is set, unless a callback before this one replaced it.
+            let hasSender = replacement.withLock { pending in pending.map { $0 != nil } } ?? true
+            let (result, replace) = body(hasSender)
+            if let replace {
+                replacement.withLock { $0 = replace }
+                replacementPending.store(true, ordering: .relaxed)
+            }
+            return result
+        }
+        return sender.withLock { current in
+            let (result, replace) = body(current != nil)
+            if let replace { current = replace }
+            return result
+        }
+    }
+
     func initialize(_ sender: Sender?) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard state != .closed else { return }
-        self.sender = sender
-        stateBits.store((sender == nil ? State.noSender : State.initialized).rawValue, ordering: .releasing)
+        change { _ -> ((), replace: Sender??) in
+            guard state != .closed else { return ((), nil) }
+            stateBits.store((sender == nil ? State.noSender : State.initialized).rawValue, ordering: .releasing)
+            return ((), .some(sender))
+        }
     }
 
     /// onStartSend: true when this call started a sending period (false if there is no
     /// sender or it was already sending).
     @discardableResult
     func start() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard sender != nil, state == .initialized || state == .stopped else { return false }
-        causeBits.store(0, ordering: .releasing)
-        epochBits.add(1, ordering: .releasing)
-        stateBits.store(State.sending.rawValue, ordering: .releasing)
-        return true
+        change { hasSender -> (Bool, replace: Sender??) in
+            guard hasSender, state == .initialized || state == .stopped else { return (false, nil) }
+            causeBits.store(0, ordering: .releasing)
+            epochBits.add(1, ordering: .releasing)
+            stateBits.store(State.sending.rawValue, ordering: .releasing)
+            return (true, nil)
+        }
     }
 
-    /// onStopSend: returns once no send is in progress; none starts afterwards.
+    /// onStopSend: returns once no send is in progress (but the caller's own, when the SDK
+    /// calls it from inside the sender call); none starts afterwards.
     func stop() {
-        lock.lock()
-        defer { lock.unlock() }
-        if state == .sending { stateBits.store(State.stopped.rawValue, ordering: .releasing) }
+        change { _ -> ((), replace: Sender??) in
+            if state == .sending { stateBits.store(State.stopped.rawValue, ordering: .releasing) }
+            return ((), nil)
+        }
     }
 
     /// onUninitialized: stops and forgets the sender.
     func uninitialize() {
-        lock.lock()
-        defer { lock.unlock() }
-        sender = nil
-        if state != .closed { stateBits.store(State.noSender.rawValue, ordering: .releasing) }
+        change { _ -> ((), replace: Sender??) in
+            if state != .closed { stateBits.store(State.noSender.rawValue, ordering: .releasing) }
+            return ((), .some(nil))
+        }
     }
 
     func close() {
-        lock.lock()
-        defer { lock.unlock() }
-        sender = nil
-        stateBits.store(State.closed.rawValue, ordering: .releasing)
+        change { _ -> ((), replace: Sender??) in
+            stateBits.store(State.closed.rawValue, ordering: .releasing)
+            return ((), .some(nil))
+        }
     }
 
     /// Calls `body` with the sender if sending (and, when given, still in `epoch`); returns
     /// the refusal otherwise. The lock is held during `body` only.
     @inline(__always)
     func send<R>(epoch expected: UInt64? = nil, _ body: (Sender) -> R) -> Result<R, RefusalError> {
-        lock.lock()
-        defer { lock.unlock() }
-        guard state == .sending, let sender else {
-            return .failure(RefusalError(refusal: refusal ?? .stopped))
+        sender.withLock { current in
+            guard state == .sending, let sender = current else {
+                return .failure(RefusalError(refusal: refusal ?? .stopped))
+            }
+            if let expected, expected != epoch { return .failure(RefusalError(refusal: .stopped)) }
+            sendingThread.store(Self.currentThread, ordering: .releasing)
+            let result = body(sender)
+            sendingThread.store(0, ordering: .releasing)
+            if replacementPending.exchange(false, ordering: .relaxed) {
+                current = replacement.withLock { pending in
+                    defer { pending = nil }
+                    return pending!
+                }
+            }
+            return .success(result)
         }
-        if let expected, expected != epoch { return .failure(RefusalError(refusal: .stopped)) }
-        return .success(body(sender))
     }
 }
 
@@ -376,9 +396,9 @@ struct RefusalError: Error { let refusal: Refusal }
 // MARK: - Packed output
 
 /// A tightly packed I420 picture, allocated at negotiation and reused for every frame: what
-/// `sendVideoFrame` / `sendShareFrame` take. `@unchecked Sendable`: immutable; the bytes are
-/// written by the one processing thread and read by the sender it calls.
-final class PackedPicture: @unchecked Sendable {
+/// `sendVideoFrame` / `sendShareFrame` take. Owned by its publisher's processing thread, which
+/// writes the bytes and hands them to the sender it calls.
+final class PackedPicture {
     let format: VideoFormat
     let byteCount: Int
     let bytes: UnsafeMutablePointer<CChar>

@@ -69,7 +69,7 @@ public final class LifecycleEvents: Sendable {
     private let listeners = Locked(Listeners())
     /// Serializes deliveries so a handler and the streams see one order even if two SDK
     /// threads call back at once. Not held while listeners change.
-    private let delivery = HookLock()
+    private let delivery = Locked(())
 
     init() {}
 
@@ -95,9 +95,7 @@ public final class LifecycleEvents: Sendable {
 
     /// [SDK thread] Delivers one event.
     func emit(_ event: LifecycleEvent) {
-        delivery.lock()
-        defer { delivery.unlock() }
-        do {
+        delivery.withLock { _ in
             let (handler, streams) = listeners.withLock { ($0.handler, Array($0.streams.values)) }
             handler?(event)
             for continuation in streams { continuation.yield(event) }

@@ -38,6 +38,8 @@ public enum MeetingProgramError: Error, Equatable, CustomStringConvertible {
 ///
 /// The output side (the PS sender, the external video source, the share source, a file or
 /// pipe, on one clock) is `ProgramPublisher` (docs/production.md).
+/// Unchecked: `receive` is set once in init; the rest is immutable, `Locked` or atomic
+/// (the detector is used on the compose thread only).
 public final class MeetingProgram: @unchecked Sendable {
     /// What the program's sound is.
     public enum AudioSource: Sendable, Equatable {
@@ -106,7 +108,7 @@ public final class MeetingProgram: @unchecked Sendable {
         public static let standard = Decorations()
     }
 
-    final class InputTable: @unchecked Sendable {
+    final class InputTable: Sendable {
         let inputs: [ReceiveStreamID: CompositorInput]
         init(_ inputs: [ReceiveStreamID: CompositorInput]) { self.inputs = inputs }
     }
@@ -337,7 +339,7 @@ public final class MeetingProgram: @unchecked Sendable {
 /// A `text` filter over a tile: one chain per tile size, each built and negotiated on the
 /// control side when the compositor lays a tile of a new size out (`prepared(for:)`), so that
 /// a re-flow allocates nothing on the compose thread; the text reaches the chain in use.
-final class TextOverlay: VideoProcessor, @unchecked Sendable {
+final class TextOverlay: VideoProcessor, Sendable {
     private let style: String
     private let registry: PluginRegistry
     private struct State {

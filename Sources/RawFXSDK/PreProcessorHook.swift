@@ -20,9 +20,8 @@ import Synchronization
 /// SDK's thread; the old chain is released on the control side; per-filter metrics continue.
 /// `setParameter` and `setBypass` change the running chain between two frames.
 ///
-/// `@unchecked Sendable`: `validatedFormat` and `refusedFormat` belong to the SDK's capture
-/// thread (the one that calls `onPreProcessRawData`); everything else is immutable or behind
-/// `Locked` / the swappable chain.
+/// Unchecked: `validatedFormat` and `refusal` belong to the SDK's capture thread (the one
+/// that calls `process`); everything else is immutable or behind `Locked` / the swappable chain.
 public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Sendable {
     public let registry: PluginRegistry
     let stats = HookStats(name: "preProcessor")
@@ -31,7 +30,8 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
     private let live: SwappableVideoChain
     /// Frame path state (the SDK's capture thread only).
     private var validatedFormat: VideoFormat?
-    private var refusedFormat: VideoFormat?
+    /// The format the chain refused and why, so its next frames fail without renegotiating.
+    private var refusal: (format: VideoFormat, error: ChainError)?
     /// Control state: the newest chain (for metrics), the last error, the last frame format.
     private let control = Locked<Control>(Control())
 
@@ -120,49 +120,60 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
         stats.snapshot(filters: control.withLock { $0.chain }?.metrics ?? [], async: false)
     }
 
-    // MARK: - The callback
+    // MARK: - The frame path
 
+    /// [the SDK's capture thread] The SDK's callback: a thin adapter over `process(_:)`, the
+    /// failure counted (the SDK's callback returns nothing) and kept in `lastError`.
     public func onPreProcessRawData(_ rawData: any YUVProcessDataI420) {
-        let start = monotonicNanoseconds()
         guard let y = rawData.getYBuffer(0), let u = rawData.getUBuffer(0), let v = rawData.getVBuffer(0),
               rawData.width > 0, rawData.height > 0 else {
             stats.recordError()
             return
         }
-        let format = rawData.videoFormat
-        let frame = VideoFrame(format: format,
+        let frame = VideoFrame(format: rawData.videoFormat,
                                y: UnsafeMutableRawPointer(y).assumingMemoryBound(to: UInt8.self), yStride: rawData.yStride,
                                u: UnsafeMutableRawPointer(u).assumingMemoryBound(to: UInt8.self), uStride: rawData.uStride,
-                               v: UnsafeMutableRawPointer(v).assumingMemoryBound(to: UInt8.self), vStride: rawData.vStride,
-                               timestampMicroseconds: Int64(start / 1000))
+                               v: UnsafeMutableRawPointer(v).assumingMemoryBound(to: UInt8.self), vStride: rawData.vStride)
+        try? process(frame)
+    }
+
+    /// [the SDK's capture thread] The frame-shaped core every entry calls (the SDK's callback,
+    /// the C API): runs the chain in place on the frame's planes. The SDK gives no capture
+    /// time, so the frame is stamped on arrival. Throws, with the frame left as captured and
+    /// the error counted, when its format is refused or a filter fails.
+    public func process(_ captured: VideoFrame) throws(ChainError) {
+        let start = monotonicNanoseconds()
+        var frame = captured
+        frame.timestampMicroseconds = Int64(start / 1000)
+        let format = frame.format
         if live.takePending() {
-            refusedFormat = nil
+            refusal = nil
             // Negotiated and checked on the control side for the last frame's format: nothing
             // to do here unless the format has changed since.
             validatedFormat = live.chain.inputFormat
         }
         let chain = live.chain
         if format != validatedFormat {
-            if format == refusedFormat {
+            if let refusal, refusal.format == format {
                 stats.recordError()
-                return
+                throw refusal.error
             }
             do {
                 let output = try chain.negotiate(format)
                 try Self.checkKeepsFormat(output: output, frame: format)
                 validatedFormat = format
-                refusedFormat = nil
+                refusal = nil
                 control.withLock { $0.lastFormat = format }
             } catch {
                 // The frame is left as the SDK captured it.
-                refusedFormat = format
+                refusal = (format, error)
                 validatedFormat = nil
                 stats.recordError()
                 control.withLock {
                     $0.lastError = error
                     $0.lastFormat = format
                 }
-                return
+                throw error
             }
         }
         do throws(ChainError) {
@@ -178,7 +189,7 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
         } catch {
             stats.recordError()
             control.withLock { $0.lastError = error }
+            throw error
         }
     }
-
 }

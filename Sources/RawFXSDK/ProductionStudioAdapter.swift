@@ -291,29 +291,34 @@ public final class ProductionStudioAdapter: SDKProductionStudioEvent, Sendable {
 
 /// One production studio video send, handed to the audio sender thread and reused for every
 /// frame. Filled by the video processing thread (one at a time), run on the sender thread,
-/// read back by the processing thread: the publisher's lock orders the three.
-final class PSVideoSend: SenderWork, @unchecked Sendable {
-    private var sender: (any SDKPSSender)?
-    private var picture: PackedPicture?
-    private var format = FrameDataFormat.i420Full
-    private var status = MeetingSDKError.success
+/// read back by the processing thread: the hand-over orders the three, so its lock is never
+/// contended.
+final class PSVideoSend: SenderWork, Sendable {
+    private struct Request {
+        var sender: (any SDKPSSender)?
+        var picture: PackedPicture?
+        var format = FrameDataFormat.i420Full
+        var status = MeetingSDKError.success
+    }
+    private let request = Locked(Request())
 
     func prepare(_ sender: any SDKPSSender, _ picture: PackedPicture, _ format: FrameDataFormat) {
-        self.sender = sender
-        self.picture = picture
-        self.format = format
+        request.withLock { $0 = Request(sender: sender, picture: picture, format: format) }
     }
 
     func run() {
-        guard let sender, let picture else { return }
-        status = sender.sendVideoFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
-                                       frameLength: picture.byteCount, format: format)
+        request.withLock { r in
+            guard let sender = r.sender, let picture = r.picture else { return }
+            r.status = sender.sendVideoFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
+                                             frameLength: picture.byteCount, format: r.format)
+        }
     }
 
     /// The sender's answer; forgets the sender and picture.
     func finish() -> MeetingSDKError {
-        sender = nil
-        picture = nil
-        return status
+        request.withLock { r in
+            defer { r = Request() }
+            return r.status
+        }
     }
 }

@@ -23,7 +23,8 @@ import RawFXCompose
 /// adapters' buffers are all reused).
 ///
 /// Threads: `publish(frameIndex:)` and the clock's `deliver` run on one thread at a time (the
-/// clock's thread, or the app's loop with a virtual clock); everything here is confined to it.
+/// clock's thread, or the app's loop with a virtual clock); everything here is confined to it
+/// (unchecked: the clock's closure carries it to that thread).
 public final class ProgramPublisher: @unchecked Sendable {
     /// Where the program goes.
     public enum Output {

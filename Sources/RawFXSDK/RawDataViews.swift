@@ -40,7 +40,7 @@ public final class YUVProcessDataView: YUVProcessDataI420 {
 
 /// An `AudioRawData` over a buffer an adapter already has, with the SDK object's reference
 /// counting forwarded through closures (nil: the buffer cannot be retained, as in the SDK's
-/// default stack memory mode). `@unchecked Sendable`: immutable; the closures are the
+/// default stack memory mode). Unchecked: immutable; the closures are the
 /// adapter's (the async speaker calls `releaseRef` on its worker thread).
 public final class AudioRawDataView: AudioRawData, @unchecked Sendable {
     public let buffer: UnsafeMutablePointer<CChar>?

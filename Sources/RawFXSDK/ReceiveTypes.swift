@@ -76,7 +76,7 @@ public enum SDKRawDataPipeKind: Sendable, Hashable, CustomStringConvertible {
 /// duration of `onRawDataFrameReceived`; kept longer only after `addRef()` (when `canAddRef()`
 /// says the SDK's heap memory mode allows it), and then released with exactly one `releaseRef()`
 /// per `addRef()`, or the SDK leaks the buffer.
-public protocol VideoRawData: AnyObject {
+public protocol VideoRawData: SDKReferenceCounted {
     /// `GetStreamWidth()` / iOS `size.width`.
     var streamWidth: Int { get }
     /// `GetStreamHeight()` / iOS `size.height`.
@@ -101,12 +101,6 @@ public protocol VideoRawData: AnyObject {
     var timeStamp: UInt64 { get }
     /// `GetSourceID()`.
     var sourceID: Int { get }
-    /// `CanAddRef()` / `canAddRef`: false in the SDK's stack memory mode.
-    func canAddRef() -> Bool
-    /// `AddRef()` / `addRef`: keeps the buffers past the callback; true on success.
-    @discardableResult func addRef() -> Bool
-    /// `Release()` / `releaseRef`: drops one reference; the remaining count.
-    @discardableResult func releaseRef() -> Int
 }
 
 extension VideoRawData {

@@ -78,7 +78,7 @@ public enum ReceiveSubscribeError: Error, Equatable, CustomStringConvertible {
 /// callback thread in sync mode, a pool worker in async mode). The frame is valid
 /// during the sink call only: its planes are the SDK's frame or a buffer the chain reuses for
 /// the next frame. Copy it (`VideoFrame.copy(to:)`) to keep it.
-public final class ReceiveVideoHook: @unchecked Sendable {
+public final class ReceiveVideoHook: Sendable {
     public typealias Sink = @Sendable (ReceiveStreamID, VideoFrame) -> Void
     /// Told each `onRawDataStatusChanged`, on the SDK's thread for the pipe, before the hook acts
     /// on it (a program shows the stream's placeholder at `.off`).
@@ -338,7 +338,7 @@ public final class ReceiveVideoHook: @unchecked Sendable {
 /// converter, the last format, the counters. Confined to that thread (the SDK's callback
 /// thread in sync mode; in async mode whichever pool worker runs the stream's turn, one at a
 /// time, ordered by the stream's queue lock) except where a member says otherwise.
-final class ReceiveProcessor: @unchecked Sendable {
+final class ReceiveProcessor {
     let id: ReceiveStreamID
     let stats: HookStats
     private let sink: ReceiveVideoHook.Sink
@@ -461,7 +461,9 @@ final class ReceiveProcessor: @unchecked Sendable {
 final class ReceiveSlot {
     enum Content { case empty, wake, retainedI420, retainedNV12, copied }
     var content = Content.empty
-    var raw: (any VideoRawData)?
+    /// A kept I420 frame: the SDK's planes and the reference that keeps them.
+    var retainedFrame: VideoFrame?
+    var reference = SDKObjectReference.none
     var pixels: (any NV12PixelBuffer)?
     var rotation = SDKVideoRawDataRotation.none
     /// A copy's picture, reallocated only when the size changes.
@@ -473,9 +475,10 @@ final class ReceiveSlot {
     @discardableResult
     func release() -> Bool {
         let held = content == .retainedI420 || content == .retainedNV12 || content == .copied
-        if content == .retainedI420 { raw?.releaseRef() }
+        if content == .retainedI420 { reference.releaseRef() }
         if content == .retainedNV12 { pixels?.releaseRef() }
-        raw = nil
+        retainedFrame = nil
+        reference = .none
         pixels = nil
         content = .empty
         return held
@@ -489,8 +492,10 @@ final class ReceiveSlot {
     }
 }
 
-/// The delegate a stream's pipe calls: the SDK's callbacks for one (user, pipe).
-final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
+/// The delegate a stream's pipe calls: the SDK's callbacks for one (user, pipe). Unchecked:
+/// `pipe` is the SDK's (subscribe and unsubscribe only), `processor` the processing thread's;
+/// the rest is immutable, atomic or the queue.
+final class ReceiveStream: SDKRawDataPipeDelegate, ReceivedFrameInput, @unchecked Sendable {
     let id: ReceiveStreamID
     let pipe: any SDKRawDataPipe
     let processor: ReceiveProcessor
@@ -532,29 +537,37 @@ final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
     // MARK: SDK callbacks [the SDK's thread for this pipe]
 
     func onRawDataFrameReceived(_ rawData: any VideoRawData) {
+        guard let frame = Self.frame(of: rawData) else {
+            guard enter() else { return }
+            defer { leave() }
+            return malformed(rawData)
+        }
+        receive(frame, reference: SDKObjectReference(rawData))
+    }
+
+    /// [the SDK's thread for this pipe] The frame-shaped core the SDK-named callback and the C
+    /// API call: the frame (rotation in its format, the SDK's time in its timestamp) runs now
+    /// (sync) or is queued (async: kept through `reference` when the SDK allows it, else copied).
+    func receive(_ frame: VideoFrame, reference: SDKObjectReference) {
         guard enter() else { return }
         defer { leave() }
         guard let queue else {
-            guard let frame = Self.frame(of: rawData) else { return malformed(rawData) }
             processor.process(frame)
             return
         }
         let start = monotonicNanoseconds()
         guard let slot = acquire(queue) else { return }
-        if rawData.canAddRef() && rawData.addRef() {
-            slot.raw = rawData
+        if reference.keep() {
+            slot.reference = reference
+            slot.retainedFrame = frame
             slot.content = .retainedI420
         } else {
             // Stack memory: the planes die with this callback, so copy them now.
-            guard let frame = Self.frame(of: rawData) else {
-                queue.giveBack(slot)
-                return malformed(rawData)
-            }
             frame.copy(to: slot.copyBuffer(for: frame.format).frame)
             slot.content = .copied
         }
-        slot.format = rawData.videoFormat
-        slot.timestamp = Int64(rawData.timeStamp) * 1000
+        slot.format = frame.format
+        slot.timestamp = frame.timestampMicroseconds
         submit(slot, to: queue, start: start)
     }
 
@@ -638,12 +651,7 @@ final class ReceiveStream: SDKRawDataPipeDelegate, @unchecked Sendable {
         case .wake:
             processor.drainAndResetIfRequested()
         case .retainedI420:
-            if let raw = slot.raw, var frame = frame(of: raw) {
-                frame.timestampMicroseconds = slot.timestamp
-                processor.process(frame)
-            } else {
-                processor.stats.recordError()
-            }
+            processor.process(slot.retainedFrame!)
         case .retainedNV12:
             if let pixels = slot.pixels { processor.process(pixels, rotation: slot.rotation) }
         case .copied:

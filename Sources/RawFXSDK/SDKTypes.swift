@@ -229,7 +229,7 @@ extension YUVProcessDataI420 {
 /// A block of received PCM (`AudioRawData`): interleaved 16-bit little-endian samples, valid
 /// only inside the callback unless retained with `addRef` (when `canAddRef` allows) and then
 /// released with exactly one `releaseRef` per `addRef`.
-public protocol AudioRawData: AnyObject {
+public protocol AudioRawData: SDKReferenceCounted {
     var buffer: UnsafeMutablePointer<CChar>? { get }
     /// Bytes in `buffer`.
     var bufferLen: Int { get }
@@ -237,11 +237,6 @@ public protocol AudioRawData: AnyObject {
     var channelNum: Int { get }
     /// Milliseconds.
     var timeStamp: UInt64 { get }
-    func canAddRef() -> Bool
-    /// Keeps the buffer alive past the callback; true on success.
-    @discardableResult func addRef() -> Bool
-    /// Drops one reference; the remaining count (the SDK deletes the object at 0).
-    @discardableResult func releaseRef() -> Int
 }
 
 // MARK: - Senders the SDK hands to a source

@@ -87,7 +87,7 @@ final class PublishTail {
 /// Chain, fit-to-size, range and packing for the publish paths. Owned by the one thread that
 /// processes frames (the pushing thread in sync mode, the worker in async mode); the control
 /// side hands a new chain (`ChainSlot`) or target (`Mailbox`) over, taken between frames, and
-/// releases what they replaced.
+/// releases what they replaced. Unchecked: the processing-thread fields are that thread's.
 final class VideoPublishPipeline: @unchecked Sendable {
     let registry: PluginRegistry
 
@@ -248,11 +248,10 @@ final class VideoSlot {
 /// adapters: lifecycle gate, chain + fit + pack, optional async worker (the `WorkQueue`,
 /// oldest frame dropped when full), metrics.
 ///
-/// `@unchecked Sendable`: fields are immutable or synchronised (`Locked`, the gate, the
-/// queue); `sendBody` is called on the one processing thread at a time (`syncLock` in sync
-/// mode, the queue's worker in async mode).
-final class VideoPublisher<Sender>: @unchecked Sendable {
-    typealias Send = (Sender, PackedPicture, VideoFormat) -> PublishStatus
+/// `sendBody` is called on the one processing thread at a time (`syncLock` in sync mode, the
+/// queue's worker in async mode).
+final class VideoPublisher<Sender>: Sendable {
+    typealias Send = @Sendable (Sender, PackedPicture, VideoFormat) -> PublishStatus
     let gate = SendGate<Sender>()
     let pipeline: VideoPublishPipeline
     let stats: HookStats
@@ -260,9 +259,9 @@ final class VideoPublisher<Sender>: @unchecked Sendable {
     private let sendBody: Send
     private let queue: WorkQueue<VideoSlot>?
     /// Sync mode: one frame at a time through the chain, whichever app thread pushes.
-    private let syncLock = HookLock()
+    private let syncLock = Locked(())
     /// Async mode: the app threads that push record the callback time under this lock.
-    private let callbackTiming = HookLock()
+    private let callbackTiming = Locked(())
     private let lastStatusStore = Locked<PublishStatus?>(nil)
     /// Called on the worker with the outcome of every frame it processed.
     private let asyncResult = Locked<(@Sendable (PublishStatus) -> Void)?>(nil)
@@ -304,9 +303,7 @@ final class VideoPublisher<Sender>: @unchecked Sendable {
         }
         let epoch = gate.epoch
         guard let queue else {
-            syncLock.lock()
-            defer { syncLock.unlock() }
-            return run(frame, epoch: epoch)
+            return syncLock.withLock { _ in run(frame, epoch: epoch) }
         }
         let start = monotonicNanoseconds()
         guard let acquired = queue.acquire() else {
@@ -321,9 +318,7 @@ final class VideoPublisher<Sender>: @unchecked Sendable {
             return .refused(gate.refusal ?? .closed)
         }
         let elapsed = monotonicNanoseconds() &- start
-        callbackTiming.lock()
-        stats.callback.record(nanoseconds: elapsed)
-        callbackTiming.unlock()
+        callbackTiming.withLock { _ in stats.callback.record(nanoseconds: elapsed) }
         return acquired.evicted ? .queuedDroppingOldest : .queued
     }
 

@@ -3,11 +3,9 @@ import Synchronization
 
 /// What the video source and the share source share: a `VideoPublisher` (chain, fit, pack,
 /// the gate that sends only while the SDK lets it, the optional async worker), its run-time
-/// control, metrics and lifecycle events. The subclasses add the SDK's callbacks.
-///
-/// `@unchecked Sendable` (a class open to its two subclasses cannot be checked): every field
-/// is immutable or synchronised (`Locked`, the publisher's own locks).
-public class VideoPublishingSource<Sender>: @unchecked Sendable {
+/// control, metrics and lifecycle events. Each source holds one and adds the SDK's callbacks
+/// (held, not inherited, so both are checked `Sendable`).
+public final class VideoPublishingSource<Sender>: Sendable {
     let publisher: VideoPublisher<Sender>
     public let registry: PluginRegistry
     /// Start/stop (and capability) events, as a callback and as streams.
@@ -63,6 +61,33 @@ public class VideoPublishingSource<Sender>: @unchecked Sendable {
     }
 }
 
+/// The app's side of a publishing source, the same for the video and the share source: its
+/// members forward to the `VideoPublishingSource` it holds.
+public protocol VideoPublishing: AnyObject, Sendable {
+    associatedtype Sender
+    var publishing: VideoPublishingSource<Sender> { get }
+}
+
+extension VideoPublishing {
+    public var registry: PluginRegistry { publishing.registry }
+    /// Start/stop (and capability) events, as a callback and as streams.
+    public var lifecycle: LifecycleEvents { publishing.lifecycle }
+    /// See `VideoPublishingSource.pushFrame`.
+    @discardableResult
+    public func pushFrame(_ frame: VideoFrame) -> PublishStatus { publishing.pushFrame(frame) }
+    public func setChain(_ text: String) throws(ChainError) { try publishing.setChain(text) }
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) { try publishing.setParameter(address, value) }
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try publishing.setBypass(stage, bypassed) }
+    public var chainText: String { publishing.chainText }
+    public var isSending: Bool { publishing.isSending }
+    public var metrics: HookMetrics { publishing.metrics }
+    public var lastFailure: PublishStatus? { publishing.lastFailure }
+    public var queuedFrames: Int { publishing.queuedFrames }
+    public func setAsyncResultHandler(_ handler: (@Sendable (PublishStatus) -> Void)?) { publishing.setAsyncResultHandler(handler) }
+    public func close() { publishing.close() }
+    var publisher: VideoPublisher<Sender> { publishing.publisher }
+}
+
 /// The external video source (a virtual camera): install it as the SDK's video source
 /// (`externalVideoSource`), then push frames from the app with `pushFrame`.
 ///
@@ -86,7 +111,8 @@ public class VideoPublishingSource<Sender>: @unchecked Sendable {
 ///   frame path), `setParameter`, `setBypass`.
 /// - Lifecycle: every SDK callback is also reported to the app (`lifecycle`), after the
 ///   adapter acted on it, so the app starts and stops its pump there.
-public final class VideoSourceAdapter: VideoPublishingSource<any SDKVideoSender>, SDKVideoSource, @unchecked Sendable {
+public final class VideoSourceAdapter: VideoPublishing, SDKVideoSource, Sendable {
+    public let publishing: VideoPublishingSource<any SDKVideoSender>
     /// Chooses the capability from what the SDK offers; the default takes the suggestion.
     public typealias CapabilityPolicy = @Sendable (_ supported: [VideoSourceCapability],
                                                    _ suggested: VideoSourceCapability) -> VideoSourceCapability
@@ -97,7 +123,7 @@ public final class VideoSourceAdapter: VideoPublishingSource<any SDKVideoSender>
     public init(chain: String = "", registry: PluginRegistry, mode: ProcessingMode = .sync,
                 capabilityPolicy: CapabilityPolicy? = nil) throws(ChainError) {
         policy = capabilityPolicy ?? { _, suggested in suggested }
-        try super.init(name: "videoSource", chain: chain, registry: registry, mode: mode) { sender, picture, format in
+        publishing = try VideoPublishingSource(name: "videoSource", chain: chain, registry: registry, mode: mode) { sender, picture, format in
             let status = sender.sendVideoFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
                                                dataLength: picture.byteCount, rotation: format.rotation,
                                                format: FrameDataFormat(format.colorRange))
@@ -164,10 +190,12 @@ public final class VideoSourceAdapter: VideoPublishingSource<any SDKVideoSender>
 /// cut to even dimensions (or at `outputSize` when set), packed, to `sendShareFrame`, only
 /// between `onShareSendStarted` and `onShareSendStopped`. Same run-time control and
 /// lifecycle events as the video source.
-public final class ShareSourceAdapter: VideoPublishingSource<any SDKShareSender>, SDKShareSource, @unchecked Sendable {
+public final class ShareSourceAdapter: VideoPublishing, SDKShareSource, Sendable {
+    public let publishing: VideoPublishingSource<any SDKShareSender>
+
     public init(chain: String = "", registry: PluginRegistry, mode: ProcessingMode = .sync,
                 outputSize: (width: Int, height: Int)? = nil) throws(ChainError) {
-        try super.init(name: "shareSource", chain: chain, registry: registry, mode: mode) { sender, picture, format in
+        publishing = try VideoPublishingSource(name: "shareSource", chain: chain, registry: registry, mode: mode) { sender, picture, format in
             let status = sender.sendShareFrame(picture.bytes, width: picture.format.width, height: picture.format.height,
                                                frameLength: picture.byteCount, format: FrameDataFormat(format.colorRange))
             return status == .success ? .sent : .rejectedBySender(code: status.rawValue, name: status.description)

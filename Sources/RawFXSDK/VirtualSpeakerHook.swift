@@ -57,8 +57,8 @@ public enum AudioStreamID: Hashable, Sendable, CustomStringConvertible {
 /// queue holds `capacity` / 5 callbacks (`capacity` ms of 10 ms callbacks on two streams) and grows past it, counting an overflow (an
 /// error) each time it has to.
 ///
-/// `@unchecked Sendable`: every field is immutable or synchronised (`Locked`, atomics, the
-/// queue); `sink` is the app's closure, called on one processing thread per stream at a time.
+/// Unchecked: every field is immutable or synchronised (`Locked`, atomics, the queue) but
+/// `sink`, the app's closure, called on one processing thread per stream at a time.
 public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @unchecked Sendable {
     public typealias Sink = (AudioStreamID, AudioBlock) -> Void
 
@@ -77,7 +77,7 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
     /// Sync mode: callbacks of different streams may run at once on different SDK threads;
     /// their timings share one recorder, written under this lock (async: the worker writes
     /// `processing` alone, SDK threads `callback` under this lock).
-    private let timingLock = HookLock()
+    private let timingLock = Locked(())
     private let lastErrorStore = Locked<ChainError?>(nil)
 
     /// - Parameters:
@@ -250,20 +250,27 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
 
     // MARK: Internals
 
+    /// The SDK-named callbacks' adapter over `receive(_:from:)`: a block without a buffer or
+    /// whole frames is counted as an error.
     private func receive(_ data: any AudioRawData, _ id: AudioStreamID) {
-        let start = monotonicNanoseconds()
-        let channels = data.channelNum
-        let rate = data.sampleRate
-        let length = data.bufferLen
-        guard let buffer = data.buffer, channels > 0, rate > 0, length > 0, length % (2 * channels) == 0 else {
+        guard let block = LentAudioBlock(data) else {
             stats.recordError()
             return
         }
+        receive(block, from: id)
+    }
+
+    /// [SDK audio thread] The block-shaped core every entry calls (the SDK-named callbacks, the
+    /// C API): runs the stream's chain on the block (sync) or queues it (async: copied, or kept
+    /// through its reference with `retainInAsync`). The SDK's buffer is never written.
+    public func receive(_ block: LentAudioBlock, from id: AudioStreamID) {
+        let start = monotonicNanoseconds()
         guard !closedFlag.load(ordering: .acquiring) else {
             stats.recordRefused()
             return
         }
-        let format = AudioFormat(sampleRate: rate, channels: channels)
+        let format = block.format
+        let length = block.byteCount
         if let queue {
             guard let acquired = queue.acquire() else {
                 stats.recordRefused()
@@ -274,12 +281,13 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
             slot.kind = .audio
             slot.id = id
             slot.format = format
-            slot.timeStamp = data.timeStamp
+            slot.timeStamp = block.timestampMilliseconds
             slot.length = length
-            if retainInAsync && data.canAddRef() && data.addRef() {
-                slot.retained = data
+            if retainInAsync && block.reference.keep() {
+                slot.retained = block.reference
+                slot.retainedBytes = block.bytes
             } else {
-                slot.copy(UnsafeRawPointer(buffer), length)
+                slot.copy(block.bytes, length)
             }
             if !queue.enqueue(slot) {
                 slot.releaseRetained()
@@ -288,26 +296,22 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
                 return
             }
             let elapsed = monotonicNanoseconds() &- start
-            timingLock.lock()
-            stats.callback.record(nanoseconds: elapsed)
-            timingLock.unlock()
+            timingLock.withLock { _ in stats.callback.record(nanoseconds: elapsed) }
             return
         }
         // Two tries: if the user left while this block waited for the stream's lock, the
         // block starts the user's new stream.
         for _ in 0..<2 {
             guard let stream = stream(for: id, format: format) else { return }
-            stream.lock.lock()
-            if stream.closed {
-                stream.lock.unlock()
-                continue
+            let processed = stream.running.withLock { running -> Bool in
+                if running.closed { return false }
+                process(stream, scratch: running.scratch, bytes: block.bytes, length: length, format: format,
+                        timeStamp: block.timestampMilliseconds)
+                return true
             }
-            process(stream, bytes: UnsafeRawPointer(buffer), length: length, format: format, timeStamp: data.timeStamp)
-            stream.lock.unlock()
+            guard processed else { continue }
             let elapsed = monotonicNanoseconds() &- start
-            timingLock.lock()
-            stats.processing.record(nanoseconds: elapsed)
-            timingLock.unlock()
+            timingLock.withLock { _ in stats.processing.record(nanoseconds: elapsed) }
             return
         }
         stats.recordError()
@@ -336,8 +340,8 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
         }
     }
 
-    /// Runs one callback's PCM through the stream's chain (stream lock held, or on the worker).
-    private func process(_ stream: SpeakerStream, bytes: UnsafeRawPointer, length: Int, format: AudioFormat, timeStamp: UInt64) {
+    /// Runs one callback's PCM through the stream's chain (inside `stream.running`).
+    private func process(_ stream: SpeakerStream, scratch: SpeakerScratch, bytes: UnsafeRawPointer, length: Int, format: AudioFormat, timeStamp: UInt64) {
         let id = stream.id
         let frames = length / (2 * format.channels)
         // An odd address cannot be read as Int16: copy first (the SDK's buffer is never written).
@@ -345,7 +349,7 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
         if Int(bitPattern: bytes) & 1 == 0 {
             samples = UnsafeMutablePointer(mutating: bytes.assumingMemoryBound(to: Int16.self))
         } else {
-            samples = stream.scratch.samples(count: length / 2)
+            samples = scratch.samples(count: length / 2)
             memcpy(samples, bytes, length)
         }
         let block = AudioBlock(samples: samples, frameCount: frames, format: format, source: id.source,
@@ -388,11 +392,11 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
     /// Flushes and releases one stream.
     private func finish(_ id: AudioStreamID) {
         guard let stream = streams.withLock({ $0.removeValue(forKey: id) }) else { return }
-        stream.lock.lock()
-        defer { stream.lock.unlock() }
-        stream.closed = true
-        stream.slot.takePending { old in if self.flushOnLeave { self.flush(old, of: id) } }
-        if flushOnLeave { flush(stream.slot.current, of: id) }
+        stream.running.withLock { running in
+            running.closed = true
+            stream.slot.takePending { old in if self.flushOnLeave { self.flush(old, of: id) } }
+            if flushOnLeave { flush(stream.slot.current, of: id) }
+        }
     }
 
     /// [worker] Async mode: one queued callback or control entry.
@@ -402,19 +406,11 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
             let start = monotonicNanoseconds()
             defer { slot.releaseRetained() }
             guard let stream = stream(for: slot.id, format: slot.format) else { return }
-            let bytes: UnsafeRawPointer
-            if let retained = slot.retained {
-                guard let b = retained.buffer else {
-                    stats.recordError()
-                    return
-                }
-                bytes = UnsafeRawPointer(b)
-            } else {
-                bytes = UnsafeRawPointer(slot.bytes)
+            let bytes = slot.retained != nil ? slot.retainedBytes! : UnsafeRawPointer(slot.bytes)
+            stream.running.withLock { running in
+                process(stream, scratch: running.scratch, bytes: bytes, length: slot.length, format: slot.format,
+                        timeStamp: slot.timeStamp)
             }
-            stream.lock.lock()
-            process(stream, bytes: bytes, length: slot.length, format: slot.format, timeStamp: slot.timeStamp)
-            stream.lock.unlock()
             stats.processing.record(nanoseconds: monotonicNanoseconds() &- start)
         case .remove:
             finish(slot.id)
@@ -482,26 +478,34 @@ struct SpeakerConfig {
     }
 }
 
-/// A weak reference set once, before any other thread can read it (a worker's way back to
-/// the hook that owns it, without a retain cycle).
-final class WeakReference<Object: AnyObject>: @unchecked Sendable {
-    /// Written once in the owner's init, before the worker that reads it exists.
-    weak var value: Object?
+/// A weak reference a worker holds to the hook that owns it (its way back without a retain
+/// cycle), set in the owner's init.
+final class WeakReference<Object: AnyObject>: Sendable {
+    private struct Weak { weak var value: Object? }
+    private let reference = Locked(Weak())
+
+    init() {}
+
+    var value: Object? {
+        get { reference.withLock { $0.value } }
+        set { reference.withLock { $0.value = newValue } }
+    }
 }
 
 /// One stream of the speaker.
 ///
-/// `lock` is held while the stream's chain runs (sync: the SDK thread of its callback; async:
-/// the worker) and by `finish` (leave, close); `closed` and `scratch` are used under it.
-/// `slot` hands chains over from `setChain` (any thread) to the processing side.
-final class SpeakerStream: @unchecked Sendable {
+/// `running` is held while the stream's chain runs (sync: the SDK thread of its callback;
+/// async: the worker) and by `finish` (leave, close). `slot` hands chains over from
+/// `setChain` (any thread) to the processing side.
+final class SpeakerStream: Sendable {
+    struct Running {
+        /// `finish` ran: a block that waited for the lock starts a new stream instead.
+        var closed = false
+        let scratch = SpeakerScratch()
+    }
     let id: AudioStreamID
     let slot: ChainSlot<AudioChain>
-    let lock = HookLock()
-    /// Guarded by `lock`.
-    var closed = false
-    /// Guarded by `lock`.
-    let scratch = SpeakerScratch()
+    let running = Locked(Running())
     /// The format the chain is negotiated for: written by the processing side when it
     /// changes, read by `setChain` to negotiate a new chain on the control side.
     private let formatBits = Atomic<UInt64>(0)
@@ -552,7 +556,9 @@ final class SpeakerSlot {
     /// The copied PCM (16-byte aligned); grows to the largest callback seen, then is reused.
     private(set) var bytes = UnsafeMutableRawPointer.allocate(byteCount: 3840, alignment: 16)
     private var capacity = 3840
-    var retained: (any AudioRawData)?
+    /// The SDK's object kept with addRef, and its buffer (valid until `releaseRetained`).
+    var retained: SDKObjectReference?
+    var retainedBytes: UnsafeRawPointer?
 
     deinit {
         retained?.releaseRef()
@@ -572,6 +578,7 @@ final class SpeakerSlot {
     func releaseRetained() {
         guard let retained else { return }
         self.retained = nil
+        retainedBytes = nil
         retained.releaseRef()
     }
 }

@@ -34,6 +34,7 @@ import Synchronization
 /// Threads: `acquire`, `enqueue`, `discardQueued`, `waitUntilIdle` and `close` from any thread;
 /// `process` runs on the queue's own thread or a pool worker, one slot at a time. The lock is
 /// held for index moves only, never while a slot is filled or processed.
+/// Unchecked: the indices and slots are guarded by `lock`; a slot belongs to one thread at a time.
 package final class WorkQueue<Slot: AnyObject>: PoolRunnable, @unchecked Sendable {
     package enum WhenFull: Sendable { case dropOldest, grow }
     package enum Executor: Sendable {
@@ -58,7 +59,7 @@ package final class WorkQueue<Slot: AnyObject>: PoolRunnable, @unchecked Sendabl
     private let pool: WorkerPool?
 
     // Guarded by `lock`.
-    private let lock = HookLock()
+    private let lock = ConditionLock()
     private var free: Deque<Slot> = []
     private var queued: Deque<Slot> = []
     private var busy = false
@@ -316,12 +317,13 @@ protocol PoolRunnable: AnyObject {
 ///
 /// Threads: `schedule`, `attach`, `detach`, `isWorkerThread` from any thread; `close` from any
 /// thread once no queue will schedule again.
+/// Unchecked: the run list and threads are guarded by `lock`.
 package final class WorkerPool: @unchecked Sendable {
     package let maxWorkers: Int
     private let name: String
 
     // Guarded by `lock`.
-    private let lock = HookLock()
+    private let lock = ConditionLock()
     private var ready: Deque<any PoolRunnable> = []
     private var threads: [HookThread] = []
     private var threadIDs: [pthread_t] = []

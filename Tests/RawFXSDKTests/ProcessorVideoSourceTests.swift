@@ -39,6 +39,39 @@ func referenceFit(_ source: VideoFrame, width: Int, height: Int) -> [UInt8] {
 final class ProcessorVideoSourceTests: XCTestCase {
     let caps720 = [VideoSourceCapability(width: 1280, height: 720), VideoSourceCapability(width: 640, height: 360)]
 
+    /// An SDK may call back on the sending thread from inside `sendVideoFrame` (onStopSend,
+    /// onUninitialized, even a new onInitialize): the call takes effect without deadlocking
+    /// on the send gate, and a change of sender applies from the next frame.
+    func testSDKCallbacksFromInsideTheSendTakeEffectFromTheNextFrame() throws {
+        let adapter = try VideoSourceAdapter(chain: "", registry: processorRegistry())
+        let capability = VideoSourceCapability(width: 64, height: 48)
+        let first = CallingBackVideoSender(), second = CallingBackVideoSender()
+        let picture = patternBuffer(width: 64, height: 48)
+        adapter.onInitialize(first, supportCapabilityArray: [capability], suggestCapability: capability)
+        adapter.onStartSend()
+
+        first.duringNextSend = { adapter.onStopSend() }
+        XCTAssertEqual(adapter.pushFrame(picture.frame), .sent)
+        XCTAssertEqual(adapter.pushFrame(picture.frame), .refused(.stopped))
+        adapter.onStartSend()
+        XCTAssertEqual(adapter.pushFrame(picture.frame), .sent, "the sender was kept through the stop")
+
+        first.duringNextSend = {
+            adapter.onInitialize(second, supportCapabilityArray: [capability], suggestCapability: capability)
+            adapter.onStartSend()
+        }
+        XCTAssertEqual(adapter.pushFrame(picture.frame), .sent)
+        XCTAssertEqual(adapter.pushFrame(picture.frame), .sent)
+        XCTAssertEqual([first.sent, second.sent], [3, 1], "the new sender takes the frame after the send that installed it")
+
+        second.duringNextSend = { adapter.onUninitialized() }
+        XCTAssertEqual(adapter.pushFrame(picture.frame), .sent)
+        XCTAssertEqual(adapter.pushFrame(picture.frame), .refused(.noSender))
+        adapter.onStartSend()
+        XCTAssertEqual(adapter.pushFrame(picture.frame), .refused(.noSender), "the sender was forgotten once the send returned")
+        XCTAssertEqual([first.sent, second.sent], [3, 2])
+    }
+
     func testFramesBeforeStartAreRefusedWithoutTouchingTheChainAndNeverSent() throws {
         let adapter = try VideoSourceAdapter(chain: "test_gate=add=0", registry: processorRegistry())
         let emulator = SDKSessionEmulator()
@@ -399,5 +432,21 @@ final class ProcessorVideoSourceTests: XCTestCase {
         XCTAssertEqual(status, .rejectedBySender(code: VideoSDKError.invalidParameter.rawValue, name: "Errors_Invalid_Parameter"))
         XCTAssertEqual(adapter.metrics.sendRejected, 1)
         XCTAssertEqual(adapter.lastFailure, status)
+    }
+}
+
+/// A video sender that runs `duringNextSend` from inside its next `sendVideoFrame`, on the
+/// sending thread, as an SDK delivering a lifecycle callback there would.
+final class CallingBackVideoSender: SDKVideoSender {
+    var duringNextSend: (() -> Void)?
+    private(set) var sent = 0
+
+    func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, dataLength: Int,
+                        rotation: Int, format: FrameDataFormat) -> VideoSDKError {
+        sent += 1
+        let callback = duringNextSend
+        duringNextSend = nil
+        callback?()
+        return .success
     }
 }
