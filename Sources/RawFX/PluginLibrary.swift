@@ -25,6 +25,7 @@ import RawFXRuntime
 /// inode): registries that load the same file share one `PluginLibrary`, so a plugin's `init`
 /// and `deinit` strictly alternate, and every call into it of the `[loader]` kind is made
 /// under one process-wide lock.
+/// Unchecked `Sendable`: immutable after `init` but for the type cache, which `loaderLock` guards.
 public final class PluginLibrary: @unchecked Sendable {
     /// The file's canonical path (`realpath`), as the plugin gets it in `rawfx_host_info.plugin_path`.
     public let path: String
@@ -41,29 +42,33 @@ public final class PluginLibrary: @unchecked Sendable {
     private var descriptors: [UnsafePointer<rawfx_filter_descriptor>] = []
     /// One slot per descriptor; guarded by `loaderLock`.
     private var cachedTypes: [WeakFilterType] = []
+    /// Set by the loader when `init` refused a descriptor: the plugin is already unloaded.
+    private var unloadedByLoader = false
 
     /// Loads `path` (a file; a bare name is relative to the current directory), or returns the
     /// library already loaded from the same file. `allowUntrusted` skips `PluginTrust`.
     static func load(path: String, allowUntrusted: Bool) throws(PluginLoadError) -> PluginLibrary {
         let file = try PluginFile.check(path, allowUntrusted: allowUntrusted)
-        loaderLock.lock()
-        defer { loaderLock.unlock() }
-        while let record = openLibraries[file.identity] {
-            if let library = record.library { return library }
-            // Its last owner let go on another thread, whose `deinit` waits for this lock:
-            // let it finish so that the plugin's deinit comes before its next init.
-            loaderLock.unlock()
+        while true {
+            let loaded = try loaderLock.withLock { (open: inout [FileIdentity: LibraryRecord]) throws(PluginLoadError) -> PluginLibrary? in
+                if let record = open[file.identity] {
+                    // nil: its last owner let go on another thread, whose `deinit` waits for this
+                    // lock: let it finish so that the plugin's deinit comes before its next init.
+                    return record.library
+                }
+                let library = try PluginLibrary(file: file, givenPath: path)
+                open[file.identity] = LibraryRecord(library: library, object: ObjectIdentifier(library))
+                return library
+            }
+            if let loaded { return loaded }
             sched_yield()
-            loaderLock.lock()
         }
-        let library = try PluginLibrary(file: file, givenPath: path)
-        openLibraries[file.identity] = LibraryRecord(library: library, object: ObjectIdentifier(library))
-        return library
     }
 
     /// `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)`, the entry read by its own size, the
     /// ABI major checked, `init` called with the host info, every filter descriptor validated.
-    /// Called with `loaderLock` held.
+    /// Called with `loaderLock` held; a descriptor refused after `init` unloads the plugin here
+    /// (`unloadedByLoader`), since `deinit` would wait for the lock its loader holds.
     private init(file: PluginFile, givenPath path: String) throws(PluginLoadError) {
         // RTLD_NODELETE: a library is never unmapped, even after dlclose. The Swift runtime
         // (and Rust's) registers type metadata and conformances from every loaded image and
@@ -99,8 +104,8 @@ public final class PluginLibrary: @unchecked Sendable {
             throw .refusedHost(path: path, message: text.isEmpty ? "init returned status \(status)" : text)
         }
         // The plugin is initialised. Every stored property is set before anything else can
-        // fail, so a throw below runs `deinit` (Swift does for a fully initialised object),
-        // which calls the plugin's deinit and dlclose exactly once. No clean-up here.
+        // fail, so a throw below runs `deinit` (Swift does for a fully initialised object) on
+        // this thread, which holds `loaderLock`: the plugin is unloaded here instead.
         self.path = file.canonicalPath
         self.identity = file.identity
         self.handle = handle
@@ -110,6 +115,17 @@ public final class PluginLibrary: @unchecked Sendable {
         self.name = entry.plugin_name.map { String(cString: $0) } ?? fileName(of: file.canonicalPath)
         self.version = entry.plugin_version.map { String(cString: $0) } ?? ""
 
+        do {
+            try readDescriptors()
+        } catch {
+            entry.deinit?()
+            dlclose(handle)
+            unloadedByLoader = true
+            throw error
+        }
+    }
+
+    private func readDescriptors() throws(PluginLoadError) {
         var ids = Set<String>()
         for index in 0..<entry.filter_count!() {
             guard let descriptor = entry.filter_descriptor!(index) else {
@@ -130,19 +146,23 @@ public final class PluginLibrary: @unchecked Sendable {
     }
 
     deinit {
-        loaderLock.lock()
-        defer { loaderLock.unlock() }
-        entry.deinit?()
-        dlclose(handle)
-        if openLibraries[identity]?.object == ObjectIdentifier(self) { openLibraries[identity] = nil }
+        guard !unloadedByLoader else { return }
+        loaderLock.withLock { open in
+            entry.deinit?()
+            dlclose(handle)
+            if open[identity]?.object == ObjectIdentifier(self) { open[identity] = nil }
+        }
     }
 
     /// The filters this file provides, in the plugin's order. The same objects as long as
     /// anyone (a registry, an instance) holds them; made again from the descriptors if not.
     public var filters: [FilterType] {
-        loaderLock.lock()
-        defer { loaderLock.unlock() }
-        return descriptors.indices.compactMap { index in
+        loaderLock.withLock { _ in filtersMade() }
+    }
+
+    /// `filters`, with `loaderLock` held.
+    private func filtersMade() -> [FilterType] {
+        descriptors.indices.compactMap { index in
             if let type = cachedTypes[index].type { return type }
             // Validated at load; the descriptors are the plugin's static data.
             guard let type = try? FilterType(descriptor: descriptors[index], library: self) else { return nil }
@@ -185,29 +205,10 @@ public final class PluginLibrary: @unchecked Sendable {
     }
 }
 
-/// Serialises every `[loader]` call (dlopen, init, deinit, dlclose) and guards `openLibraries`
-/// and the libraries' type caches. Recursive: a library whose construction throws after the
-/// plugin's init runs its `deinit` while its loader still holds the lock.
-private let loaderLock = RecursiveLock()
-
-/// A recursive pthread mutex: what NSRecursiveLock is, without Foundation's whole module.
-final class RecursiveLock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-    init() {
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
-        pthread_mutex_init(mutex, &attributes)
-        pthread_mutexattr_destroy(&attributes)
-    }
-
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
-}
-
-/// The libraries loaded in this process, by file; guarded by `loaderLock`.
-nonisolated(unsafe) private var openLibraries: [FileIdentity: LibraryRecord] = [:]
+/// The libraries loaded in this process, by file. Its lock serialises every `[loader]` call
+/// (dlopen, init, deinit, dlclose) and guards the libraries' type caches. Not recursive: the
+/// only nested path, a load refused after `init`, unloads without taking it again.
+private let loaderLock = Locked<[FileIdentity: LibraryRecord]>([:])
 
 /// Classes, not structs: Swift 6.3.1 at -Onone crashes in swift_weakCopyInit when reading
 /// `dictionary[key]?.field` of a missing key whose value struct holds a weak reference and an

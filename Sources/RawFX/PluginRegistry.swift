@@ -24,6 +24,7 @@ import Foundation
 /// When two files provide the same filter id, the one met first (earlier on the search path,
 /// or loaded first) keeps it; only that filter of the later file is skipped and the clash is
 /// recorded in `clashes`. Only trusted files are loaded (see `PluginTrust`).
+/// Unchecked `Sendable`: loads (`load`, `scan`) happen on one thread before the registry is shared; after that it is read only.
 public final class PluginRegistry: @unchecked Sendable {
     /// The environment variable that adds plugin directories.
     public static let environmentVariable = "RAWFX_PLUGIN_PATH"
