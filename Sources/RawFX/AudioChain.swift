@@ -21,6 +21,7 @@ import Synchronization
 /// One thread processes. Any other thread may change a parameter (`setParameter`) or
 /// bypass a stage (`setBypass`): changes apply before the next `process`, keeping every
 /// filter's state and losing no sample.
+/// Unchecked `Sendable`: the process thread owns the stages; control threads reach them through `control` (`Locked`) and the `Mailbox`.
 public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     final class Stage {
         @exclusivity(unchecked) var instance: FilterInstance

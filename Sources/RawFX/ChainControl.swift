@@ -13,6 +13,7 @@ import Synchronization
 /// wins); `take` (processing thread) empties the slot; `retire` (processing thread) hands a
 /// used value to the control side, which releases it at its next `post` or `collect` or when
 /// the mailbox goes, so teardown never runs inside an SDK callback.
+/// Unchecked `Sendable`: the slots are atomic pointers; a value belongs to whichever side took it.
 package final class Mailbox<Value: AnyObject>: @unchecked Sendable {
     private let pending = Atomic<UInt>(0)
     /// Retired values waiting for the control side. Four places: the processing thread can
@@ -88,7 +89,8 @@ package final class Mailbox<Value: AnyObject>: @unchecked Sendable {
 
 /// A parameter value in C form (`rawfx_param_value`), built on the control side so the
 /// processing thread only passes a pointer. A string is copied into storage this object owns.
-final class CParameterValue: @unchecked Sendable {
+/// Not `Sendable`: it travels inside its `ChainEdit`, which the `Mailbox` hands over whole.
+final class CParameterValue {
     let pointer: UnsafeMutablePointer<rawfx_param_value>
     private let text: UnsafeMutablePointer<CChar>?
 

@@ -19,6 +19,7 @@ public struct Negotiation: Hashable, Sendable {
 /// Calls are serialized by the owner (a chain): never two at once on one instance. Each
 /// instance has its own host object (`HostContext`), handed to `create_with_host`, through
 /// which the plugin logs, asks for a rebuild or a callback, and borrows the thread pool.
+/// Unchecked `Sendable`: the process thread owns process and real-time calls, control threads the rest under the host object's control lock.
 package final class FilterInstance: @unchecked Sendable {
     package let type: FilterType
     let filter: UnsafePointer<rawfx_filter>
@@ -211,7 +212,7 @@ extension FilterInstance {
 }
 
 /// Keeps a reconfigure handler alive for as long as the host object may call it.
-final class ReconfigureHandler: @unchecked Sendable {
+final class ReconfigureHandler: Sendable {
     let handler: @Sendable () -> Void
     init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
 }

@@ -2,6 +2,7 @@ import RawFXRuntime
 
 /// A kind of filter a plugin provides (`rawfx_filter_descriptor`): its identity, its
 /// parameters, and the factory for instances.
+/// Unchecked `Sendable`: immutable; its pointers are the plugin's static descriptor, alive as long as its library.
 public final class FilterType: @unchecked Sendable, CustomStringConvertible {
     public let id: String
     public let name: String

@@ -122,6 +122,7 @@ public struct VideoFrame {
 /// An I420 picture that owns its planes: 64-byte aligned rows, strides rounded up to
 /// `strideAlignment` (plus `extraStride`, for tests of strides wider than the width).
 /// Allocated once; a chain keeps one per out-of-place stage and reuses it every frame.
+/// Unchecked `Sendable`: the planes have one writer at a time (the stage or source that fills them), readers after it.
 public final class VideoBuffer: @unchecked Sendable {
     public let format: VideoFormat
     /// The planes as a frame that keeps this buffer alive (`VideoFrame.storage`).

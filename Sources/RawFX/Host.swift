@@ -12,6 +12,7 @@ import Synchronization
 ///
 /// Thin Swift over `rfx_host_context_*` (rawfx_runtime.h). The functions the plugin calls
 /// through it are C and real-time safe; this class only creates, ties and frees.
+/// Unchecked `Sendable`: the C host object is the runtime's, whose functions are thread-safe (rawfx_runtime.h); this class only creates and frees it.
 public final class HostContext: @unchecked Sendable {
     public enum Kind: Sendable { case library, instance }
 

@@ -10,6 +10,7 @@ import Darwin
 /// a raw futex inside the prebuilt Synchronization library, which ThreadSanitizer cannot
 /// see, so every access it protects was reported as a race (`swift test --sanitize=thread`
 /// runs in CI). Same shape as `Mutex.withLock`.
+/// Unchecked `Sendable`: the state is reached only inside `withLock`, under the mutex.
 public final class Locked<State>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var state: State

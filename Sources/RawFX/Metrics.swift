@@ -22,9 +22,10 @@ public func monotonicNanoseconds() -> UInt64 {
 /// plain move on x86-64 and arm64. Frames, the ring and bypasses have one writer, the
 /// processing thread, so they are a load and a store; errors and drops may also be counted
 /// from an app thread, so they add atomically (they are rare).
-public final class TimingRecorder: @unchecked Sendable {
-    public static let window = 1024
-    private let durations = UnsafeMutablePointer<Atomic<UInt64>>.allocate(capacity: TimingRecorder.window)
+public final class TimingRecorder: Sendable {
+    private typealias Ring = InlineArray<1024, Atomic<UInt64>>
+    public static let window = Ring.count
+    private let durations = Ring { _ in Atomic(0) }
     private let next = Atomic<Int>(0)
     private let frameCount = Atomic<UInt64>(0)
     private let errorCount = Atomic<UInt64>(0)
@@ -37,13 +38,7 @@ public final class TimingRecorder: @unchecked Sendable {
     /// Frames (or audio blocks) that passed a bypassed filter.
     public var bypassed: UInt64 { bypassCount.load(ordering: .relaxed) }
 
-    public init() {
-        for i in 0..<TimingRecorder.window { (durations + i).initialize(to: Atomic(0)) }
-    }
-    deinit {
-        durations.deinitialize(count: TimingRecorder.window)
-        durations.deallocate()
-    }
+    public init() {}
 
     @inline(__always)
     public func record(nanoseconds: UInt64) {

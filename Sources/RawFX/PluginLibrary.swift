@@ -29,6 +29,7 @@ import RawFXRuntime
 /// A built-in plugin (linked into the process, `rawfx_builtins.h`) goes through the same entry,
 /// `init`, descriptors and `deinit` as a file; only `dlopen` and `dlclose` are not done, and its
 /// `path` is the image it is linked into (the app's executable).
+/// Unchecked `Sendable`: immutable after `init` but for the type cache, which `loaderLock` guards.
 public final class PluginLibrary: @unchecked Sendable {
     /// The file's canonical path (`realpath`), as the plugin gets it in `rawfx_host_info.plugin_path`.
     public let path: String
@@ -48,6 +49,8 @@ public final class PluginLibrary: @unchecked Sendable {
     private var descriptors: [UnsafePointer<rawfx_filter_descriptor>] = []
     /// One slot per descriptor; guarded by `loaderLock`.
     private var cachedTypes: [WeakFilterType] = []
+    /// Set by the loader when `init` refused a descriptor: the plugin is already unloaded.
+    private var unloadedByLoader = false
 
     /// Loads `path` (a file; a bare name is relative to the current directory), or returns the
     /// library already loaded from the same file. `allowUntrusted` skips `PluginTrust`.
@@ -103,24 +106,27 @@ public final class PluginLibrary: @unchecked Sendable {
     /// The library already loaded under `key`, or `make()`'s, recorded under it.
     private static func shared(_ key: LibraryKey,
                                _ make: () throws(PluginLoadError) -> PluginLibrary) throws(PluginLoadError) -> PluginLibrary {
-        loaderLock.lock()
-        defer { loaderLock.unlock() }
-        while let record = openLibraries[key] {
-            if let library = record.library { return library }
-            // Its last owner let go on another thread, whose `deinit` waits for this lock:
-            // let it finish so that the plugin's deinit comes before its next init.
-            loaderLock.unlock()
+        while true {
+            let loaded = try loaderLock.withLock { (open: inout [LibraryKey: LibraryRecord]) throws(PluginLoadError) -> PluginLibrary? in
+                if let record = open[key] {
+                    // nil: its last owner let go on another thread, whose `deinit` waits for this
+                    // lock: let it finish so that the plugin's deinit comes before its next init.
+                    return record.library
+                }
+                let library = try make()
+                open[key] = LibraryRecord(library: library, object: ObjectIdentifier(library))
+                return library
+            }
+            if let loaded { return loaded }
             sched_yield()
-            loaderLock.lock()
         }
-        let library = try make()
-        openLibraries[key] = LibraryRecord(library: library, object: ObjectIdentifier(library))
-        return library
     }
 
     /// The entry already read by its own size, its ABI major checked: `init` called with the
     /// host info, every filter descriptor validated. Called with `loaderLock` held; `handle`
-    /// (nil for a built-in) is closed if this throws.
+    /// (nil for a built-in) is closed if this throws, and a descriptor refused after `init`
+    /// unloads the plugin here (`unloadedByLoader`), since `deinit` would wait for the lock
+    /// its loader holds.
     private init(key: LibraryKey, path canonicalPath: String, givenPath path: String,
                  handle: UnsafeMutableRawPointer?, entry: rawfx_plugin_entry, logSource: String) throws(PluginLoadError) {
         let host = HostContext(source: logSource, kind: .library)
@@ -143,8 +149,8 @@ public final class PluginLibrary: @unchecked Sendable {
             throw .refusedHost(path: path, message: text.isEmpty ? "init returned status \(status)" : text)
         }
         // The plugin is initialised. Every stored property is set before anything else can
-        // fail, so a throw below runs `deinit` (Swift does for a fully initialised object),
-        // which calls the plugin's deinit and dlclose exactly once. No clean-up here.
+        // fail, so a throw below runs `deinit` (Swift does for a fully initialised object) on
+        // this thread, which holds `loaderLock`: the plugin is unloaded here instead.
         self.path = canonicalPath
         self.key = key
         self.isBuiltin = handle == nil
@@ -154,7 +160,17 @@ public final class PluginLibrary: @unchecked Sendable {
         self.abi = ABIVersion(major: entry.abi.major, minor: entry.abi.minor)
         self.name = entry.plugin_name.map { String(cString: $0) } ?? logSource
         self.version = entry.plugin_version.map { String(cString: $0) } ?? ""
+        do {
+            try readDescriptors(path: path)
+        } catch {
+            entry.deinit?()
+            if let handle { dlclose(handle) }
+            unloadedByLoader = true
+            throw error
+        }
+    }
 
+    private func readDescriptors(path: String) throws(PluginLoadError) {
         var ids = Set<String>()
         for index in 0..<entry.filter_count!() {
             guard let descriptor = entry.filter_descriptor!(index) else {
@@ -175,19 +191,23 @@ public final class PluginLibrary: @unchecked Sendable {
     }
 
     deinit {
-        loaderLock.lock()
-        defer { loaderLock.unlock() }
-        entry.deinit?()
-        if let handle { dlclose(handle) }
-        if openLibraries[key]?.object == ObjectIdentifier(self) { openLibraries[key] = nil }
+        guard !unloadedByLoader else { return }
+        loaderLock.withLock { open in
+            entry.deinit?()
+            if let handle { dlclose(handle) }
+            if open[key]?.object == ObjectIdentifier(self) { open[key] = nil }
+        }
     }
 
     /// The filters this file provides, in the plugin's order. The same objects as long as
     /// anyone (a registry, an instance) holds them; made again from the descriptors if not.
     public var filters: [FilterType] {
-        loaderLock.lock()
-        defer { loaderLock.unlock() }
-        return descriptors.indices.compactMap { index in
+        loaderLock.withLock { _ in filtersMade() }
+    }
+
+    /// `filters`, with `loaderLock` held.
+    private func filtersMade() -> [FilterType] {
+        descriptors.indices.compactMap { index in
             if let type = cachedTypes[index].type { return type }
             // Validated at load; the descriptors are the plugin's static data.
             guard let type = try? FilterType(descriptor: descriptors[index], library: self) else { return nil }
@@ -228,29 +248,10 @@ public final class PluginLibrary: @unchecked Sendable {
     }
 }
 
-/// Serialises every `[loader]` call (dlopen, init, deinit, dlclose) and guards `openLibraries`
-/// and the libraries' type caches. Recursive: a library whose construction throws after the
-/// plugin's init runs its `deinit` while its loader still holds the lock.
-private let loaderLock = RecursiveLock()
-
-/// A recursive pthread mutex: what NSRecursiveLock is, without Foundation's whole module.
-final class RecursiveLock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-    init() {
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
-        pthread_mutex_init(mutex, &attributes)
-        pthread_mutexattr_destroy(&attributes)
-    }
-
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
-}
-
-/// The libraries loaded in this process, by file or built-in record; guarded by `loaderLock`.
-nonisolated(unsafe) private var openLibraries: [LibraryKey: LibraryRecord] = [:]
+/// The libraries loaded in this process, by file or built-in record. Its lock serialises every
+/// `[loader]` call (dlopen, init, deinit, dlclose) and guards the libraries' type caches. Not
+/// recursive: the only nested path, a load refused after `init`, unloads without taking it again.
+private let loaderLock = Locked<[LibraryKey: LibraryRecord]>([:])
 
 /// What makes two loads the same plugin: the file (device and inode), or the built-in's record.
 private enum LibraryKey: Hashable {

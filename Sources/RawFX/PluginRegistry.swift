@@ -30,6 +30,7 @@ import RawFXRuntime
 /// name, as the build folder's libRawFXYUV.so is to the built-in `rawfx-yuv`) is not
 /// initialised at all and is listed in `builtinCopies`. Only trusted files are loaded (see
 /// `PluginTrust`). docs/plugin-abi.md, "Loading" and "Built-in plugins".
+/// Unchecked `Sendable`: loads (`load`, `scan`) happen on one thread before the registry is shared; after that it is read only.
 public final class PluginRegistry: @unchecked Sendable {
     /// The environment variable that adds plugin directories.
     public static let environmentVariable = "RAWFX_PLUGIN_PATH"

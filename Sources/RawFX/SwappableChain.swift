@@ -9,6 +9,7 @@ import Synchronization
 /// which the control side releases at its next `replace` or `collect`, so filter teardown
 /// never lands inside an SDK callback. The new chain continues the old one's per-filter
 /// metrics (`carryMetrics`).
+/// Unchecked `Sendable`: `inForce` is the process thread's; control threads reach `newest` under its lock and hand over through `handoff`.
 package final class ChainSlot<Chain: AnyObject>: @unchecked Sendable {
     /// Processing thread only.
     private var inForce: Chain

@@ -10,6 +10,7 @@ import Synchronization
 /// One thread processes. Any other thread may change a parameter (`setParameter`), bypass a
 /// stage (`setBypass`) or replace the whole chain (`SwappableVideoChain`): changes apply
 /// between two frames, keeping every filter's state.
+/// Unchecked `Sendable`: the process thread owns the stages; control threads reach them through `control` (`Locked`) and the `Mailbox`.
 public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// One position in the chain. Its instance and buffer change when a RECONFIGURE
     /// parameter swaps in a new instance; its timing survives that. Only the processing

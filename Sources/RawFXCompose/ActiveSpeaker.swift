@@ -161,7 +161,7 @@ public final class ActiveSpeakerDetector {
 /// gives (a share starting and stopping, the active speaker changing), applied to a compositor.
 /// A share switches to `shareLayout` on the next output frame, and its end back to the layout
 /// before it.
-public final class ProgramDirector: @unchecked Sendable {
+public final class ProgramDirector: Sendable {
     public let compositor: Compositor
     public let shareLayout: CompositorLayout
     private let state: Locked<(base: CompositorLayout, speaker: String?, share: String?, order: [String]?)>

@@ -32,6 +32,7 @@ public enum MixerError: Error, Hashable, CustomStringConvertible {
 /// (SpeexDSP), into a ring of one second. `mix(blockIndex:)` takes 10 ms of every input,
 /// applies its gain and mute, and sums with saturation to the Int16 range. Nothing is
 /// allocated and no lock is taken per block.
+/// Unchecked `Sendable`: the output and accumulator are the mix thread's; the inputs reach it through `control` (`Locked`) and the roster `Mailbox`.
 public final class AudioMixer: @unchecked Sendable {
     public static let maximumInputs = 64
     public let sampleRate: Int
@@ -133,7 +134,7 @@ public final class AudioMixer: @unchecked Sendable {
 }
 
 /// The mixer's inputs as the mix thread reads them; immutable.
-final class MixerRoster: @unchecked Sendable {
+final class MixerRoster: Sendable {
     let inputs: [MixerInput]
     init(_ inputs: [MixerInput]) { self.inputs = inputs }
 }
@@ -143,6 +144,7 @@ final class MixerRoster: @unchecked Sendable {
 /// [one producer thread at a time] `submit` converts a block to the mixer's rate, mono, and
 /// appends it to a one-second ring; [mix thread] the mixer takes 10 ms per block. The ring is
 /// single-producer single-consumer: two atomic positions, no lock.
+/// Unchecked `Sendable`: the ring is single-producer (the input's thread) single-consumer (the mix thread), positions atomic.
 public final class MixerInput: @unchecked Sendable {
     public let id: String
     public let format: AudioFormat

@@ -158,6 +158,7 @@ public enum ScaleQuality: Int32, Sendable, CaseIterable {
 /// (the tiles' rectangles, the background's pieces) on the caller's thread and post it; the
 /// compose thread takes it at the start of the next output frame. Drawing a frame allocates
 /// nothing in steady state and takes no lock.
+/// Unchecked `Sendable`: the canvas, tiles and columns are the compose thread's; control threads use `control` (`Locked`) and the scene `Mailbox`.
 public final class Compositor: @unchecked Sendable {
     public static let maximumInputs = 49
     public static let maximumDimension = 16384
@@ -679,8 +680,8 @@ public final class Compositor: @unchecked Sendable {
 
 /// Everything the compose thread needs of the control state, resolved once per change on
 /// the control side: the inputs in drawing order with their rectangles and passes, and the
-/// background's pieces. Immutable; handed over through a `Mailbox`.
-final class CompositorScene: @unchecked Sendable {
+/// background's pieces. Immutable; handed over whole through a `Mailbox`, so not `Sendable`.
+final class CompositorScene {
     /// With at most 49 tiles the uncovered area cuts into at most (2·49 + 1) × 50 pieces.
     static let maximumBackgroundRects = (2 * Compositor.maximumInputs + 1) * (Compositor.maximumInputs + 1)
 

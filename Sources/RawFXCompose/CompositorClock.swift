@@ -13,6 +13,7 @@ import Glibc
 /// never accumulates into drift. When drawing falls behind by more than `maximumLag` frames
 /// (a stalled sink), the clock skips ahead: those frames are counted in `framesSkipped` and
 /// the next frame keeps its place on the timeline (timestamps stay multiples of the interval).
+/// Unchecked `Sendable`: `deliver` runs on the clock's thread only; `thread` is the control side's (`start`, `stop`); the rest is atomic.
 public final class CompositorClock: @unchecked Sendable {
     /// One output instant: the picture, and the program's audio blocks for it (empty without
     /// a mixer). Both are valid during the call only.

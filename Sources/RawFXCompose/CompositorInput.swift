@@ -12,6 +12,7 @@ import Synchronization
 /// (what a chain returns, what async receive keeps) is retained, never copied, and must not
 /// be written after it is submitted. A frame over borrowed planes (an SDK callback's) is
 /// copied once into a buffer of this input's (`submit(copying:)`).
+/// Unchecked `Sendable`: each slot belongs to the writer, the reader or the middle, exchanged atomically; the rest is immutable.
 public final class CompositorInput: @unchecked Sendable {
     /// The input's name in layouts (`speaker`, `custom` tiles, `--layout-json`).
     public let id: String

@@ -47,9 +47,8 @@ public final class ContractLedger: Sendable {
 /// The pre-processor's frame as the SDK lends it: its own planes, with row padding (filled
 /// with 0xEE so the emulator can tell whether a hook wrote past a row), valid only during
 /// `onPreProcessRawData`. After the callback, buffer accessors return nil and count a
-/// violation. `@unchecked Sendable`: immutable but for the atomic validity flag (the planes
-/// are the SDK's memory, written by the hook during the callback only).
-public final class EmulatedProcessData: YUVProcessDataI420, @unchecked Sendable {
+/// violation. The planes are the SDK's memory, written by the hook during the callback only.
+public final class EmulatedProcessData: YUVProcessDataI420, Sendable {
     public static let paddingByte: UInt8 = 0xEE
     /// The SDK's planes.
     public let planes: VideoBuffer
@@ -131,7 +130,7 @@ public enum RawDataMemoryMode: Sendable {
 /// Received PCM as the SDK lends it (`AudioRawData`). The emulator calls `endCallback`
 /// when the hook's callback returns: from then on, unless references are held, the buffer
 /// is poisoned (overwritten with 0x5A5A) and any read through `buffer` is a violation.
-/// `@unchecked Sendable`: immutable but for the lease (behind its lock); the PCM is written
+/// Unchecked `Sendable`: immutable but for the lease (behind its lock); the PCM is written
 /// at init and at poisoning only.
 public final class EmulatedAudioRawData: AudioRawData, @unchecked Sendable {
     public static let poison: UInt8 = 0x5A
@@ -184,6 +183,7 @@ public final class EmulatedAudioRawData: AudioRawData, @unchecked Sendable {
 /// The validity and reference count of one lent frame, as the SDK keeps them: usable during
 /// the callback, and afterwards only while `addRef` references are held. When neither holds
 /// any more the frame is poisoned (its planes overwritten with 0x5A), so a late read shows.
+/// Unchecked `Sendable`: its state is behind `Locked`; `poison` writes the SDK's memory once, when the last holder lets go.
 final class RawDataLease: @unchecked Sendable {
     let ledger: ContractLedger
     let memoryMode: RawDataMemoryMode

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import RawFX
 import RawFXSDK
+import Synchronization
 
 /// A received I420 frame as the SDK lends it (`ZoomVideoSDKVideoRawData` / `YUVRawDataI420`):
 /// its own planes with `padding` bytes of row padding (filled with 0xEE), a rotation, a range,
@@ -12,7 +13,7 @@ import RawFXSDK
 /// returned and no reference is held, the planes are poisoned (0x5A) and reading a plane
 /// pointer is recorded as a violation. The emulator reuses a frame for the next delivery only
 /// when nothing references it (`isReusable`).
-public final class EmulatedVideoRawData: VideoRawData, @unchecked Sendable {
+public final class EmulatedVideoRawData: VideoRawData, Sendable {
     public static let paddingByte: UInt8 = 0xEE
     public static let poison: UInt8 = 0x5A
     /// The SDK's planes.
@@ -20,7 +21,8 @@ public final class EmulatedVideoRawData: VideoRawData, @unchecked Sendable {
     public let rotation: SDKVideoRawDataRotation
     public let isLimitedI420: Bool
     /// Set by `capture` on the delivering thread before delivery; read by delegates after.
-    public private(set) var timeStamp: UInt64
+    public var timeStamp: UInt64 { stamp.load(ordering: .relaxed) }
+    private let stamp: Atomic<UInt64>
     public let sourceID: Int
     let lease: RawDataLease
 
@@ -33,7 +35,7 @@ public final class EmulatedVideoRawData: VideoRawData, @unchecked Sendable {
         self.planes = planes
         self.rotation = rotation
         isLimitedI420 = format.colorRange == .limited
-        timeStamp = timeStampMilliseconds
+        stamp = Atomic(timeStampMilliseconds)
         self.sourceID = sourceID
         lease = RawDataLease(object: "VideoRawData", memoryMode: memoryMode, ledger: ledger) {
             let f = planes.frame
@@ -48,7 +50,7 @@ public final class EmulatedVideoRawData: VideoRawData, @unchecked Sendable {
     /// Copies a picture into the SDK's planes (what a decoder would write).
     public func capture(_ frame: VideoFrame, timeStampMilliseconds: UInt64? = nil) {
         frame.copy(to: planes.frame)
-        if let timeStampMilliseconds { timeStamp = timeStampMilliseconds }
+        if let timeStampMilliseconds { stamp.store(timeStampMilliseconds, ordering: .relaxed) }
     }
 
     public var streamWidth: Int { planes.format.width }
@@ -99,6 +101,7 @@ public final class EmulatedVideoRawData: VideoRawData, @unchecked Sendable {
 /// A received NV12 picture as `onPixelBuffer` lends it (a `CVPixelBuffer` of
 /// `kCVPixelFormatType_420YpCbCr8BiPlanar…`): a Y plane and an interleaved U,V plane, each with
 /// `padding` bytes of row padding, reference counted like `EmulatedVideoRawData`.
+/// Unchecked `Sendable`: the planes are written by `capture` before delivery and read during it; the lease is behind its lock.
 public final class EmulatedNV12PixelBuffer: NV12PixelBuffer, @unchecked Sendable {
     public let width: Int
     public let height: Int
@@ -174,7 +177,7 @@ public final class EmulatedNV12PixelBuffer: NV12PixelBuffer, @unchecked Sendable
 /// subscribed at that moment, each inside one callback, after which the frame's validity ends
 /// (see `EmulatedVideoRawData`). The test or app drives it with `deliver`, `deliverNV12` and
 /// `setStatus`, from any thread (one at a time per pipe, as the SDK's one delivery thread).
-public final class EmulatedVideoPipe: SDKRawDataPipe, @unchecked Sendable {
+public final class EmulatedVideoPipe: SDKRawDataPipe, Sendable {
     public let user: SDKUser
     public let kind: SDKRawDataPipeKind
     public let ledger: ContractLedger

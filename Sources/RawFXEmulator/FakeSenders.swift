@@ -74,33 +74,39 @@ public final class EmulatorClock: Sendable {
     }
 }
 
-/// Shared by the fake senders: whether the SDK currently accepts sends (it flips this at
-/// the start/stop callbacks it delivers), what was sent, and what was rejected.
-///
-/// `@unchecked Sendable` (and the subclasses): what a sender records is behind `lock`, the
-/// flags are atomics, the rest is immutable.
-public class FakeSenderBase: @unchecked Sendable {
+/// What every fake sender has: whether the SDK currently accepts sends (it flips this at
+/// the start/stop callbacks it delivers), whether sent bytes are kept, and where rejections
+/// are recorded. Each sender keeps what it recorded in its own `Locked` state.
+public final class FakeSenderCommon: Sendable {
     public let ledger: ContractLedger
     public let clock: EmulatorClock
-    /// Keep the bytes of sent frames and audio (for comparisons); off for long runs.
-    public var keepBytes: Bool {
-        get { keeping.load(ordering: .relaxed) }
-        set { keeping.store(newValue, ordering: .relaxed) }
-    }
-    private let keeping = Atomic<Bool>(true)
-    let accepting = Atomic<Bool>(false)
-    /// Guards every sender's recorded sends and settings.
-    let lock = EmulatorLock()
+    fileprivate let keeping = Atomic<Bool>(true)
+    fileprivate let accepting = Atomic<Bool>(false)
 
     init(ledger: ContractLedger, clock: EmulatorClock) {
         self.ledger = ledger
         self.clock = clock
     }
+}
+
+/// A fake SDK sender: video, share, audio or production studio.
+public protocol FakeSender: AnyObject, Sendable {
+    var common: FakeSenderCommon { get }
+}
+
+extension FakeSender {
+    public var ledger: ContractLedger { common.ledger }
+    public var clock: EmulatorClock { common.clock }
+    /// Keep the bytes of sent frames and audio (for comparisons); off for long runs.
+    public var keepBytes: Bool {
+        get { common.keeping.load(ordering: .relaxed) }
+        set { common.keeping.store(newValue, ordering: .relaxed) }
+    }
 
     /// Set by the emulator as it delivers onStartSend (true) and onStopSend / onUninitialized (false).
     public var isAccepting: Bool {
-        get { accepting.load(ordering: .acquiring) }
-        set { accepting.store(newValue, ordering: .releasing) }
+        get { common.accepting.load(ordering: .acquiring) }
+        set { common.accepting.store(newValue, ordering: .releasing) }
     }
 
     func reject(_ call: String, _ code: Int32, _ reason: String) {
@@ -112,26 +118,24 @@ public class FakeSenderBase: @unchecked Sendable {
 /// onStartSend and onStopSend, of a size in the capability list it offered, with
 /// dataLength = w·h·3/2 and a rotation of 0/90/180/270. (The real Video SDK call returns
 /// nothing and drops bad frames silently; the fake answers the error it would log.)
-public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked Sendable {
-    /// `frames`, `accepted`, `required`: guarded by `lock`.
-    private var frames: [SentVideoFrame] = []
-    private var accepted: Set<[Int]> = []
-    private var required: [Int]?
+public final class FakeVideoSender: FakeSender, SDKVideoSender {
+    public let common: FakeSenderCommon
+    private let state = Locked<(frames: [SentVideoFrame], accepted: Set<[Int]>, required: [Int]?)>(([], [], nil))
     /// Sizes the SDK accepts (the capability list it offered); set by the emulator.
     public var acceptedSizes: Set<[Int]> {
-        get { lock.withLock { accepted } }
-        set { lock.withLock { accepted = newValue } }
+        get { state.withLock { $0.accepted } }
+        set { state.withLock { $0.accepted = newValue } }
     }
     /// When set, frames must be exactly this size (the capability the SDK expects now).
     public var requiredSize: (width: Int, height: Int)? {
-        get { lock.withLock { required.map { ($0[0], $0[1]) } } }
-        set { lock.withLock { required = newValue.map { [$0.width, $0.height] } } }
+        get { state.withLock { $0.required.map { ($0[0], $0[1]) } } }
+        set { state.withLock { $0.required = newValue.map { [$0.width, $0.height] } } }
     }
 
-    public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
+    public init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { common = FakeSenderCommon(ledger: ledger, clock: clock) }
 
-    public var sent: [SentVideoFrame] { lock.withLock { frames } }
-    public func clear() { lock.withLock { frames.removeAll() } }
+    public var sent: [SentVideoFrame] { state.withLock { $0.frames } }
+    public func clear() { state.withLock { $0.frames.removeAll() } }
 
     public func sendVideoFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, dataLength: Int,
                                rotation: Int, format: FrameDataFormat) -> VideoSDKError {
@@ -140,7 +144,7 @@ public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked S
             return .wrongUsage
         }
         if let error = validateI420(call: "sendVideoFrame", width: width, height: height, length: dataLength) { return error }
-        let sizes: (required: [Int]?, accepted: Set<[Int]>) = lock.withLock { (self.required, self.accepted) }
+        let sizes: (required: [Int]?, accepted: Set<[Int]>) = state.withLock { ($0.required, $0.accepted) }
         let acceptedSizes = sizes.accepted
         if let required = sizes.required, required[0] != width || required[1] != height {
             reject("sendVideoFrame", VideoSDKError.invalidParameter.rawValue,
@@ -163,7 +167,7 @@ public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked S
         let bytes = keepBytes ? Array(UnsafeRawBufferPointer(start: buffer, count: length)) : []
         let frame = SentVideoFrame(width: width, height: height, dataLength: length, rotation: rotation, format: format,
                                    bytes: bytes, time: clock.microseconds)
-        lock.withLock { frames.append(frame) }
+        state.withLock { $0.frames.append(frame) }
     }
 
     func validateI420(call: String, width: Int, height: Int, length: Int) -> VideoSDKError? {
@@ -181,13 +185,13 @@ public final class FakeVideoSender: FakeSenderBase, SDKVideoSender, @unchecked S
 
 /// `IZoomVideoSDKShareSender`: like the video sender, between onShareSendStarted and
 /// onShareSendStopped, any even size.
-public final class FakeShareSender: FakeSenderBase, SDKShareSender, @unchecked Sendable {
-    /// Guarded by `lock`.
-    private var frames: [SentVideoFrame] = []
+public final class FakeShareSender: FakeSender, SDKShareSender {
+    public let common: FakeSenderCommon
+    private let frames = Locked<[SentVideoFrame]>([])
 
-    public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
+    public init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { common = FakeSenderCommon(ledger: ledger, clock: clock) }
 
-    public var sent: [SentVideoFrame] { lock.withLock { frames } }
+    public var sent: [SentVideoFrame] { frames.withLock { $0 } }
 
     public func sendShareFrame(_ frameBuffer: UnsafeMutablePointer<CChar>, width: Int, height: Int, frameLength: Int,
                                format: FrameDataFormat) -> VideoSDKError {
@@ -202,7 +206,7 @@ public final class FakeShareSender: FakeSenderBase, SDKShareSender, @unchecked S
         let bytes = keepBytes ? Array(UnsafeRawBufferPointer(start: frameBuffer, count: frameLength)) : []
         let frame = SentVideoFrame(width: width, height: height, dataLength: frameLength, rotation: 0, format: format,
                                    bytes: bytes, time: clock.microseconds)
-        lock.withLock { frames.append(frame) }
+        frames.withLock { $0.append(frame) }
         return .success
     }
 }
@@ -212,33 +216,38 @@ public final class FakeShareSender: FakeSenderBase, SDKShareSender, @unchecked S
 /// onMicStartSend and onMicStopSend. Emulator policies (not documented numbers): a send over
 /// `maxChunkMilliseconds` is "too much data in a single time" (6020); audio more than
 /// `maxLeadMilliseconds` ahead of the clock since the first send is "too frequently" (6021).
-public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked Sendable {
-    /// Guarded by `lock`.
-    private var chunks: [SentAudio] = []
-    private var firstSendTime: Int64?
-    private var sentMicroseconds: Int64 = 0
-    private var policy: (requiredRate: Int?, maxChunkMilliseconds: Int, maxLeadMilliseconds: Int?) = (nil, 1000, 300)
+public final class FakeAudioSender: FakeSender, SDKAudioSender {
+    public let common: FakeSenderCommon
+    private struct Recorded {
+        var chunks: [SentAudio] = []
+        var firstSendTime: Int64?
+        var sentMicroseconds: Int64 = 0
+        var requiredRate: Int?
+        var maxChunkMilliseconds = 1000
+        var maxLeadMilliseconds: Int? = 300
+    }
+    private let state = Locked(Recorded())
     /// nil: any rate the SDK takes; otherwise exactly this rate.
     public var requiredRate: Int? {
-        get { lock.withLock { policy.requiredRate } }
-        set { lock.withLock { policy.requiredRate = newValue } }
+        get { state.withLock { $0.requiredRate } }
+        set { state.withLock { $0.requiredRate = newValue } }
     }
     public var maxChunkMilliseconds: Int {
-        get { lock.withLock { policy.maxChunkMilliseconds } }
-        set { lock.withLock { policy.maxChunkMilliseconds = newValue } }
+        get { state.withLock { $0.maxChunkMilliseconds } }
+        set { state.withLock { $0.maxChunkMilliseconds = newValue } }
     }
     /// nil disables the pacing check.
     public var maxLeadMilliseconds: Int? {
-        get { lock.withLock { policy.maxLeadMilliseconds } }
-        set { lock.withLock { policy.maxLeadMilliseconds = newValue } }
+        get { state.withLock { $0.maxLeadMilliseconds } }
+        set { state.withLock { $0.maxLeadMilliseconds = newValue } }
     }
 
-    public override init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { super.init(ledger: ledger, clock: clock) }
+    public init(ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) { common = FakeSenderCommon(ledger: ledger, clock: clock) }
 
-    public var sent: [SentAudio] { lock.withLock { chunks } }
+    public var sent: [SentAudio] { state.withLock { $0.chunks } }
 
     /// Every sent sample, in order.
-    public var allSamples: [Int16] { lock.withLock { chunks.flatMap(\.samples) } }
+    public var allSamples: [Int16] { state.withLock { $0.chunks.flatMap(\.samples) } }
 
     public func send(_ data: UnsafeMutablePointer<CChar>, dataLength: Int, sampleRate: Int, channel: SDKAudioChannel) -> VideoSDKError {
         guard isAccepting else {
@@ -263,11 +272,11 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
             return .rawdataSendTooMuchDataInSingleTime
         }
         let now = clock.microseconds
-        let tooFast = lock.withLock { () -> Bool in
-            let first = firstSendTime ?? now
-            firstSendTime = first
-            guard let lead = policy.maxLeadMilliseconds else { return false }
-            return sentMicroseconds - (now - first) > Int64(lead) * 1000
+        let tooFast = state.withLock { recorded -> Bool in
+            let first = recorded.firstSendTime ?? now
+            recorded.firstSendTime = first
+            guard let lead = recorded.maxLeadMilliseconds else { return false }
+            return recorded.sentMicroseconds - (now - first) > Int64(lead) * 1000
         }
         if tooFast {
             reject("send", VideoSDKError.rawdataSendTooFrequently.rawValue, "audio is sent faster than real time")
@@ -275,15 +284,15 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
         }
         let samples = keepBytes ? Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: Int16.self), count: dataLength / 2)) : []
         let chunk = SentAudio(samples: samples, dataLength: dataLength, sampleRate: sampleRate, channel: channel, time: now)
-        lock.withLock {
-            chunks.append(chunk)
-            sentMicroseconds += durationMicroseconds
+        state.withLock {
+            $0.chunks.append(chunk)
+            $0.sentMicroseconds += durationMicroseconds
         }
         return .success
     }
 
     /// Forget the pacing history (the SDK restarts its accounting at onMicStartSend).
-    public func resetPacing() { lock.withLock { firstSendTime = nil; sentMicroseconds = 0 } }
+    public func resetPacing() { state.withLock { $0.firstSendTime = nil; $0.sentMicroseconds = 0 } }
 }
 
 /// `IZoomSDKPSSender` (Meeting SDK production studio): video exactly the declared
@@ -292,48 +301,50 @@ public final class FakeAudioSender: FakeSenderBase, SDKAudioSender, @unchecked S
 /// The seed asks for `sendVideoFrame` and `sendAudio` "on a single producer thread": each
 /// call's thread is recorded (`callingThreads`), and a call from a second thread within one
 /// sending period (onStartSend…onStopSend) is a violation.
-public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendable {
+public final class FakePSSender: FakeSender, SDKPSSender {
+    public let common: FakeSenderCommon
     public let capability: PSVideoSourceCapability
-    /// Guarded by `lock`.
-    private var frames: [SentVideoFrame] = []
-    /// Guarded by `lock`.
-    private var audio: [SentAudio] = []
-    /// The thread of this sending period's first call, and every calling thread (guarded by `lock`).
-    private var producer: UInt?
-    /// Whether this sending period's second producer was already reported (once per period).
-    private var reported = false
-    private var threads: (video: Set<UInt>, audio: Set<UInt>) = ([], [])
+    private struct Recorded {
+        var frames: [SentVideoFrame] = []
+        var audio: [SentAudio] = []
+        /// The thread of this sending period's first call.
+        var producer: UInt?
+        /// Whether this sending period's second producer was already reported (once per period).
+        var reported = false
+        var threads: (video: Set<UInt>, audio: Set<UInt>) = ([], [])
+    }
+    private let state = Locked(Recorded())
 
     public init(capability: PSVideoSourceCapability, ledger: ContractLedger, clock: EmulatorClock = EmulatorClock()) {
         self.capability = capability
-        super.init(ledger: ledger, clock: clock)
+        common = FakeSenderCommon(ledger: ledger, clock: clock)
     }
 
-    public var sentVideo: [SentVideoFrame] { lock.withLock { frames } }
-    public var sentAudio: [SentAudio] { lock.withLock { audio } }
+    public var sentVideo: [SentVideoFrame] { state.withLock { $0.frames } }
+    public var sentAudio: [SentAudio] { state.withLock { $0.audio } }
     /// The threads (pthread ids) that called `sendVideoFrame` and `sendAudio`.
-    public var callingThreads: (video: Set<UInt>, audio: Set<UInt>) { lock.withLock { threads } }
+    public var callingThreads: (video: Set<UInt>, audio: Set<UInt>) { state.withLock { $0.threads } }
 
     /// Makes room for `video` frames and `audio` chunks, so that recording them allocates
     /// nothing (with `keepBytes` off): a test can count a program's allocations per frame
     /// with this sender at the end of it.
     public func reserveCapacity(video: Int, audio: Int) {
-        lock.withLock {
-            frames.reserveCapacity(video)
-            self.audio.reserveCapacity(audio)
+        state.withLock {
+            $0.frames.reserveCapacity(video)
+            $0.audio.reserveCapacity(audio)
         }
     }
 
     /// A new sending period (the emulator calls it as it delivers onStartSend).
-    public func beginSendingPeriod() { lock.withLock { producer = nil; reported = false } }
+    public func beginSendingPeriod() { state.withLock { $0.producer = nil; $0.reported = false } }
 
     private func noteProducer(_ call: String, video: Bool) {
         let me = currentThreadID()
-        let second = lock.withLock { () -> Bool in
-            if video { threads.video.insert(me) } else { threads.audio.insert(me) }
-            if producer == nil { producer = me }
-            guard producer != me, !reported else { return false }
-            reported = true
+        let second = state.withLock { recorded -> Bool in
+            if video { recorded.threads.video.insert(me) } else { recorded.threads.audio.insert(me) }
+            if recorded.producer == nil { recorded.producer = me }
+            guard recorded.producer != me, !recorded.reported else { return false }
+            recorded.reported = true
             return true
         }
         if second {
@@ -358,7 +369,7 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
         let bytes = keepBytes ? Array(UnsafeRawBufferPointer(start: frameBuffer, count: frameLength)) : []
         let frame = SentVideoFrame(width: width, height: height, dataLength: frameLength, rotation: 0, format: format,
                                    bytes: bytes, time: clock.microseconds)
-        lock.withLock { frames.append(frame) }
+        state.withLock { $0.frames.append(frame) }
         return .success
     }
 
@@ -375,7 +386,7 @@ public final class FakePSSender: FakeSenderBase, SDKPSSender, @unchecked Sendabl
         }
         let samples = keepBytes ? Array(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: Int16.self), count: dataLength / 2)) : []
         let chunk = SentAudio(samples: samples, dataLength: dataLength, sampleRate: sampleRate, channel: channel, time: clock.microseconds)
-        lock.withLock { audio.append(chunk) }
+        state.withLock { $0.audio.append(chunk) }
         return .success
     }
 }
@@ -387,24 +398,4 @@ func currentThreadID() -> UInt {
     #else
     return UInt(bitPattern: pthread_self())
     #endif
-}
-
-/// A plain pthread mutex for the fake senders' fields, which live across a class hierarchy.
-/// Not `Locked<Void>`: ThreadSanitizer reports the inout access of a zero-size state as a
-/// race on the object header.
-public final class EmulatorLock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-    public init() { pthread_mutex_init(mutex, nil) }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    public func withLock<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
 }

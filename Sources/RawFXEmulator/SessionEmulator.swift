@@ -186,8 +186,8 @@ public final class SDKSessionEmulator: Sendable {
 
 /// The external video source's lifecycle, driven by the SDK side. Each call delivers one
 /// callback; `sender.isAccepting` follows the SDK: on at onStartSend, off when onStopSend
-/// (or onUninitialized) returns. `@unchecked Sendable`: its state is behind `Locked`; the
-/// source is the app's object.
+/// (or onUninitialized) returns. Unchecked `Sendable`: its state is behind `Locked`; the
+/// source is the app's object, called on the SDK's thread as the SDK would.
 public final class VideoSourceSession: @unchecked Sendable {
     public let source: any SDKVideoSource
     public let sender: FakeVideoSender
@@ -242,7 +242,7 @@ public final class VideoSourceSession: @unchecked Sendable {
 }
 
 /// The virtual mic's lifecycle.
-/// `@unchecked Sendable`: immutable; the hook it drives is the app's object (not declared Sendable).
+/// Unchecked `Sendable`: immutable; the hook it drives is the app's object (not declared `Sendable`).
 public final class MicSession: @unchecked Sendable {
     public let mic: any SDKVirtualAudioMic
     public let sender: FakeAudioSender
@@ -272,7 +272,7 @@ public final class MicSession: @unchecked Sendable {
 }
 
 /// The share source's lifecycle: started (with a sender) and stopped.
-/// `@unchecked Sendable`: immutable; the hook it drives is the app's object (not declared Sendable).
+/// Unchecked `Sendable`: immutable; the hook it drives is the app's object (not declared `Sendable`).
 public final class ShareSession: @unchecked Sendable {
     public let share: any SDKShareSource
     public let sender: FakeShareSender
@@ -294,7 +294,7 @@ public final class ShareSession: @unchecked Sendable {
 }
 
 /// Production studio's lifecycle: startPSMode's result, then onStartSend / onStopSend.
-/// `@unchecked Sendable`: immutable; the hook it drives is the app's object (not declared Sendable).
+/// Unchecked `Sendable`: immutable; the hook it drives is the app's object (not declared `Sendable`).
 public final class ProductionStudioSession: @unchecked Sendable {
     public let events: any SDKProductionStudioEvent
     public let sender: FakePSSender

@@ -29,7 +29,7 @@ import RawFXSDK
 /// filter at the same place) restarts its difference from zero.
 ///
 /// Thread-safety: every mutable field is behind a `Locked` (sources, series, worker).
-public final class MetricsReporter: @unchecked Sendable {
+public final class MetricsReporter: Sendable {
     /// One source's figures at one report.
     struct Reading {
         var dimensions: [(String, String)]

@@ -56,6 +56,7 @@ extension RawFXFilter {
 /// The host as a Swift filter sees it (`rawfx_host`, rawfx.h 1.1). Every call is
 /// real-time safe unless it says otherwise; with no host (a 1.0 host called `create`) they
 /// do nothing.
+/// Unchecked `Sendable`: the host object is the host's, and rawfx.h makes each of its functions callable from any thread.
 public struct FilterHost: @unchecked Sendable {
     /// The C object, or nil in a host that called `create` rather than `create_with_host`.
     public let raw: UnsafePointer<rawfx_host>?

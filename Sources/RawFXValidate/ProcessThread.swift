@@ -8,6 +8,7 @@ import Darwin
 /// so that control calls, which stay on the caller's thread, and process calls never share a
 /// thread, and `is_process_thread` can answer truthfully. The caller waits for each piece of
 /// work: calls are never concurrent, as rawfx.h promises a plugin.
+/// Unchecked `Sendable`: `work` is set by the caller before `start` is posted and cleared after `done`: the semaphores hand it over.
 final class ProcessThread: @unchecked Sendable {
     static let shared = ProcessThread()
     /// A second process thread, for two instances processing in parallel (the concurrency check).

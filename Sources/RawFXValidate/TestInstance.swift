@@ -277,8 +277,9 @@ final class TestInstance {
         return (first.finish("\(label), first instance"), second.finish("\(label), second instance"))
     }
 
-    /// What a process call on another thread hands back.
-    private final class ProcessResult: @unchecked Sendable {
+    /// What a process call on another thread hands back: written by the process thread during
+    /// the call, read after `ProcessThread.wait()`; it travels with the work, so not `Sendable`.
+    private final class ProcessResult {
         var status: rawfx_status = 0
         var allocations: UInt64 = 0
         var counts = rawfx_rt_counts()

@@ -231,7 +231,7 @@ struct WorkerProcess {
     let timeout: Double
 
     /// Set from the timer's thread when the worker is killed for taking too long.
-    private final class Deadline: @unchecked Sendable {
+    private final class Deadline: Sendable {
         let passed = Atomic<Bool>(false)
     }
 

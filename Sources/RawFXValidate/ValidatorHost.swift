@@ -94,6 +94,7 @@ struct HostUsage {
 /// forwarded to RawFX's log (`RawFXLog`). The thread pool is offered as
 /// "rawfx.thread-pool/1"; its `run` first checks that it was called from inside `process`
 /// on the process thread, as the extension's header demands.
+/// Unchecked `Sendable`: the plugin calls it from any thread through C; what those calls change is atomic or behind `Mutex`, the rest is the validator's thread's.
 final class ValidatorHost: @unchecked Sendable {
     enum Kind { case library, instance }
 

@@ -516,7 +516,7 @@ struct ComposeCommand: ParsableCommand {
 }
 
 /// Two overlays over the program, one after the other (`--overlay`, then the captions).
-final class ChainPair: VideoProcessor, @unchecked Sendable {
+final class ChainPair: VideoProcessor, Sendable {
     let first: VideoChain
     let second: VideoChain
 

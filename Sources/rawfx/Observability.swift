@@ -8,7 +8,7 @@ import RawFX
 /// pushes (counter totals, timer samples, last gauge values) for one report at the end of
 /// the run. Handlers are called from the reporting thread, and read after it stopped; each
 /// keeps its figures behind `Locked`.
-final class CollectedMetrics: MetricsFactory, @unchecked Sendable {
+final class CollectedMetrics: MetricsFactory, Sendable {
     struct Key: Hashable, Comparable {
         var label: String
         var dimensions: [String]  // "name=value", in the reporter's order
@@ -20,7 +20,7 @@ final class CollectedMetrics: MetricsFactory, @unchecked Sendable {
         }
     }
 
-    final class Handler: CounterHandler, TimerHandler, RecorderHandler, @unchecked Sendable {
+    final class Handler: CounterHandler, TimerHandler, RecorderHandler, Sendable {
         let total = Locked<Int64>(0)
         let samples = Locked<[Int64]>([])
         let last = Locked<Double?>(nil)

@@ -258,27 +258,73 @@ final class LoaderTests: XCTestCase {
         XCTAssertEqual(probe.deinitCalls, 1)
     }
 
-    /// Registries made and dropped on several threads at once share the file while any is
-    /// alive; the plugin sees init and deinit strictly alternate, never init twice.
-    func testInitAndDeinitAlternateUnderConcurrentLoads() throws {
-        let path = try fixture("concurrent.so")
-        let probe = try FixtureProbe(path)
+    /// A registry of its own loads `path` and makes a `stamp` instance; both are dropped on return.
+    static func loadAndMakeAnInstance(_ path: String) throws {
+        let registry = PluginRegistry.empty(environment: [:])
+        try registry.load(path: path)
+        _ = try registry.filterType("stamp").makeInstance()
+    }
+
+    /// `loadAndMakeAnInstance` `times` times on each of `threads` threads at once; the errors met.
+    static func loadConcurrently(_ path: String, threads: Int, times: Int) -> [String] {
         let errors = Mutex<[String]>([])
-        DispatchQueue.concurrentPerform(iterations: 4) { _ in
-            for _ in 0..<200 {
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            for _ in 0..<times {
                 do {
-                    let registry = PluginRegistry.empty(environment: [:])
-                    try registry.load(path: path)
-                    _ = try registry.filterType("stamp").makeInstance()
+                    try loadAndMakeAnInstance(path)
                 } catch {
                     errors.withLock { $0.append("\(error)") }
                 }
             }
         }
-        XCTAssertEqual(errors.withLock { $0 }, [])
+        return errors.withLock { $0 }
+    }
+
+    /// Registries made and dropped on several threads at once share the file while any is
+    /// alive; the plugin sees init and deinit strictly alternate, never init twice.
+    func testInitAndDeinitAlternateUnderConcurrentLoads() throws {
+        let path = try fixture("concurrent.so")
+        let probe = try FixtureProbe(path)
+        XCTAssertEqual(Self.loadConcurrently(path, threads: 4, times: 200), [])
         XCTAssertEqual(probe.overlaps, 0)
         XCTAssertEqual(probe.initCalls, probe.deinitCalls)
         XCTAssertGreaterThan(probe.initCalls, 0)
+    }
+
+    /// The log handler is user code on the service thread: one that loads the plugin whose
+    /// `init` logged, and makes and drops an instance of it, while other threads load and drop
+    /// the same file, neither waits for a lock held around it (the loader lock is not held
+    /// while the handler runs, and is not recursive) nor breaks the init/deinit alternation.
+    func testALogHandlerThatLoadsThePluginAgainDoesNotDeadlock() throws {
+        let path = try fixture("reentrant.so")
+        let probe = try FixtureProbe(path)
+        let handlerErrors = Mutex<[String]>([])
+        let handlerLoads = Atomic<Int>(0)
+        RawFXLog.setHandler { record in
+            guard record.origin == .library, record.message == "init", handlerLoads.load(ordering: .relaxed) < 20 else { return }
+            do {
+                try Self.loadAndMakeAnInstance(path)
+                handlerLoads.add(1, ordering: .relaxed)
+            } catch {
+                handlerErrors.withLock { $0.append("\(error)") }
+            }
+        }
+        defer { RawFXLog.setHandler(nil) }
+        let loaderErrors = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let errors = Self.loadConcurrently(path, threads: 2, times: 100)
+            loaderErrors.withLock { $0 = errors }
+            RawFXLog.sync()
+            done.signal()
+        }
+        // A guard against a hang only: a deadlock never signals.
+        XCTAssertEqual(done.wait(timeout: .now() + 120), .success, "loading waited for the log handler, or it for the loader")
+        XCTAssertEqual(loaderErrors.withLock { $0 }, [])
+        XCTAssertEqual(handlerErrors.withLock { $0 }, [])
+        XCTAssertGreaterThan(handlerLoads.load(ordering: .relaxed), 0, "the handler never loaded the plugin")
+        XCTAssertEqual(probe.overlaps, 0)
+        XCTAssertEqual(probe.initCalls, probe.deinitCalls)
     }
 
     func testErrorAfterInitRunsDeinitOnce() throws {

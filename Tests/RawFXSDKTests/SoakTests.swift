@@ -54,7 +54,7 @@ final class SoakTests: XCTestCase {
         let studio = FakePSSender(capability: PSVideoSourceCapability(width: 64, height: 36), ledger: ledger, clock: clock)
         let video = FakeVideoSender(ledger: ledger, clock: clock)
         video.acceptedSizes = [[64, 36]]
-        for sender in [mic, studio, video] as [FakeSenderBase] {
+        for sender in [mic, studio, video] as [any FakeSender] {
             sender.keepBytes = false
             sender.isAccepting = true
         }
@@ -112,7 +112,7 @@ final class SoakTests: XCTestCase {
         let studioSession = audioEmulator.productionStudioSession(studio)
         let mic = try processor.configureVirtualMic(chain: micChains[0], pacing: .caller)
         let micSession = audioEmulator.micSession(mic)
-        for sender in [cameraSession.sender, shareSession.sender, studioSession.sender, micSession.sender] as [FakeSenderBase] {
+        for sender in [cameraSession.sender, shareSession.sender, studioSession.sender, micSession.sender] as [any FakeSender] {
             sender.keepBytes = false
         }
         leakWatch.watch(pre, "pre-processor")
