@@ -480,16 +480,11 @@ struct SpeakerConfig {
 
 /// A weak reference a worker holds to the hook that owns it (its way back without a retain
 /// cycle), set in the owner's init.
-final class WeakReference<Object: AnyObject>: Sendable {
-    private struct Weak { weak var value: Object? }
-    private let reference = Locked(Weak())
-
-    init() {}
-
-    var value: Object? {
-        get { reference.withLock { $0.value } }
-        set { reference.withLock { $0.value = newValue } }
-    }
+/// Unchecked `Sendable`: `value` is written once in the owner's init, before anything can be
+/// queued to the worker that reads it (the queue's hand-off orders the write before every
+/// read), so the worker's per-item read takes no lock.
+final class WeakReference<Object: AnyObject>: @unchecked Sendable {
+    weak var value: Object?
 }
 
 /// One stream of the speaker.
