@@ -140,13 +140,17 @@ struct FilterDescription {
         self.index = index
         self.descriptor = descriptor
         self.pluginMinor = pluginMinor
-        let d = PluginStruct.read(descriptor, zero: rawfx_filter_descriptor(),
+        var d = PluginStruct.read(descriptor, zero: rawfx_filter_descriptor(),
                                  sizeForMinor: PluginStruct.filterDescriptorSize(minor: pluginMinor))
         var problems: [String] = []
         var unusable: String?
         let size = Int(d.struct_size)
         if size < PluginStruct.filterDescriptor10 {
             problems.append("struct_size \(size) is smaller than the 1.0 size \(PluginStruct.filterDescriptor10) (RAWFX_SIZE_1_0_FILTER_DESCRIPTOR)")
+            // Read as far as struct_size, a pointer field may be cut in two: nothing past the
+            // size field is read (the engine's loader refuses such a descriptor outright).
+            d = rawfx_filter_descriptor()
+            d.struct_size = UInt32(size)
         }
         let id = boundedString(d.id, field: "id", problems: &problems)
         self.id = id ?? "filter#\(index)"
@@ -209,7 +213,13 @@ struct FilterDescription {
         self.unusable = unusable
     }
 
-    private static func readParameter(_ p: rawfx_param_descriptor, index: Int) -> (ParameterInfo, [String]) {
+    private static func readParameter(_ read: rawfx_param_descriptor, index: Int) -> (ParameterInfo, [String]) {
+        var p = read
+        if Int(p.struct_size) < PluginStruct.paramDescriptor10 {
+            // As for a short filter descriptor: a field past struct_size may be half read.
+            p = rawfx_param_descriptor()
+            p.struct_size = read.struct_size
+        }
         var problems: [String] = []
         var strings: [String] = []  // a string's problem, named after the id is known
         let id = boundedString(p.id, field: "id", problems: &strings) ?? "parameter#\(index)"

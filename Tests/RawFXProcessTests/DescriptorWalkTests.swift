@@ -70,6 +70,59 @@ final class DescriptorWalkTests: XCTestCase {
         XCTAssertEqual(misaligned.unusable, "its parameter array cannot be walked")
     }
 
+    /// Found by FuzzPluginDescriptors: a filter descriptor (or a parameter after the first)
+    /// whose struct_size ends inside its `id` pointer was read that far, leaving half a pointer
+    /// that the walk then followed (a SEGV in strnlen). Such a struct is reported and nothing
+    /// past its size field is read.
+    func testAStructSizeThatCutsAPointerInTwoIsNotFollowed() {
+        let cut = MemoryLayout<rawfx_filter_descriptor>.offset(of: \.id)! + 4
+        let text = "a-filter-id-that-must-not-be-half-read"
+        let description: FilterDescription = text.withCString { id in
+            var d = rawfx_filter_descriptor()
+            d.struct_size = UInt32(cut)
+            d.id = id
+            d.media_kind = rawfx_media_kind(RAWFX_MEDIA_VIDEO)
+            d.processing = rawfx_processing(RAWFX_PROCESS_IN_PLACE)
+            // The plugin's memory ends at struct_size, as a plugin built with a short struct has it.
+            let block = UnsafeMutableRawPointer.allocate(byteCount: cut, alignment: 16)
+            defer { block.deallocate() }
+            withUnsafeBytes(of: d) { block.copyMemory(from: $0.baseAddress!, byteCount: cut) }
+            return FilterDescription(index: 3, descriptor: block.assumingMemoryBound(to: rawfx_filter_descriptor.self),
+                                     pluginMinor: ABIVersion.host.minor)
+        }
+        XCTAssertEqual(description.id, "filter#3", "the id is not read from half a pointer")
+        XCTAssertTrue(description.problems.contains { $0.hasPrefix("struct_size \(cut) is smaller than the 1.0 size") }, "\(description.problems)")
+        XCTAssertTrue(description.problems.contains("no id"), "\(description.problems)")
+        XCTAssertNotNil(description.unusable)
+
+        let pointerCut = MemoryLayout<rawfx_param_descriptor>.offset(of: \.name)! + 4
+        var short = parameter(Int32(RAWFX_PARAM_INT), default: 1, max: 2)
+        let size = MemoryLayout<rawfx_param_descriptor>.size
+        let array = UnsafeMutableRawPointer.allocate(byteCount: 2 * size, alignment: 16)
+        defer { array.deallocate() }
+        var first = short
+        first.struct_size = UInt32(size)
+        short.struct_size = UInt32(pointerCut)
+        short.name = UnsafePointer(bitPattern: 0x0000_00AB_CDEF_0010)  // half of it read would be wild
+        withUnsafeBytes(of: first) { array.copyMemory(from: $0.baseAddress!, byteCount: size) }
+        withUnsafeBytes(of: short) { (array + size).copyMemory(from: $0.baseAddress!, byteCount: size) }
+        let withShortParameter: FilterDescription = "f".withCString { id in
+            var d = rawfx_filter_descriptor()
+            d.struct_size = UInt32(MemoryLayout<rawfx_filter_descriptor>.size)
+            d.id = id
+            d.media_kind = rawfx_media_kind(RAWFX_MEDIA_VIDEO)
+            d.processing = rawfx_processing(RAWFX_PROCESS_IN_PLACE)
+            d.params = UnsafePointer(array.assumingMemoryBound(to: rawfx_param_descriptor.self))
+            d.param_count = 2
+            d.create = { _, _, _ in nil }
+            return FilterDescription(index: 0, descriptor: &d, pluginMinor: ABIVersion.host.minor)
+        }
+        XCTAssertTrue(withShortParameter.problems.contains("parameter 'parameter#1': struct_size \(pointerCut) is smaller than \(size)"),
+                      "\(withShortParameter.problems)")
+        XCTAssertTrue(withShortParameter.problems.contains("parameter 'parameter#1': name is missing or empty"),
+                      "\(withShortParameter.problems)")
+    }
+
     /// The engine's loader refuses the same descriptors (it accepted them: an INT range beyond
     /// 64 bits reached Int64 conversions later; a misaligned stride was walked).
     func testLoaderRefusesAWideIntRangeAndAMisalignedParameterStride() throws {
