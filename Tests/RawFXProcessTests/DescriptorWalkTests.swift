@@ -20,7 +20,13 @@ final class DescriptorWalkTests: XCTestCase {
             p.struct_size = UInt32(stride)
             withUnsafeBytes(of: p) { (array + i * stride).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         }
-        return "f".withCString { id in
+        return describe(parameterArray: array, count: count)
+    }
+
+    /// The validator's description of an in-place video filter "f" over `count` parameter
+    /// descriptors at `array`.
+    private func describe(parameterArray array: UnsafeMutableRawPointer, count: Int) -> FilterDescription {
+        "f".withCString { id in
             var d = rawfx_filter_descriptor()
             d.struct_size = UInt32(MemoryLayout<rawfx_filter_descriptor>.size)
             d.id = id
@@ -106,17 +112,7 @@ final class DescriptorWalkTests: XCTestCase {
         short.name = UnsafePointer(bitPattern: 0x0000_00AB_CDEF_0010)  // half of it read would be wild
         withUnsafeBytes(of: first) { array.copyMemory(from: $0.baseAddress!, byteCount: size) }
         withUnsafeBytes(of: short) { (array + size).copyMemory(from: $0.baseAddress!, byteCount: size) }
-        let withShortParameter: FilterDescription = "f".withCString { id in
-            var d = rawfx_filter_descriptor()
-            d.struct_size = UInt32(MemoryLayout<rawfx_filter_descriptor>.size)
-            d.id = id
-            d.media_kind = rawfx_media_kind(RAWFX_MEDIA_VIDEO)
-            d.processing = rawfx_processing(RAWFX_PROCESS_IN_PLACE)
-            d.params = UnsafePointer(array.assumingMemoryBound(to: rawfx_param_descriptor.self))
-            d.param_count = 2
-            d.create = { _, _, _ in nil }
-            return FilterDescription(index: 0, descriptor: &d, pluginMinor: ABIVersion.host.minor)
-        }
+        let withShortParameter = describe(parameterArray: array, count: 2)
         XCTAssertTrue(withShortParameter.problems.contains("parameter 'parameter#1': struct_size \(pointerCut) is smaller than \(size)"),
                       "\(withShortParameter.problems)")
         XCTAssertTrue(withShortParameter.problems.contains("parameter 'parameter#1': name is missing or empty"),
