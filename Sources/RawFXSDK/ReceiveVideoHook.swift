@@ -219,7 +219,7 @@ public final class ReceiveVideoHook: Sendable {
     /// How many times a frame arrived in another format than the one the stream's chain was
     /// negotiated for (the subscribe-time format, then the previous frame's).
     public func renegotiations(of id: ReceiveStreamID) -> UInt64? {
-        stream(id)?.processor.renegotiationCount
+        stream(id)?.renegotiationCount
     }
 
     /// [not the SDK's thread] Async mode: waits until every stream's queued frames are processed.
@@ -239,10 +239,10 @@ public final class ReceiveVideoHook: Sendable {
             // Build every chain before installing any, so a refusal changes nothing.
             var built: [(ReceiveStream, VideoChain)] = []
             for stream in s.streams.values {
-                built.append((stream, try makeChain(specs: specs, edits: [], negotiatingFor: stream.processor.knownFormat)))
+                built.append((stream, try makeChain(specs: specs, edits: [], negotiatingFor: stream.knownFormat)))
             }
             if built.isEmpty { _ = try VideoChain(specs: specs, registry: registry) }
-            for (stream, chain) in built { stream.processor.install(chain) }
+            for (stream, chain) in built { stream.install(chain) }
             s.specs = specs
             s.edits = []
             s.generation += 1
@@ -274,7 +274,7 @@ public final class ReceiveVideoHook: Sendable {
             if streams.isEmpty {
                 try Self.apply(edit, to: VideoChain(specs: s.specs, registry: registry))
             }
-            for stream in streams { try stream.processor.apply(edit) }
+            for stream in streams { try stream.apply(edit) }
             s.edits.append(edit)
             s.generation += 1
         }
@@ -334,16 +334,30 @@ public final class ReceiveVideoHook: Sendable {
 
 // MARK: - One stream
 
-/// What one stream's processing thread owns: the chain (swapped between frames), the NV12
-/// converter, the last format, the counters. Confined to that thread (the SDK's callback
-/// thread in sync mode; in async mode whichever pool worker runs the stream's turn, one at a
-/// time, ordered by the stream's queue lock) except where a member says otherwise.
-final class ReceiveProcessor {
+/// One subscribed (user, pipe): the delegate its pipe calls and what its processing thread
+/// owns (the chain, swapped between frames; the NV12 converter; the last format). The
+/// processing thread is the SDK's callback thread in sync mode, so a frame goes from the
+/// callback straight into the chain; in async mode it is whichever pool worker runs the
+/// stream's turn, one at a time, ordered by the stream's queue lock.
+/// Unchecked Sendable: `pipe` is the SDK's (subscribe and unsubscribe only); the members
+/// marked [processing] are the processing thread's; `swappable` and `lastInput` are released by
+/// `shutDown` after that thread stopped; the rest is immutable, atomic, `Locked` or the queue.
+final class ReceiveStream: SDKRawDataPipeDelegate, ReceivedFrameInput, @unchecked Sendable {
     let id: ReceiveStreamID
+    let pipe: any SDKRawDataPipe
     let stats: HookStats
     private let sink: ReceiveVideoHook.Sink
-    /// Set at creation; released by `retire` on the unsubscribing thread once the processing
-    /// thread has stopped (the stream's close handshake orders the two).
+    /// Async mode's queue; set once at the end of init (its worker reaches back through a
+    /// weak reference), never changed.
+    private(set) var queue: WorkQueue<ReceiveSlot>?
+    /// Callbacks running now; `shutDown` waits for 0 after setting `closed` (both sequentially
+    /// consistent, so either the callback sees `closed` or the shutdown sees the callback).
+    private let inFlight = Atomic<Int>(0)
+    private let closed = Atomic<Bool>(false)
+    private let statusBits = Atomic<Int32>(SDKUserRawdataStatus.on.rawValue)
+    private let statusSink: ReceiveVideoHook.StatusSink?
+
+    /// [processing] The chain in force; `install` hands a new one over between two frames.
     private var swappable: SwappableVideoChain?
     /// [control] The chain most recently installed: run-time changes and metrics go there.
     private let latest: Locked<VideoChain?>
@@ -353,7 +367,7 @@ final class ReceiveProcessor {
     private let known: Locked<VideoFormat?>
     private let renegotiations = Atomic<UInt64>(0)
     /// [control sets, processing clears] A `.off` asked for drain and reset.
-    let resetRequested = Atomic<Bool>(false)
+    private let resetRequested = Atomic<Bool>(false)
     private let converter = NV12ToI420Converter()
     /// [processing] The last input, kept only for a chain that delays frames, so `.off` can
     /// drain it (`VideoChain.drain` repeats it).
@@ -361,21 +375,42 @@ final class ReceiveProcessor {
     /// [processing] Frames went in since the last drain.
     private var holdsUndrainedInput = false
 
-    init(id: ReceiveStreamID, chain: VideoChain, expected: VideoFormat?, stats: HookStats, sink: @escaping ReceiveVideoHook.Sink) {
+    init(id: ReceiveStreamID, pipe: any SDKRawDataPipe, chain: VideoChain, expected: VideoFormat?,
+         mode: ProcessingMode, pool: WorkerPool?, hookName: String, sink: @escaping ReceiveVideoHook.Sink,
+         statusSink: ReceiveVideoHook.StatusSink? = nil) {
         self.id = id
-        self.stats = stats
+        self.statusSink = statusSink
+        self.pipe = pipe
         self.sink = sink
+        stats = HookStats(name: "\(hookName) \(id)")
         swappable = SwappableVideoChain(chain)
         latest = Locked(chain)
         current = expected
         known = Locked(expected)
+        if let pool {
+            queue = WorkQueue(name: "rawfx-receive-\(id.user.userID)-\(id.pipe)", capacity: mode.capacity,
+                              whenFull: .dropOldest, executor: .pool(pool), makeSlot: { ReceiveSlot() }) { [weak self] slot in
+                // Nil only once the hook released the stream, after `shutDown` emptied the queue.
+                guard let self else {
+                    slot.release()
+                    return
+                }
+                self.run(slot)
+            }
+            // Every slot the stream can hold at once (the queued ones and the one a worker is
+            // finishing after its sink returned), made here so the SDK's thread never makes one.
+            queue?.prefill(mode.capacity + 1)
+        }
     }
+
+    var status: SDKUserRawdataStatus { SDKUserRawdataStatus(rawValue: statusBits.load(ordering: .relaxed)) ?? .on }
+
+    var metrics: HookMetrics { stats.snapshot(filters: latest.withLock { $0?.metrics ?? [] }, async: queue != nil) }
 
     var renegotiationCount: UInt64 { renegotiations.load(ordering: .relaxed) }
     var knownFormat: VideoFormat? { known.withLock { $0 } }
-    var filterMetrics: [Metrics] { latest.withLock { $0?.metrics ?? [] } }
 
-    // [control]
+    // MARK: Run-time control [control]
 
     func install(_ chain: VideoChain) {
         latest.withLock { $0 = chain }
@@ -387,17 +422,100 @@ final class ReceiveProcessor {
         try ReceiveVideoHook.apply(edit, to: chain)
     }
 
-    /// [control, after the processing thread stopped] Releases the chains here.
-    func retire() {
-        swappable = nil
-        latest.withLock { $0 = nil }
-        lastInput = nil
+    // MARK: SDK callbacks [the SDK's thread for this pipe]
+
+    func onRawDataFrameReceived(_ rawData: any VideoRawData) {
+        guard let frame = Self.frame(of: rawData) else {
+            guard enter() else { return }
+            defer { leave() }
+            return malformed(rawData)
+        }
+        receive(frame, reference: SDKObjectReference(rawData))
     }
 
-    // [processing]
+    /// [the SDK's thread for this pipe] The frame-shaped core the SDK-named callback and the C
+    /// API call: the frame (rotation in its format, the SDK's time in its timestamp) runs through
+    /// the chain now (sync) or is queued (async: kept through `reference` when the SDK allows
+    /// it, else copied).
+    func receive(_ frame: VideoFrame, reference: SDKObjectReference) {
+        guard enter() else { return }
+        defer { leave() }
+        guard let queue else {
+            process(frame)
+            return
+        }
+        let start = monotonicNanoseconds()
+        guard let slot = acquire(queue) else { return }
+        if reference.keep() {
+            slot.reference = reference
+            slot.retainedFrame = frame
+            slot.content = .retainedI420
+        } else {
+            // Stack memory: the planes die with this callback, so copy them now.
+            frame.copy(to: slot.copyBuffer(for: frame.format).frame)
+            slot.content = .copied
+        }
+        slot.format = frame.format
+        slot.timestamp = frame.timestampMicroseconds
+        submit(slot, to: queue, start: start)
+    }
 
-    /// Runs one I420 frame through the chain and gives the result to the sink.
-    func process(_ frame: VideoFrame) {
+    func onPixelBuffer(_ pixelBuffer: any NV12PixelBuffer, rotation: SDKVideoRawDataRotation) {
+        guard enter() else { return }
+        defer { leave() }
+        guard let queue else {
+            process(pixelBuffer, rotation: rotation)
+            return
+        }
+        let start = monotonicNanoseconds()
+        guard let slot = acquire(queue) else { return }
+        let format = pixelBuffer.videoFormat(rotation: rotation)
+        if pixelBuffer.canAddRef() && pixelBuffer.addRef() {
+            slot.pixels = pixelBuffer
+            slot.rotation = rotation
+            slot.content = .retainedNV12
+        } else {
+            // Not retainable: convert now; the conversion is the copy.
+            do {
+                try NV12ToI420Converter.convert(pixelBuffer, into: slot.copyBuffer(for: format).frame)
+            } catch {
+                queue.giveBack(slot)
+                stats.recordError()
+                RawFXLog.log(.error, source: "receive", "\(id): \(error)")
+                return
+            }
+            slot.content = .copied
+        }
+        slot.format = format
+        slot.timestamp = pixelBuffer.timestampMicroseconds
+        submit(slot, to: queue, start: start)
+    }
+
+    func onRawDataStatusChanged(_ userRawdataStatus: SDKUserRawdataStatus) {
+        guard enter() else { return }
+        defer { leave() }
+        statusBits.store(userRawdataStatus.rawValue, ordering: .relaxed)
+        statusSink?(id, userRawdataStatus)
+        guard userRawdataStatus == .off else { return }
+        resetRequested.store(true, ordering: .releasing)
+        guard let queue else {
+            drainAndResetIfRequested()  // sync: this is the processing thread
+            return
+        }
+        queue.discardQueued { if $0.release() { stats.recordDrop() } }
+        // Wake the worker so the reset happens now; if a later frame evicts this marker, that
+        // frame's processing performs the reset first.
+        if let slot = acquire(queue) {
+            slot.content = .wake
+            if !queue.enqueue(slot) { queue.giveBack(slot) }
+        }
+    }
+
+    // MARK: Processing [processing]
+
+    /// Runs one I420 frame through the chain and gives the result to the sink. Inlined into
+    /// `receive`: in sync mode the callback itself is the chain's caller.
+    @inline(__always) private func process(_ frame: VideoFrame) {
         guard let swappable else { return }
         if resetRequested.load(ordering: .relaxed) { drainAndResetIfRequested() }
         let start = monotonicNanoseconds()
@@ -421,7 +539,7 @@ final class ReceiveProcessor {
     }
 
     /// Converts an NV12 frame (`onPixelBuffer`) and runs it.
-    func process(_ pixels: any NV12PixelBuffer, rotation: SDKVideoRawDataRotation) {
+    private func process(_ pixels: any NV12PixelBuffer, rotation: SDKVideoRawDataRotation) {
         let frame: VideoFrame
         do {
             frame = try converter.convert(pixels, format: pixels.videoFormat(rotation: rotation))
@@ -435,7 +553,7 @@ final class ReceiveProcessor {
 
     /// A `.off` asked for it: pushes a delaying chain's held frames to the sink, then
     /// `reset`s the chain, between two frames.
-    func drainAndResetIfRequested() {
+    private func drainAndResetIfRequested() {
         guard resetRequested.exchange(false, ordering: .acquiringAndReleasing), let swappable else { return }
         swappable.takePending()
         let chain = swappable.chain
@@ -454,6 +572,96 @@ final class ReceiveProcessor {
         if lastInput?.format != frame.format { lastInput = VideoBuffer(format: frame.format) }
         frame.copy(to: lastInput!.frame)
         holdsUndrainedInput = true
+    }
+
+    // MARK: Async hand-off
+    /// A slot to fill; an evicted one's frame is released and counted as a drop.
+    private func acquire(_ queue: WorkQueue<ReceiveSlot>) -> ReceiveSlot? {
+        guard let acquired = queue.acquire() else {
+            stats.recordDrop()
+            return nil
+        }
+        if acquired.evicted, acquired.slot.release() { stats.recordDrop() }
+        return acquired.slot
+    }
+
+    private func submit(_ slot: ReceiveSlot, to queue: WorkQueue<ReceiveSlot>, start: UInt64) {
+        if !queue.enqueue(slot) {
+            slot.release()
+            queue.giveBack(slot)
+            stats.recordDrop()
+        }
+        stats.callback.record(nanoseconds: monotonicNanoseconds() &- start)
+    }
+
+    /// [worker] Processes one slot and releases what it held.
+    private func run(_ slot: ReceiveSlot) {
+        switch slot.content {
+        case .empty:
+            break
+        case .wake:
+            drainAndResetIfRequested()
+        case .retainedI420:
+            process(slot.retainedFrame!)
+        case .retainedNV12:
+            if let pixels = slot.pixels { process(pixels, rotation: slot.rotation) }
+        case .copied:
+            var frame = slot.copy!.frame
+            frame.format = slot.format
+            frame.timestampMicroseconds = slot.timestamp
+            process(frame)
+        }
+        slot.release()
+    }
+
+    // MARK: Shutdown [control]
+
+    /// Stops taking callbacks, waits for one in progress, releases queued frames (drops),
+    /// waits for the worker's current frame and releases the chain, all on the calling thread.
+    func shutDown() {
+        closed.store(true, ordering: .sequentiallyConsistent)
+        while inFlight.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
+        if let queue {
+            queue.discardQueued { if $0.release() { stats.recordDrop() } }
+            queue.close { if $0.release() { stats.recordDrop() } }
+        }
+        // The processing thread has stopped: release the chains here, off the SDK's thread.
+        swappable = nil
+        latest.withLock { $0 = nil }
+        lastInput = nil
+    }
+
+    @inline(__always) private func enter() -> Bool {
+        inFlight.add(1, ordering: .sequentiallyConsistent)
+        if closed.load(ordering: .sequentiallyConsistent) {
+            inFlight.subtract(1, ordering: .sequentiallyConsistent)
+            return false
+        }
+        return true
+    }
+
+    @inline(__always) private func leave() { inFlight.subtract(1, ordering: .sequentiallyConsistent) }
+
+    private func malformed(_ rawData: any VideoRawData) {
+        stats.recordError()
+        RawFXLog.log(.error, source: "receive", "\(id): a frame of \(rawData.streamWidth)x\(rawData.streamHeight) "
+                     + "without all three planes, or with strides shorter than its rows (Y \(rawData.yStride), "
+                     + "U \(rawData.uStride), V \(rawData.vStride)); not processed")
+    }
+
+    /// The SDK's planes as a frame (no copy), or nil when a plane is missing or a stride is
+    /// shorter than its row.
+    static func frame(of raw: any VideoRawData) -> VideoFrame? {
+        let format = raw.videoFormat
+        guard format.width > 0, format.height > 0,
+              let y = raw.yBuffer, let u = raw.uBuffer, let v = raw.vBuffer,
+              raw.yStride >= format.width, raw.uStride >= format.chromaWidth, raw.vStride >= format.chromaWidth
+        else { return nil }
+        func bytes(_ p: UnsafeMutablePointer<CChar>) -> UnsafeMutablePointer<UInt8> {
+            UnsafeMutableRawPointer(p).assumingMemoryBound(to: UInt8.self)
+        }
+        return VideoFrame(format: format, y: bytes(y), yStride: raw.yStride, u: bytes(u), uStride: raw.uStride,
+                          v: bytes(v), vStride: raw.vStride, timestampMicroseconds: Int64(raw.timeStamp) * 1000)
     }
 }
 
@@ -489,224 +697,5 @@ final class ReceiveSlot {
         let buffer = VideoBuffer(format: VideoFormat(width: format.width, height: format.height))
         copy = buffer
         return buffer
-    }
-}
-
-/// The delegate a stream's pipe calls: the SDK's callbacks for one (user, pipe). Unchecked:
-/// `pipe` is the SDK's (subscribe and unsubscribe only), `processor` the processing thread's;
-/// the rest is immutable, atomic or the queue.
-final class ReceiveStream: SDKRawDataPipeDelegate, ReceivedFrameInput, @unchecked Sendable {
-    let id: ReceiveStreamID
-    let pipe: any SDKRawDataPipe
-    let processor: ReceiveProcessor
-    let queue: WorkQueue<ReceiveSlot>?
-    let stats: HookStats
-    /// Callbacks running now; `shutDown` waits for 0 after setting `closed` (both sequentially
-    /// consistent, so either the callback sees `closed` or the shutdown sees the callback).
-    private let inFlight = Atomic<Int>(0)
-    private let closed = Atomic<Bool>(false)
-    private let statusBits = Atomic<Int32>(SDKUserRawdataStatus.on.rawValue)
-    private let statusSink: ReceiveVideoHook.StatusSink?
-
-    init(id: ReceiveStreamID, pipe: any SDKRawDataPipe, chain: VideoChain, expected: VideoFormat?,
-         mode: ProcessingMode, pool: WorkerPool?, hookName: String, sink: @escaping ReceiveVideoHook.Sink,
-         statusSink: ReceiveVideoHook.StatusSink? = nil) {
-        self.id = id
-        self.statusSink = statusSink
-        self.pipe = pipe
-        stats = HookStats(name: "\(hookName) \(id)")
-        let processor = ReceiveProcessor(id: id, chain: chain, expected: expected, stats: stats, sink: sink)
-        self.processor = processor
-        if let pool {
-            queue = WorkQueue(name: "rawfx-receive-\(id.user.userID)-\(id.pipe)", capacity: mode.capacity,
-                              whenFull: .dropOldest, executor: .pool(pool), makeSlot: { ReceiveSlot() }) { slot in
-                Self.run(slot, on: processor)
-            }
-            // Every slot the stream can hold at once (the queued ones and the one a worker is
-            // finishing after its sink returned), made here so the SDK's thread never makes one.
-            queue?.prefill(mode.capacity + 1)
-        } else {
-            queue = nil
-        }
-    }
-
-    var status: SDKUserRawdataStatus { SDKUserRawdataStatus(rawValue: statusBits.load(ordering: .relaxed)) ?? .on }
-
-    var metrics: HookMetrics { stats.snapshot(filters: processor.filterMetrics, async: queue != nil) }
-
-    // MARK: SDK callbacks [the SDK's thread for this pipe]
-
-    func onRawDataFrameReceived(_ rawData: any VideoRawData) {
-        guard let frame = Self.frame(of: rawData) else {
-            guard enter() else { return }
-            defer { leave() }
-            return malformed(rawData)
-        }
-        receive(frame, reference: SDKObjectReference(rawData))
-    }
-
-    /// [the SDK's thread for this pipe] The frame-shaped core the SDK-named callback and the C
-    /// API call: the frame (rotation in its format, the SDK's time in its timestamp) runs now
-    /// (sync) or is queued (async: kept through `reference` when the SDK allows it, else copied).
-    func receive(_ frame: VideoFrame, reference: SDKObjectReference) {
-        guard enter() else { return }
-        defer { leave() }
-        guard let queue else {
-            processor.process(frame)
-            return
-        }
-        let start = monotonicNanoseconds()
-        guard let slot = acquire(queue) else { return }
-        if reference.keep() {
-            slot.reference = reference
-            slot.retainedFrame = frame
-            slot.content = .retainedI420
-        } else {
-            // Stack memory: the planes die with this callback, so copy them now.
-            frame.copy(to: slot.copyBuffer(for: frame.format).frame)
-            slot.content = .copied
-        }
-        slot.format = frame.format
-        slot.timestamp = frame.timestampMicroseconds
-        submit(slot, to: queue, start: start)
-    }
-
-    func onPixelBuffer(_ pixelBuffer: any NV12PixelBuffer, rotation: SDKVideoRawDataRotation) {
-        guard enter() else { return }
-        defer { leave() }
-        guard let queue else {
-            processor.process(pixelBuffer, rotation: rotation)
-            return
-        }
-        let start = monotonicNanoseconds()
-        guard let slot = acquire(queue) else { return }
-        let format = pixelBuffer.videoFormat(rotation: rotation)
-        if pixelBuffer.canAddRef() && pixelBuffer.addRef() {
-            slot.pixels = pixelBuffer
-            slot.rotation = rotation
-            slot.content = .retainedNV12
-        } else {
-            // Not retainable: convert now; the conversion is the copy.
-            do {
-                try NV12ToI420Converter.convert(pixelBuffer, into: slot.copyBuffer(for: format).frame)
-            } catch {
-                queue.giveBack(slot)
-                stats.recordError()
-                RawFXLog.log(.error, source: "receive", "\(id): \(error)")
-                return
-            }
-            slot.content = .copied
-        }
-        slot.format = format
-        slot.timestamp = pixelBuffer.timestampMicroseconds
-        submit(slot, to: queue, start: start)
-    }
-
-    func onRawDataStatusChanged(_ userRawdataStatus: SDKUserRawdataStatus) {
-        guard enter() else { return }
-        defer { leave() }
-        statusBits.store(userRawdataStatus.rawValue, ordering: .relaxed)
-        statusSink?(id, userRawdataStatus)
-        guard userRawdataStatus == .off else { return }
-        processor.resetRequested.store(true, ordering: .releasing)
-        guard let queue else {
-            processor.drainAndResetIfRequested()  // sync: this is the processing thread
-            return
-        }
-        queue.discardQueued { if $0.release() { stats.recordDrop() } }
-        // Wake the worker so the reset happens now; if a later frame evicts this marker, that
-        // frame's processing performs the reset first.
-        if let slot = acquire(queue) {
-            slot.content = .wake
-            if !queue.enqueue(slot) { queue.giveBack(slot) }
-        }
-    }
-
-    // MARK: Async hand-off
-
-    /// A slot to fill; an evicted one's frame is released and counted as a drop.
-    private func acquire(_ queue: WorkQueue<ReceiveSlot>) -> ReceiveSlot? {
-        guard let acquired = queue.acquire() else {
-            stats.recordDrop()
-            return nil
-        }
-        if acquired.evicted, acquired.slot.release() { stats.recordDrop() }
-        return acquired.slot
-    }
-
-    private func submit(_ slot: ReceiveSlot, to queue: WorkQueue<ReceiveSlot>, start: UInt64) {
-        if !queue.enqueue(slot) {
-            slot.release()
-            queue.giveBack(slot)
-            stats.recordDrop()
-        }
-        stats.callback.record(nanoseconds: monotonicNanoseconds() &- start)
-    }
-
-    /// [worker] Processes one slot and releases what it held.
-    private static func run(_ slot: ReceiveSlot, on processor: ReceiveProcessor) {
-        switch slot.content {
-        case .empty:
-            break
-        case .wake:
-            processor.drainAndResetIfRequested()
-        case .retainedI420:
-            processor.process(slot.retainedFrame!)
-        case .retainedNV12:
-            if let pixels = slot.pixels { processor.process(pixels, rotation: slot.rotation) }
-        case .copied:
-            var frame = slot.copy!.frame
-            frame.format = slot.format
-            frame.timestampMicroseconds = slot.timestamp
-            processor.process(frame)
-        }
-        slot.release()
-    }
-
-    // MARK: Shutdown [control]
-
-    /// Stops taking callbacks, waits for one in progress, releases queued frames (drops),
-    /// waits for the worker's current frame and releases the chain, all on the calling thread.
-    func shutDown() {
-        closed.store(true, ordering: .sequentiallyConsistent)
-        while inFlight.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
-        if let queue {
-            queue.discardQueued { if $0.release() { stats.recordDrop() } }
-            queue.close { if $0.release() { stats.recordDrop() } }
-        }
-        processor.retire()
-    }
-
-    @inline(__always) private func enter() -> Bool {
-        inFlight.add(1, ordering: .sequentiallyConsistent)
-        if closed.load(ordering: .sequentiallyConsistent) {
-            inFlight.subtract(1, ordering: .sequentiallyConsistent)
-            return false
-        }
-        return true
-    }
-
-    @inline(__always) private func leave() { inFlight.subtract(1, ordering: .sequentiallyConsistent) }
-
-    private func malformed(_ rawData: any VideoRawData) {
-        stats.recordError()
-        RawFXLog.log(.error, source: "receive", "\(id): a frame of \(rawData.streamWidth)x\(rawData.streamHeight) "
-                     + "without all three planes, or with strides shorter than its rows (Y \(rawData.yStride), "
-                     + "U \(rawData.uStride), V \(rawData.vStride)); not processed")
-    }
-
-    /// The SDK's planes as a frame (no copy), or nil when a plane is missing or a stride is
-    /// shorter than its row.
-    static func frame(of raw: any VideoRawData) -> VideoFrame? {
-        let format = raw.videoFormat
-        guard format.width > 0, format.height > 0,
-              let y = raw.yBuffer, let u = raw.uBuffer, let v = raw.vBuffer,
-              raw.yStride >= format.width, raw.uStride >= format.chromaWidth, raw.vStride >= format.chromaWidth
-        else { return nil }
-        func bytes(_ p: UnsafeMutablePointer<CChar>) -> UnsafeMutablePointer<UInt8> {
-            UnsafeMutableRawPointer(p).assumingMemoryBound(to: UInt8.self)
-        }
-        return VideoFrame(format: format, y: bytes(y), yStride: raw.yStride, u: bytes(u), uStride: raw.uStride,
-                          v: bytes(v), vStride: raw.vStride, timestampMicroseconds: Int64(raw.timeStamp) * 1000)
     }
 }
