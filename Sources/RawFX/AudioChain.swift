@@ -76,6 +76,8 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
 
     let control: Locked<ChainControlState>
     let edits = Mailbox<ChainEditBatch>()
+    /// Brackets each stage's publication of its figures, so `metrics` never reads half of one.
+    private let figures = FigureSequence()
     var mediaKind: MediaKind { .audio }
 
     public convenience init(_ text: String, registry: PluginRegistry) throws(ChainError) {
@@ -246,7 +248,16 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     /// [any thread] The instances are read from the control state, not from the stages, whose
     /// instance the processing thread swaps when a RECONFIGURE parameter changes.
     public var metrics: [Metrics] {
-        control.withLock { state in stages.indices.map { stages[$0].timing.snapshot(of: state.instances[$0]) } }
+        let instances = control.withLock { $0.instances }
+        // Every stage's counts from between the same two frames.
+        var counters: [TimingRecorder.Counters] = []
+        counters.reserveCapacity(stages.count)
+        figures.read {
+            // No allocation inside: the read is a few loads per stage, so it fits between frames.
+            counters.removeAll(keepingCapacity: true)
+            for stage in stages { counters.append(stage.timing.published) }
+        }
+        return stages.indices.map { stages[$0].timing.snapshot(of: instances[$0], counters: counters[$0]) }
     }
 
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one
@@ -461,12 +472,22 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         try run(stage: index, full, emit: emit)
     }
 
+    /// [process] After each call of a stage: its figures, for `metrics`. Per stage, not per
+    /// chunk: stages that re-block count blocks of their own size, so the chain has no common
+    /// instant to publish.
+    @inline(__always) private func publishFigures(of stage: Stage) {
+        figures.beginWrite()
+        stage.timing.publish()
+        figures.endWrite()
+    }
+
     /// Calls the filter on exactly this block and feeds what it produced to the next stage.
     private func run(stage index: Int, _ block: AudioBlock, emit: (AudioBlock) -> Void) throws(ChainError) {
         let stage = stages[index]
         if stage.bypassed, stage.delay == nil {
             // Nothing to keep in step: the filter is not called at all.
             stage.timing.recordBypass()
+            publishFigures(of: stage)
             try feed(stage: index + 1, block, emit: emit)
             return
         }
@@ -513,6 +534,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         } else {
             stage.timing.record(nanoseconds: monotonicNanoseconds() &- start)
         }
+        publishFigures(of: stage)
         if output.pointee.frame_count > 0 { try feed(stage: index + 1, AudioBlock(output.pointee), emit: emit) }
     }
 }

@@ -52,27 +52,107 @@ public final class TimingRecorder: Sendable {
     @inline(__always) public func recordDrop() { dropCount.wrappingAdd(1, ordering: .relaxed) }
     @inline(__always) public func recordBypass() { bypassCount.store(bypassCount.load(ordering: .relaxed) &+ 1, ordering: .relaxed) }
 
-    /// The figures of a chain's stage: its timing, and its isolation figures when isolated.
-    func snapshot(of instance: FilterInstance) -> Metrics {
-        var metrics = snapshot(name: instance.type.id)
-        metrics.isolation = instance.isolation
-        return metrics
+    /// The counters the chain published at the end of its last frame (`publish`), with
+    /// errors and drops as they are now. A `FigureSequence.read` gets every stage's from the
+    /// same frame.
+    public struct Counters: Sendable {
+        public var frames: UInt64
+        public var errors: UInt64
+        public var drops: UInt64
+        public var bypassed: UInt64
+        fileprivate var next: Int
+    }
+
+    private let publishedFrames = Atomic<UInt64>(0)
+    private let publishedBypassed = Atomic<UInt64>(0)
+    private let publishedNext = Atomic<Int>(0)
+
+    /// [process, inside `FigureSequence.beginWrite`/`endWrite`] Copies the figures recorded so
+    /// far to where readers take them: three loads and three stores.
+    @inline(__always) public func publish() {
+        publishedFrames.store(frameCount.load(ordering: .relaxed), ordering: .relaxed)
+        publishedBypassed.store(bypassCount.load(ordering: .relaxed), ordering: .relaxed)
+        publishedNext.store(next.load(ordering: .relaxed), ordering: .relaxed)
+    }
+
+    /// [any thread] What the last `publish` copied.
+    public var published: Counters {
+        Counters(frames: publishedFrames.load(ordering: .relaxed), errors: errors, drops: drops,
+                 bypassed: publishedBypassed.load(ordering: .relaxed), next: publishedNext.load(ordering: .relaxed))
+    }
+
+    /// [any thread] The figures as recorded now, each atomic on its own (a recorder that no
+    /// chain publishes: a hook's).
+    public var counters: Counters {
+        Counters(frames: frames, errors: errors, drops: drops, bypassed: bypassed, next: next.load(ordering: .relaxed))
     }
 
     /// A copy of the figures with p50 and p99 over the last `window` frames, and those
     /// durations oldest first (`recentNanoseconds`). Any thread; allocates (control side).
-    public func snapshot(name: String) -> Metrics {
-        let newest = next.load(ordering: .relaxed)
-        let frames = self.frames
+    public func snapshot(name: String) -> Metrics { snapshot(name: name, counters: counters) }
+
+    /// The figures for `counters` read earlier (a chain reads every stage's in one
+    /// `FigureSequence.read`): the durations are the ring's up to `counters`' position. A frame
+    /// recorded since may have overwritten the oldest of them with a newer duration; the
+    /// counts are those of `counters`.
+    func snapshot(name: String, counters: Counters) -> Metrics {
+        let newest = counters.next
+        let frames = counters.frames
         // Until the ring wraps the durations are slots 0..<frames; after, the oldest is at `next`.
         let order = frames <= UInt64(TimingRecorder.window)
             ? Array(0..<Int(frames))
             : Array(newest..<TimingRecorder.window) + Array(0..<newest)
         let recent = order.map { durations[$0].load(ordering: .relaxed) }
         let sample = recent.sorted()
-        return Metrics(name: name, frames: frames, errors: errors, drops: drops, bypassed: bypassed,
+        return Metrics(name: name, frames: frames, errors: counters.errors, drops: counters.drops, bypassed: counters.bypassed,
                        p50Nanoseconds: percentile(sample, 0.5), p99Nanoseconds: percentile(sample, 0.99),
                        recentNanoseconds: recent)
+    }
+
+    /// The figures of a chain's stage for `counters` read earlier, with its isolation figures.
+    func snapshot(of instance: FilterInstance, counters: Counters) -> Metrics {
+        var metrics = snapshot(name: instance.type.id, counters: counters)
+        metrics.isolation = instance.isolation
+        return metrics
+    }
+}
+
+/// A sequence lock (seqlock) over what a chain's processing thread publishes: it makes the
+/// sequence odd, copies every stage's counters (`TimingRecorder.publish`), and makes it even
+/// again. A reader that saw the same even value before and after its loads has one frame's
+/// figures, never half of one. The writer never waits, and a reader waits only for those few
+/// stores, never for a filter: a frame held up in a slow or stuck plugin leaves the previous
+/// frame's figures readable. Two relaxed stores and a compiler fence per publication on x86-64.
+public final class FigureSequence: Sendable {
+    private let value = Atomic<UInt64>(0)
+
+    public init() {}
+
+    /// [process] Before a publication.
+    @inline(__always) public func beginWrite() {
+        value.store(value.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+        atomicMemoryFence(ordering: .releasing)
+    }
+
+    /// [process] After it.
+    @inline(__always) public func endWrite() {
+        value.store(value.load(ordering: .relaxed) &+ 1, ordering: .releasing)
+    }
+
+    /// [any thread] `body`'s loads from one publication: retried while one is being written
+    /// (a few stores), yielding the CPU every 64 tries.
+    public func read<T>(_ body: () -> T) -> T {
+        var attempt = 0
+        while true {
+            let before = value.load(ordering: .acquiring)
+            if before & 1 == 0 {
+                let result = body()
+                atomicMemoryFence(ordering: .acquiring)
+                if value.load(ordering: .relaxed) == before { return result }
+            }
+            attempt += 1
+            if attempt % 64 == 0 { sched_yield() }
+        }
     }
 }
 

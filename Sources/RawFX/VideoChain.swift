@@ -46,6 +46,9 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
 
     let control: Locked<ChainControlState>
     let edits = Mailbox<ChainEditBatch>()
+    /// Brackets each frame's publication of its figures, so `metrics` reads every stage's
+    /// from the same frame.
+    private let figures = FigureSequence()
     /// How stages that run together outside the chain reach it (isolation groups).
     let groups: any StageGroupPolicy
     var mediaKind: MediaKind { .video }
@@ -138,6 +141,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// next call. The output's timestamp is that of the input frame it came from (`latency`
     /// frames earlier).
     public func process(_ frame: VideoFrame) throws(ChainError) -> VideoFrame {
+        defer { publishFigures() }
         if edits.hasPending { applyPendingEdits() }
         if inputFormat != frame.format || anyFilterNeedsConfigure { try negotiate(frame.format) }
         defer { HostContext.leaveProcess() }
@@ -192,6 +196,13 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         return VideoFrame(frames[stages.count], storage: storage)
     }
 
+    /// [process] After each frame: every stage's figures, for `metrics`.
+    @inline(__always) private func publishFigures() {
+        figures.beginWrite()
+        for index in 0..<stages.count { stages[index].timing.publish() }
+        figures.endWrite()
+    }
+
     /// At the end of a stream, pushes the frames a delaying filter still holds out of the
     /// chain by feeding `last` (the last input frame) again, `latency` times; `emit` gets each
     /// output, stamped with the time of the input it came from.
@@ -222,7 +233,16 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// [any thread] The instances are read from the control state, not from the stages, whose
     /// instance the processing thread swaps when a RECONFIGURE parameter changes.
     public var metrics: [Metrics] {
-        control.withLock { state in stages.indices.map { stages[$0].timing.snapshot(of: state.instances[$0]) } }
+        let instances = control.withLock { $0.instances }
+        // Every stage's counts from between the same two frames.
+        var counters: [TimingRecorder.Counters] = []
+        counters.reserveCapacity(stages.count)
+        figures.read {
+            // No allocation inside: the read is a few loads per stage, so it fits between frames.
+            counters.removeAll(keepingCapacity: true)
+            for stage in stages { counters.append(stage.timing.published) }
+        }
+        return stages.indices.map { stages[$0].timing.snapshot(of: instances[$0], counters: counters[$0]) }
     }
 
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one

@@ -72,7 +72,7 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     private let lastInput = Locked<AudioFormat?>(nil)
 
     // Pushing thread (serialized by pushLock: several app threads may push).
-    private let pushLock = ConditionLock()
+    private let pushLock = Locked(())
     private var seenInput: AudioFormat?
     private var pushEpoch: UInt64 = 0
     private var convert: AudioChain?
@@ -91,7 +91,7 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     private let chunkQueue: WorkQueue<AudioChunkSlot>
 
     // The pacer's shared state, guarded by queueLock (the sender thread waits on it).
-    private let queueLock = ConditionLock()
+    private let queueLock = Locked(())
     /// Chunks enqueued and not yet sent or dropped.
     private var pendingChunks = 0
     /// `.caller`: the app's clock, from `pump` (nil before the first pump).

@@ -6,55 +6,6 @@ import Darwin
 #endif
 import Synchronization
 
-/// A pthread mutex with a condition variable on the monotonic clock: the lock of the queues
-/// whose threads wait (`WorkQueue`, `WorkerPool`, the audio pacer), which `Locked` cannot do.
-/// State shared without waiting uses `Locked`. Never held across a chain. Unchecked: the
-/// pthread objects are made for sharing; nothing else is stored.
-final class ConditionLock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-
-    init() {
-        pthread_mutex_init(mutex, nil)
-        var conditionAttributes = pthread_condattr_t()
-        pthread_condattr_init(&conditionAttributes)
-        #if os(Linux)
-        pthread_condattr_setclock(&conditionAttributes, CLOCK_MONOTONIC)
-        #endif
-        pthread_cond_init(condition, &conditionAttributes)
-        pthread_condattr_destroy(&conditionAttributes)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
-    }
-
-    @inline(__always) func lock() { pthread_mutex_lock(mutex) }
-    @inline(__always) func unlock() { pthread_mutex_unlock(mutex) }
-
-    /// Waits for a signal (lock held on entry and on return).
-    func wait() { pthread_cond_wait(condition, mutex) }
-
-    /// Waits for a signal or until the monotonic clock reaches `deadline` nanoseconds.
-    func wait(untilMonotonicNanoseconds deadline: UInt64) {
-        #if os(Linux)
-        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        pthread_cond_timedwait(condition, mutex, &ts)
-        #else
-        let now = monotonicNanoseconds()
-        let delta = deadline > now ? deadline - now : 0
-        var ts = timespec(tv_sec: Int(delta / 1_000_000_000), tv_nsec: Int(delta % 1_000_000_000))
-        pthread_cond_timedwait_relative_np(condition, mutex, &ts)
-        #endif
-    }
-
-    func signal() { pthread_cond_signal(condition) }
-    func broadcast() { pthread_cond_broadcast(condition) }
-}
-
 /// A thread the hooks own (async workers, the mic pacer). Started once, joined once, by its
 /// owner or (when the owner is released on it) by the thread itself.
 final class HookThread: Sendable {

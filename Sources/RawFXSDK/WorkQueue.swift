@@ -59,7 +59,7 @@ package final class WorkQueue<Slot: AnyObject>: PoolRunnable, @unchecked Sendabl
     private let pool: WorkerPool?
 
     // Guarded by `lock`.
-    private let lock = ConditionLock()
+    private let lock = Locked(())
     private var free: Deque<Slot> = []
     private var queued: Deque<Slot> = []
     private var busy = false
@@ -323,7 +323,7 @@ package final class WorkerPool: @unchecked Sendable {
     private let name: String
 
     // Guarded by `lock`.
-    private let lock = ConditionLock()
+    private let lock = Locked(())
     private var ready: Deque<any PoolRunnable> = []
     private var threads: [HookThread] = []
     private var threadIDs: [pthread_t] = []

@@ -263,6 +263,41 @@ final class RunTimeControlTests: XCTestCase {
         XCTAssertEqual(chain.metrics[0].frames, 201, "every frame counted across 200 swaps")
     }
 
+    /// `metrics` is one snapshot of the chain: every stage's counts from between the same two
+    /// frames, even while another thread processes. Each stage records its frame after the one
+    /// before it, so a reader that took the stages' counters one by one would see a later
+    /// stage a frame behind an earlier one.
+    func testMetricsAreOneSnapshotOfEveryStage() throws {
+        let chain = try VideoChain("hostprobe,hostprobe,hostprobe,hostprobe", registry: registry)
+        let buffer = patternBuffer(width: 320, height: 180)
+        // Each frame is copied in first, as a stream's next frame arrives: the gap between
+        // two frames in which a reader can take its snapshot.
+        let source = patternBuffer(width: 320, height: 180)
+        let total: UInt64 = 2_000
+        let stop = Locked(false), done = DispatchSemaphore(value: 0)
+        let seen = Locked<[[UInt64]]>([])
+        let reader = Thread {
+            var snapshots: [[UInt64]] = []
+            while !stop.withLock({ $0 }) { snapshots.append(chain.metrics.map(\.frames)) }
+            seen.withLock { $0 = snapshots }
+            done.signal()
+        }
+        reader.start()
+        for _ in 0..<total {
+            source.frame.copy(to: buffer.frame)
+            _ = try chain.process(buffer.frame)
+        }
+        stop.withLock { $0 = true }
+        done.wait()
+        let snapshots = seen.withLock { $0 }
+        let torn = snapshots.filter { Set($0).count != 1 }
+        XCTAssertEqual(torn.count, 0, "snapshots with stages at different frames, e.g. \(torn.prefix(3))")
+        let midStream = snapshots.filter { $0[0] > 0 && $0[0] < total }.count
+        XCTAssertGreaterThan(midStream, 0, "no snapshot was taken while frames flowed: the check above saw nothing")
+        XCTAssertEqual(zip(snapshots, snapshots.dropFirst()).filter { $0.0[0] > $0.1[0] }.count, 0, "counts only grow")
+        XCTAssertEqual(chain.metrics.map(\.frames), Array(repeating: total, count: 4))
+    }
+
     func testScaleSizeChangedMidStreamRebuildsDownstreamAndMatchesAFreshChain() throws {
         guard (try? builtPlugins.filterType("scale")) != nil else { throw XCTSkip("libRawFXYUV.so not built") }
         let chain = try VideoChain("scale=width=64:height=36,rotate=angle=90", registry: builtPlugins)

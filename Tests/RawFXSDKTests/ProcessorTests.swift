@@ -309,6 +309,32 @@ final class ProcessorTests: XCTestCase {
         }
     }
 
+    /// A chain's `metrics` never waits for a filter and never mixes two frames: while frame 4
+    /// is held in the second stage (the first has already recorded it), every stage reads 3.
+    func testChainMetricsWhileAFrameIsHeldAreThePreviousFrameForEveryStage() throws {
+        let registry = processorRegistry()
+        guard let basics = builtPlugins.libraries.first(where: { $0.name == "rawfx-basics" }) else {
+            throw XCTSkip("libRawFXBasics.so is not built next to the tests")
+        }
+        try registry.load(path: basics.path)
+        let chain = try VideoChain("null,test_gate=add=0", registry: registry)
+        let buffer = flatBuffer(width: 32, height: 18, y: 16)
+        for _ in 0..<3 { _ = try chain.process(buffer.frame) }
+        GatePlugin.close()
+        defer { GatePlugin.open() }
+        let entered = GatePlugin.entered
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? chain.process(buffer.frame)
+            done.signal()
+        }
+        XCTAssertTrue(waitUntil { GatePlugin.entered > entered }, "frame 4 never reached the gate")
+        XCTAssertEqual(chain.metrics.map(\.frames), [3, 3], "one frame's figures, read while the next is held")
+        GatePlugin.open()
+        done.wait()
+        XCTAssertEqual(chain.metrics.map(\.frames), [4, 4])
+    }
+
     func testSDKUserKeysFromVideoSDKStringIDs() {
         XCTAssertEqual(SDKUser(userIDString: "16778240").userID, 16_778_240)
         XCTAssertEqual(SDKUser(userIDString: "abc"), SDKUser(userIDString: "abc"))
