@@ -730,27 +730,63 @@ static inline __m256i columns_wide_out(__m512i v0, __m512i v1, int fy) {
     return _mm512_cvtusepi16_epi8(_mm512_srli_epi16(_mm512_add_epi16(v0, _mm512_set1_epi16(COLUMN_BIAS)), 7));
 }
 
+/* Outputs [32 * g, dst_w) of a row, a group at a time, loads and the last store masked. */
 COLUMNS_AVX512
-static void columns_row_avx512(const scale_plan *plan, const uint8_t *const *rows, int fy, uint8_t *dst) {
-    const scale_column_wide *wide = plan->wide;
-    const scale_column_block *blocks = plan->columns;
-    const int groups = (plan->dst_w + 31) / 32, whole = plan->wide_whole;
-    const uint8_t *r0 = rows[0], *r1 = rows[1];
-    int g = 0;
-    for (; g < whole && 32 * g + 32 <= plan->dst_w; g++) {
-        const int base = blocks[2 * g].offset[0];
-        const __m512i v0 = columns_wide_taps(_mm512_loadu_si512(r0 + base), &wide[g]);
-        const __m512i v1 = fy ? columns_wide_taps(_mm512_loadu_si512(r1 + base), &wide[g]) : v0;
-        _mm256_storeu_si256((__m256i *)(dst + 32 * g), columns_wide_out(v0, v1, fy));
-    }
-    for (; g < groups; g++) {
-        const int base = blocks[2 * g].offset[0], bytes = plan->src_w - base;
+static inline void columns_row_tail_avx512(const scale_plan *plan, const uint8_t *r0, const uint8_t *r1, int fy,
+                                           uint8_t *dst, int g) {
+    for (; 32 * g < plan->dst_w; g++) {
+        const int base = plan->columns[2 * g].offset[0], bytes = plan->src_w - base;
         const __mmask64 load = bytes >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << bytes) - 1);
         const int outputs = plan->dst_w - 32 * g;
         const __mmask32 store = outputs >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << outputs) - 1);
-        const __m512i v0 = columns_wide_taps(_mm512_maskz_loadu_epi8(load, r0 + base), &wide[g]);
-        const __m512i v1 = fy ? columns_wide_taps(_mm512_maskz_loadu_epi8(load, r1 + base), &wide[g]) : v0;
+        const __m512i v0 = columns_wide_taps(_mm512_maskz_loadu_epi8(load, r0 + base), &plan->wide[g]);
+        const __m512i v1 = fy ? columns_wide_taps(_mm512_maskz_loadu_epi8(load, r1 + base), &plan->wide[g]) : v0;
         _mm256_mask_storeu_epi8(dst + 32 * g, store, columns_wide_out(v0, v1, fy));
+    }
+}
+
+/* v = h0 + round((h1 - h0) * fy / 256) of group g (h1 unread when fy is 0). */
+COLUMNS_AVX512
+static inline __m512i columns_wide_blend(const uint8_t *r0, const uint8_t *r1, int base, const scale_column_wide *wide,
+                                         int fy, __m512i vertical) {
+    const __m512i v0 = columns_wide_taps(_mm512_loadu_si512(r0 + base), wide);
+    if (!fy) return v0;
+    const __m512i v1 = columns_wide_taps(_mm512_loadu_si512(r1 + base), wide);
+    return _mm512_add_epi16(v0, _mm512_mulhrs_epi16(_mm512_sub_epi16(v1, v0), vertical));
+}
+
+/* columns_rows at the 512-bit level: the band's rows in one call. Two whole groups a step
+ * (packed to bytes together), then the row's last groups masked. */
+COLUMNS_AVX512
+static void columns_rows_avx512(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                                ptrdiff_t dst_stride, int row_begin, int row_end) {
+    const int64_t max_y = (int64_t)(plan->src_h - 1) << 16;
+    const scale_column_wide *wide = plan->wide;
+    const scale_column_block *blocks = plan->columns;
+    int whole = plan->wide_whole;
+    if (whole > plan->dst_w / 32) whole = plan->dst_w / 32;
+    const __m512i bias = _mm512_set1_epi16(COLUMN_BIAS), order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+    int prefetched = 0;
+    for (int j = row_begin; j < row_end; j++) {
+        const int y = row_position(plan, j, max_y), top = y >> 16;
+        const int fy = plan->filter == kFilterLinear ? 0 : (y >> 8) & 255;
+        const uint8_t *r0 = src + (ptrdiff_t)top * src_stride, *r1 = src + (ptrdiff_t)(fy ? top + 1 : top) * src_stride;
+        if (plan->column_prefetch) {
+            if (prefetched < top) prefetched = top;
+            prefetch_source_rows(plan, src, src_stride, &prefetched, top + 1 + SCALE_PREFETCH_ROWS);
+        }
+        uint8_t *out = dst + (ptrdiff_t)j * dst_stride;
+        const __m512i vertical = _mm512_set1_epi16((short)(fy << 7));
+        int g = 0;
+        for (; g + 2 <= whole; g += 2) {
+            const __m512i a = columns_wide_blend(r0, r1, blocks[2 * g].offset[0], &wide[g], fy, vertical);
+            const __m512i b = columns_wide_blend(r0, r1, blocks[2 * g + 2].offset[0], &wide[g + 1], fy, vertical);
+            /* packus interleaves the two groups' 8-byte runs lane by lane; the permute orders them */
+            const __m512i packed = _mm512_packus_epi16(_mm512_srli_epi16(_mm512_add_epi16(a, bias), 7),
+                                                       _mm512_srli_epi16(_mm512_add_epi16(b, bias), 7));
+            _mm512_storeu_si512(out + 32 * g, _mm512_permutexvar_epi64(order, packed));
+        }
+        columns_row_tail_avx512(plan, r0, r1, fy, out, g);
     }
 }
 
@@ -902,6 +938,12 @@ static void columns_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t s
                          ptrdiff_t dst_stride, int row_begin, int row_end) {
     const int64_t max_y = (int64_t)(plan->src_h - 1) << 16;
     int prefetched = 0;
+#if SCALE_X86
+    if (plan->isa >= SCALE_ISA_AVX512 && plan->wide != NULL) {
+        columns_rows_avx512(plan, src, src_stride, dst, dst_stride, row_begin, row_end);
+        return;
+    }
+#endif
     for (int j = row_begin; j < row_end; j++) {
         const int y = row_position(plan, j, max_y), top = y >> 16;
         /* linear filters columns only: the row is point-sampled */
@@ -920,10 +962,6 @@ static void columns_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t s
          * weight 0 either way, so the output is the same. */
         const int inside = plan->src_w >= COLUMN_FAR_BYTES && src_stride >= plan->src_w && top + 2 < plan->src_h;
         const int limit = inside ? plan->dst_w / 8 : plan->simd_halves;
-        if (plan->isa >= SCALE_ISA_AVX512 && plan->wide != NULL) {
-            columns_row_avx512(plan, rows, fy, out);
-            continue;
-        }
         if (plan->isa >= SCALE_ISA_AVX2) half = columns_row_avx2(plan, rows, fy, out, half, limit);
         if (plan->isa >= SCALE_ISA_SSSE3) half = columns_tail_ssse3(plan, rows, fy, out, columns_row_ssse3(plan, rows, fy, out, half, limit));
 #endif
