@@ -745,27 +745,47 @@ static inline void columns_row_tail_avx512(const scale_plan *plan, const uint8_t
     }
 }
 
-/* v = h0 + round((h1 - h0) * fy / 256) of group g (h1 unread when fy is 0). */
+/* v = h0 + round((h1 - h0) * fy / 256) of the group loading at `base` (h1 unread unless `two`). */
 COLUMNS_AVX512
-static inline __m512i columns_wide_blend(const uint8_t *r0, const uint8_t *r1, int base, const scale_column_wide *wide,
-                                         int fy, __m512i vertical) {
+static inline __attribute__((always_inline)) __m512i columns_wide_blend(const uint8_t *r0, const uint8_t *r1, int base,
+                                                                        const scale_column_wide *wide, int two,
+                                                                        __m512i vertical) {
     const __m512i v0 = columns_wide_taps(_mm512_loadu_si512(r0 + base), wide);
-    if (!fy) return v0;
+    if (!two) return v0;
     const __m512i v1 = columns_wide_taps(_mm512_loadu_si512(r1 + base), wide);
     return _mm512_add_epi16(v0, _mm512_mulhrs_epi16(_mm512_sub_epi16(v1, v0), vertical));
 }
 
-/* columns_rows at the 512-bit level: the band's rows in one call. Two whole groups a step
- * (packed to bytes together), then the row's last groups masked. */
+/* Groups [0, end) of a row (end even, every load whole), two a step, packed to bytes together;
+ * `two` a constant where it is called, so each loop is made for one or two source rows. */
+COLUMNS_AVX512
+static inline __attribute__((always_inline)) void columns_pairs_avx512(const scale_plan *plan, const uint8_t *r0,
+                                                                       const uint8_t *r1, int fy, uint8_t *out,
+                                                                       int end, int two) {
+    const __m512i bias = _mm512_set1_epi16(COLUMN_BIAS), order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+    const __m512i vertical = _mm512_set1_epi16((short)(fy << 7));
+    for (int g = 0; g < end; g += 2) {
+        const __m512i a = columns_wide_blend(r0, r1, plan->columns[2 * g].offset[0], &plan->wide[g], two, vertical);
+        const __m512i b = columns_wide_blend(r0, r1, plan->columns[2 * g + 2].offset[0], &plan->wide[g + 1], two, vertical);
+        /* packus interleaves the two groups' 8-byte runs lane by lane; the permute orders them */
+        const __m512i packed = _mm512_packus_epi16(_mm512_srli_epi16(_mm512_add_epi16(a, bias), 7),
+                                                   _mm512_srli_epi16(_mm512_add_epi16(b, bias), 7));
+        _mm512_storeu_si512(out + 32 * g, _mm512_permutexvar_epi64(order, packed));
+    }
+}
+
+/* columns_rows at the 512-bit level: the band's rows in one call, whole groups two at a time,
+ * then the row's last groups masked. A group's 64-byte load may pass its row's end: from a
+ * row with two more rows below it (rows at least 64 bytes wide) those bytes are the plane's
+ * own (weight 0), so every group whose outputs are whole loads whole; the plane's last rows
+ * load only the bytes of the row (wide_whole). */
 COLUMNS_AVX512
 static void columns_rows_avx512(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
                                 ptrdiff_t dst_stride, int row_begin, int row_end) {
     const int64_t max_y = (int64_t)(plan->src_h - 1) << 16;
-    const scale_column_wide *wide = plan->wide;
-    const scale_column_block *blocks = plan->columns;
-    int whole = plan->wide_whole;
-    if (whole > plan->dst_w / 32) whole = plan->dst_w / 32;
-    const __m512i bias = _mm512_set1_epi16(COLUMN_BIAS), order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+    const int outputs_whole = plan->dst_w / 32;
+    const int whole_in_row = plan->wide_whole < outputs_whole ? plan->wide_whole : outputs_whole;
+    const int plane_rows = plan->src_w >= 64 && src_stride >= plan->src_w;
     int prefetched = 0;
     for (int j = row_begin; j < row_end; j++) {
         const int y = row_position(plan, j, max_y), top = y >> 16;
@@ -776,17 +796,10 @@ static void columns_rows_avx512(const scale_plan *plan, const uint8_t *src, ptrd
             prefetch_source_rows(plan, src, src_stride, &prefetched, top + 1 + SCALE_PREFETCH_ROWS);
         }
         uint8_t *out = dst + (ptrdiff_t)j * dst_stride;
-        const __m512i vertical = _mm512_set1_epi16((short)(fy << 7));
-        int g = 0;
-        for (; g + 2 <= whole; g += 2) {
-            const __m512i a = columns_wide_blend(r0, r1, blocks[2 * g].offset[0], &wide[g], fy, vertical);
-            const __m512i b = columns_wide_blend(r0, r1, blocks[2 * g + 2].offset[0], &wide[g + 1], fy, vertical);
-            /* packus interleaves the two groups' 8-byte runs lane by lane; the permute orders them */
-            const __m512i packed = _mm512_packus_epi16(_mm512_srli_epi16(_mm512_add_epi16(a, bias), 7),
-                                                       _mm512_srli_epi16(_mm512_add_epi16(b, bias), 7));
-            _mm512_storeu_si512(out + 32 * g, _mm512_permutexvar_epi64(order, packed));
-        }
-        columns_row_tail_avx512(plan, r0, r1, fy, out, g);
+        const int end = (plane_rows && top + 2 < plan->src_h ? outputs_whole : whole_in_row) & ~1;
+        if (fy) columns_pairs_avx512(plan, r0, r1, fy, out, end, 1);
+        else columns_pairs_avx512(plan, r0, r1, fy, out, end, 0);
+        columns_row_tail_avx512(plan, r0, r1, fy, out, end);
     }
 }
 
