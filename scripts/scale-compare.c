@@ -39,13 +39,16 @@ static frame frame_new(int w, int h) {
     return f;
 }
 
-/* Column tables for the any-ratio path: luma and chroma of each of the three plan sets. */
-static scale_column_block column_tables[3][2][4096 / 16];
+/* Column tables for the any-ratio path (scale_column_blocks(4096): the blocks and the 512-bit
+ * kernel's tables): luma and chroma of each level's plan set. */
+#define COMPARE_COLUMN_BLOCKS (4096 / 16 + 4096 / 32)
+static scale_column_block column_tables[SCALE_ISA_AVX512 + 1][2][COMPARE_COLUMN_BLOCKS];
 
 static void plan_frame(scale_plan *plans, const frame *in, const frame *out, int filter, scale_isa isa) {
-    scale_column_block(*tables)[4096 / 16] = column_tables[isa];
-    scale_plan_init(&plans[0], in->w, in->h, out->w, out->h, filter, isa, tables[0], 4096 / 16);
-    scale_plan_init(&plans[1], in->w / 2, in->h / 2, out->w / 2, out->h / 2, filter, isa, tables[1], 4096 / 16);
+    scale_column_block(*tables)[COMPARE_COLUMN_BLOCKS] = column_tables[isa];
+    scale_plan_init(&plans[0], in->w, in->h, out->w, out->h, filter, isa, tables[0], COMPARE_COLUMN_BLOCKS);
+    scale_plan_init(&plans[1], in->w / 2, in->h / 2, out->w / 2, out->h / 2, filter, isa, tables[1],
+                    COMPARE_COLUMN_BLOCKS);
 }
 
 static void ours(const scale_plan *plans, const frame *in, frame *out, uint8_t *rows) {

@@ -27,7 +27,7 @@ int rfx_watermark_kernels_select(void) {
         int cap = best;
         if (strcmp(forced, "c") == 0) cap = 0;
         else if (strcmp(forced, "ssse3") == 0) cap = 1;
-        else if (strcmp(forced, "avx2") == 0) cap = 2;
+        else if (strcmp(forced, "avx2") == 0 || strcmp(forced, "avx512") == 0) cap = 2; /* no 512-bit kernels */
         if (cap < best) best = cap;
     }
     return best;

@@ -300,7 +300,7 @@ static yuv_kernel_level yuv_select_kernels(yuv_instance *self) {
     const char *refused;
     yuv_kernel_level level = yuv_kernels_select(&refused);
     if (refused != NULL)
-        rawfx_log(&self->base, RAWFX_LOG_WARNING, "RAWFX_KERNELS=%s is not c, ssse3 or avx2; using %s", refused,
+        rawfx_log(&self->base, RAWFX_LOG_WARNING, "RAWFX_KERNELS=%s is not c, ssse3, avx2 or avx512; using %s", refused,
                   yuv_kernels_name(level));
     return level;
 }

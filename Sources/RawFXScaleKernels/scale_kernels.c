@@ -39,10 +39,12 @@
  *   ScaleFilterReduce), but with the row buffers allocated at configure and
  *   each output row a function of its index only, so any band of rows can run
  *   on its own thread and give the same bytes.
- * - Run-time dispatch: the AVX2 and SSSE3 kernels are compiled with
- *   __attribute__((target)) and chosen with __builtin_cpu_supports; the
- *   portable C path computes the same integers (tests compare them byte for
- *   byte by forcing RAWFX_KERNELS=c). The build assumes nothing about the CPU.
+ * - Run-time dispatch: the AVX-512 (any ratio only: 32 outputs a step, one
+ *   vpermb gathering their taps from one 64-byte load), AVX2 and SSSE3 kernels
+ *   are compiled with __attribute__((target)) and chosen with
+ *   __builtin_cpu_supports; the portable C path computes the same integers
+ *   (tests compare them byte for byte by forcing RAWFX_KERNELS=c). The build
+ *   assumes nothing about the CPU.
  */
 #include "scale_kernels.h"
 
@@ -125,9 +127,12 @@ static size_t area_table_bytes(int dst_w) {
     return (size_t)dst_w * (SCALE_AREA_TAPS * sizeof(int16_t) + sizeof(int32_t));
 }
 
+_Static_assert(sizeof(scale_column_wide) == sizeof(scale_column_block), "a wide table takes one block's storage");
+
 size_t scale_column_blocks(int max_dst_w) {
     if (max_dst_w <= 0) return 0;
-    const size_t columns = ((size_t)max_dst_w + 15) / 16;
+    /* the blocks, then the 512-bit kernel's tables: one per two blocks */
+    const size_t columns = ((size_t)max_dst_w + 15) / 16 + ((size_t)max_dst_w + 31) / 32;
     const size_t area = (area_table_bytes(max_dst_w) + sizeof(scale_column_block) - 1) / sizeof(scale_column_block);
     return columns > area ? columns : area;
 }
@@ -176,6 +181,39 @@ static int area_taps(int src, int dst, int o, int total, int *index, int *weight
     return count;
 }
 
+/* The 512-bit kernel's tables (scale_column_wide) into `storage`, after the blocks, when
+ * every group of 32 outputs reads inside the 64 bytes from its first tap and there is room;
+ * else plan->wide stays NULL and the 256-bit kernel runs. */
+static void columns_plan_wide(scale_plan *plan, scale_column_block *storage, size_t capacity) {
+    const int groups = (plan->dst_w + 31) / 32;
+    plan->wide = NULL;
+    plan->wide_whole = 0;
+    if (plan->isa < SCALE_ISA_AVX512 || (size_t)groups > capacity) return;
+    scale_column_wide *wide = (scale_column_wide *)(void *)storage;
+    int whole = 0, open = 1;
+    for (int g = 0; g < groups; g++) {
+        int index[2], weight[2];
+        bilinear_taps(plan, 32 * g, index, weight);
+        const int base = index[0];
+        if (base != plan->columns[2 * g].offset[0]) return;
+        memset(wide[g].index, 0, sizeof wide[g].index);
+        memset(wide[g].weights, 0, sizeof wide[g].weights);
+        for (int i = 0; i < 32 && 32 * g + i < plan->dst_w; i++) {
+            bilinear_taps(plan, 32 * g + i, index, weight);
+            for (int n = 0; n < 2; n++) {
+                const int relative = index[n] - base;
+                if (relative < 0 || relative >= 64) return;
+                wide[g].index[2 * i + n] = (uint8_t)relative;
+                wide[g].weights[2 * i + n] = (uint8_t)weight[n];
+            }
+        }
+        open = open && base + 64 <= plan->src_w;
+        whole += open;
+    }
+    plan->wide = wide;
+    plan->wide_whole = whole;
+}
+
 /* Fills the any-ratio path's column tables into `blocks`; 0 when there are too few
  * blocks or 8 outputs span more than 32 source bytes (then libyuv's rows stay). */
 static int columns_plan(scale_plan *plan, scale_column_block *blocks, size_t capacity) {
@@ -216,6 +254,7 @@ static int columns_plan(scale_plan *plan, scale_column_block *blocks, size_t cap
     plan->columns = blocks;
     plan->column_far = far;
     plan->simd_halves = simd_halves;
+    columns_plan_wide(plan, blocks + count, capacity - count);
     /* Source rows are prefetched (SCALE_PREFETCH_ROWS) on downscales past 5:4, where a
      * row is read before the prefetchers catch up; nearer 1:1 and on upscales the rows
      * come slowly enough that the prefetch only costs. */
@@ -671,6 +710,124 @@ static int columns_row_avx2(const scale_plan *plan, const uint8_t *const *rows, 
     return half;
 }
 
+/* The 512-bit kernel: 32 outputs a step from one 64-byte load per source row, vpermb
+ * gathering every output's two taps at once (plan->wide). The groups past wide_whole
+ * load only the bytes up to the row's end (a masked load: the rest read as 0, at
+ * weight 0), and a short last group stores only its outputs, so a whole row runs here
+ * and nothing is read past a row or written past dst_w. The C path's integers. */
+#define COLUMNS_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+
+COLUMNS_AVX512
+static inline __m512i columns_wide_taps(__m512i bytes, const scale_column_wide *wide) {
+    const __m512i taps = _mm512_xor_si512(_mm512_permutexvar_epi8(_mm512_loadu_si512(wide->index), bytes),
+                                          _mm512_set1_epi8((char)0x80));
+    return _mm512_maddubs_epi16(_mm512_loadu_si512(wide->weights), taps);
+}
+
+COLUMNS_AVX512
+static inline __m256i columns_wide_out(__m512i v0, __m512i v1, int fy) {
+    if (fy) v0 = _mm512_add_epi16(v0, _mm512_mulhrs_epi16(_mm512_sub_epi16(v1, v0), _mm512_set1_epi16((short)(fy << 7))));
+    return _mm512_cvtusepi16_epi8(_mm512_srli_epi16(_mm512_add_epi16(v0, _mm512_set1_epi16(COLUMN_BIAS)), 7));
+}
+
+/* Outputs [32 * g, dst_w) of a row, a group at a time, loads and the last store masked. */
+COLUMNS_AVX512
+static inline void columns_row_tail_avx512(const scale_plan *plan, const uint8_t *r0, const uint8_t *r1, int fy,
+                                           uint8_t *dst, int g) {
+    for (; 32 * g < plan->dst_w; g++) {
+        const int base = plan->columns[2 * g].offset[0], bytes = plan->src_w - base;
+        const __mmask64 load = bytes >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << bytes) - 1);
+        const int outputs = plan->dst_w - 32 * g;
+        const __mmask32 store = outputs >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << outputs) - 1);
+        const __m512i v0 = columns_wide_taps(_mm512_maskz_loadu_epi8(load, r0 + base), &plan->wide[g]);
+        const __m512i v1 = fy ? columns_wide_taps(_mm512_maskz_loadu_epi8(load, r1 + base), &plan->wide[g]) : v0;
+        _mm256_mask_storeu_epi8(dst + 32 * g, store, columns_wide_out(v0, v1, fy));
+    }
+}
+
+/* v = h0 + round((h1 - h0) * fy / 256) of the group loading at `base` (h1 unread unless `two`). */
+COLUMNS_AVX512
+static inline __attribute__((always_inline)) __m512i columns_wide_blend(const uint8_t *r0, const uint8_t *r1, int base,
+                                                                        const scale_column_wide *wide, int two,
+                                                                        __m512i vertical) {
+    const __m512i v0 = columns_wide_taps(_mm512_loadu_si512(r0 + base), wide);
+    if (!two) return v0;
+    const __m512i v1 = columns_wide_taps(_mm512_loadu_si512(r1 + base), wide);
+    return _mm512_add_epi16(v0, _mm512_mulhrs_epi16(_mm512_sub_epi16(v1, v0), vertical));
+}
+
+/* Groups [0, end) of a row (end even, every load whole), two a step, packed to bytes together;
+ * `two` a constant where it is called, so each loop is made for one or two source rows. */
+COLUMNS_AVX512
+static inline __attribute__((always_inline)) void columns_pairs_avx512(const scale_plan *plan, const uint8_t *r0,
+                                                                       const uint8_t *r1, int fy, uint8_t *out,
+                                                                       int end, int two) {
+    const __m512i bias = _mm512_set1_epi16(COLUMN_BIAS), order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+    const __m512i vertical = _mm512_set1_epi16((short)(fy << 7));
+    for (int g = 0; g < end; g += 2) {
+        const __m512i a = columns_wide_blend(r0, r1, plan->columns[2 * g].offset[0], &plan->wide[g], two, vertical);
+        const __m512i b = columns_wide_blend(r0, r1, plan->columns[2 * g + 2].offset[0], &plan->wide[g + 1], two, vertical);
+        /* packus interleaves the two groups' 8-byte runs lane by lane; the permute orders them */
+        const __m512i packed = _mm512_packus_epi16(_mm512_srli_epi16(_mm512_add_epi16(a, bias), 7),
+                                                   _mm512_srli_epi16(_mm512_add_epi16(b, bias), 7));
+        _mm512_storeu_si512(out + 32 * g, _mm512_permutexvar_epi64(order, packed));
+    }
+}
+
+/* columns_rows at the 512-bit level: the band's rows in one call, whole groups two at a time,
+ * then the row's last groups masked. A group's 64-byte load may pass its row's end: from a
+ * row with two more rows below it (rows at least 64 bytes wide) those bytes are the plane's
+ * own (weight 0), so every group whose outputs are whole loads whole; the plane's last rows
+ * load only the bytes of the row (wide_whole). */
+COLUMNS_AVX512
+static void columns_rows_avx512(const scale_plan *plan, const uint8_t *src, ptrdiff_t src_stride, uint8_t *dst,
+                                ptrdiff_t dst_stride, int row_begin, int row_end) {
+    const int64_t max_y = (int64_t)(plan->src_h - 1) << 16;
+    const int outputs_whole = plan->dst_w / 32;
+    const int whole_in_row = plan->wide_whole < outputs_whole ? plan->wide_whole : outputs_whole;
+    const int plane_rows = plan->src_w >= 64 && src_stride >= plan->src_w;
+    int prefetched = 0;
+    for (int j = row_begin; j < row_end; j++) {
+        const int y = row_position(plan, j, max_y), top = y >> 16;
+        const int fy = plan->filter == kFilterLinear ? 0 : (y >> 8) & 255;
+        const uint8_t *r0 = src + (ptrdiff_t)top * src_stride, *r1 = src + (ptrdiff_t)(fy ? top + 1 : top) * src_stride;
+        if (plan->column_prefetch) {
+            if (prefetched < top) prefetched = top;
+            prefetch_source_rows(plan, src, src_stride, &prefetched, top + 1 + SCALE_PREFETCH_ROWS);
+        }
+        uint8_t *out = dst + (ptrdiff_t)j * dst_stride;
+        const int end = (plane_rows && top + 2 < plan->src_h ? outputs_whole : whole_in_row) & ~1;
+        if (fy) columns_pairs_avx512(plan, r0, r1, fy, out, end, 1);
+        else columns_pairs_avx512(plan, r0, r1, fy, out, end, 0);
+        columns_row_tail_avx512(plan, r0, r1, fy, out, end);
+    }
+}
+
+/* The column blends of one source row for every output (upscales), 32 at a time. */
+COLUMNS_AVX512
+static void columns_across_avx512(const scale_plan *plan, const uint8_t *row, int16_t *h) {
+    const int groups = (plan->dst_w + 31) / 32;
+    for (int g = 0; g < groups; g++) {
+        const int base = plan->columns[2 * g].offset[0], bytes = plan->src_w - base;
+        const __mmask64 load = g < plan->wide_whole || bytes >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << bytes) - 1);
+        const int outputs = plan->dst_w - 32 * g;
+        const __mmask32 store = outputs >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << outputs) - 1);
+        _mm512_mask_storeu_epi16(h + 32 * g, store, columns_wide_taps(_mm512_maskz_loadu_epi8(load, row + base), &plan->wide[g]));
+    }
+}
+
+/* columns_blend_avx2's arithmetic, 32 outputs a step, the last step masked. */
+COLUMNS_AVX512
+static void columns_blend_avx512(const scale_plan *plan, const int16_t *h0, const int16_t *h1, int fy, uint8_t *dst) {
+    for (int o = 0; o < plan->dst_w; o += 32) {
+        const int outputs = plan->dst_w - o;
+        const __mmask32 mask = outputs >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << outputs) - 1);
+        const __m512i v0 = _mm512_maskz_loadu_epi16(mask, h0 + o);
+        const __m512i v1 = fy ? _mm512_maskz_loadu_epi16(mask, h1 + o) : v0;
+        _mm256_mask_storeu_epi8(dst + o, mask, columns_wide_out(v0, v1, fy));
+    }
+}
+
 __attribute__((target("ssse3")))
 static int columns_across_ssse3(const scale_plan *plan, const uint8_t *row, int16_t *h, int half) {
     for (; half < plan->simd_halves; half++)
@@ -720,6 +877,10 @@ static int columns_blend_ssse3(const scale_plan *plan, const int16_t *h0, const 
 static void columns_blend(const scale_plan *plan, const int16_t *h0, const int16_t *h1, int fy, uint8_t *dst) {
     int o = 0;
 #if SCALE_X86
+    if (plan->isa >= SCALE_ISA_AVX512) {
+        columns_blend_avx512(plan, h0, h1, fy, dst);
+        return;
+    }
     if (plan->isa >= SCALE_ISA_AVX2) o = columns_blend_avx2(plan, h0, h1, fy, dst);
     if (plan->isa >= SCALE_ISA_SSSE3) o = columns_blend_ssse3(plan, h0, h1, fy, dst, o);
 #endif
@@ -734,6 +895,10 @@ static void columns_blend(const scale_plan *plan, const int16_t *h0, const int16
 static void columns_across(const scale_plan *plan, const uint8_t *row, int16_t *h) {
     int half = 0;
 #if SCALE_X86
+    if (plan->isa >= SCALE_ISA_AVX512 && plan->wide != NULL) {
+        columns_across_avx512(plan, row, h);
+        return;
+    }
     if (plan->isa >= SCALE_ISA_AVX2) half = columns_across_avx2(plan, row, h);
     if (plan->isa >= SCALE_ISA_SSSE3) half = columns_across_ssse3(plan, row, h, half);
 #endif
@@ -786,6 +951,12 @@ static void columns_rows(const scale_plan *plan, const uint8_t *src, ptrdiff_t s
                          ptrdiff_t dst_stride, int row_begin, int row_end) {
     const int64_t max_y = (int64_t)(plan->src_h - 1) << 16;
     int prefetched = 0;
+#if SCALE_X86
+    if (plan->isa >= SCALE_ISA_AVX512 && plan->wide != NULL) {
+        columns_rows_avx512(plan, src, src_stride, dst, dst_stride, row_begin, row_end);
+        return;
+    }
+#endif
     for (int j = row_begin; j < row_end; j++) {
         const int y = row_position(plan, j, max_y), top = y >> 16;
         /* linear filters columns only: the row is point-sampled */

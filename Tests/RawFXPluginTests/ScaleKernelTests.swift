@@ -244,14 +244,14 @@ final class ScaleKernelTests: XCTestCase {
                        (200, 72, 150, 54), (480, 270, 256, 144), (480, 272, 120, 68), (320, 180, 480, 270),
                        (90, 50, 60, 50), (1280, 720, 854, 480), (480, 270, 214, 120), (101, 67, 40, 24),
                        (200, 120, 60, 36), (640, 360, 100, 56), (480, 400, 200, 80), (1000, 300, 150, 100),
-                       (97, 61, 14, 10)]
+                       (97, 61, 14, 10), (640, 360, 384, 216), (320, 180, 192, 108)]
         for (sw, sh, dw, dh) in kernels {
             let input = patternBuffer(width: sw, height: sh, extraStride: 3, seed: dw)
             for filter in ["linear", "bilinear", "box"] {
                 let text = "scale=width=\(dw):height=\(dh):filter=\(filter)"
                 setenv("RAWFX_KERNELS", "c", 1)
                 let portable = try scaled(text, input)
-                for level in ["ssse3", "avx2"] {
+                for level in ["ssse3", "avx2", "avx512"] { // avx512 is avx2 on a CPU without it
                     setenv("RAWFX_KERNELS", level, 1)
                     XCTAssertEqual(try scaled(text, input), portable, "\(sw)x\(sh) -> \(dw)x\(dh) \(filter) \(level)")
                 }
@@ -271,7 +271,7 @@ final class ScaleKernelTests: XCTestCase {
         RawFXLog.sync()
         let warnings = lines.records.filter { $0.source == "scale#isa" && $0.severity == .warning }.map(\.message)
         XCTAssertEqual(warnings.count, 1)
-        XCTAssertTrue(warnings.first?.hasPrefix("RAWFX_KERNELS=neon is not c, ssse3 or avx2; using ") ?? false,
+        XCTAssertTrue(warnings.first?.hasPrefix("RAWFX_KERNELS=neon is not c, ssse3, avx2 or avx512; using ") ?? false,
                       "\(warnings)")
     }
 

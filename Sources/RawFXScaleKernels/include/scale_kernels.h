@@ -27,6 +27,7 @@ typedef yuv_kernel_level scale_isa;
 #define SCALE_ISA_C     YUV_KERNELS_C
 #define SCALE_ISA_SSSE3 YUV_KERNELS_SSSE3
 #define SCALE_ISA_AVX2  YUV_KERNELS_AVX2
+#define SCALE_ISA_AVX512 YUV_KERNELS_AVX512
 
 /* The filters of the `scale` parameter, in libyuv's FilterMode order. */
 enum { SCALE_FILTER_NONE, SCALE_FILTER_LINEAR, SCALE_FILTER_BILINEAR, SCALE_FILTER_BOX };
@@ -69,6 +70,16 @@ typedef struct scale_column_block {
     int32_t reserved[6];
 } scale_column_block;
 
+/* 32 outputs of the any-ratio path for the 512-bit kernel, in the storage after the
+ * blocks (scale_column_blocks counts it): output i reads source bytes base + index[2i]
+ * and base + index[2i + 1] (vpermb indices into the 64 bytes loaded at base, the first
+ * tap of the group's first output), weighed with weights[2i], weights[2i + 1]: the
+ * blocks' taps and weights (0 past the row). */
+typedef struct scale_column_wide {
+    uint8_t index[64];
+    uint8_t weights[64];
+} scale_column_wide;
+
 typedef struct scale_plan {
     scale_path path;
     scale_isa isa;
@@ -91,6 +102,11 @@ typedef struct scale_plan {
     int column_far;                  /* some output reaches past the near 16 bytes */
     int column_prefetch;             /* prefetch source rows ahead (downscales past 5:4) */
     int simd_halves;
+    /* the 512-bit kernel's tables (NULL when a group of 32 outputs spans more than 64
+     * source bytes or the storage is too small): one per 32 outputs, `wide_whole` of
+     * them first whose 64-byte loads stay inside the source row */
+    const scale_column_wide *wide;   /* group g loads at columns[2g].offset[0] */
+    int wide_whole;
     /* the area path, in the same storage: output o's taps are the SCALE_AREA_TAPS
      * samples from area_offsets[o] with the int16 weights area_weights[SCALE_AREA_TAPS
      * * o ...], summing to 16384 */
