@@ -7,11 +7,12 @@ import Synchronization
 /// buffer the chain allocated for them at negotiation and reuses for every frame. A frame
 /// whose format differs from the negotiated one (size, range, rotation) renegotiates first.
 ///
-/// One thread processes. Any other thread may change a parameter (`setParameter`), bypass a
-/// stage (`setBypass`) or replace the whole chain (`SwappableVideoChain`): changes apply
-/// between two frames, keeping every filter's state.
-/// Unchecked `Sendable`: the process thread owns the stages; control threads reach them through `control` (`Locked`) and the `Mailbox`.
-public final class VideoChain: @unchecked Sendable, RunTimeControllable {
+/// The process handle: not `Sendable`. One thread owns it and processes (`process`,
+/// `negotiate`, `drain`, `reset`). Any other thread goes through `control`, the chain's
+/// `Sendable` control handle: it changes a parameter (`setParameter`), bypasses a stage
+/// (`setBypass`) or reads `metrics`; changes apply between two frames, keeping every
+/// filter's state. `SwappableVideoChain` replaces the whole chain.
+public final class VideoChain: AppliesChainEdits {
     /// One position in the chain. Its instance and buffer change when a RECONFIGURE
     /// parameter swaps in a new instance; its timing survives that. Only the processing
     /// thread touches a live stage, so the per-access exclusivity checks Swift would make on
@@ -44,11 +45,12 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// timestamp of the input it came from.
     @exclusivity(unchecked) private var timestamps = TimestampDelay()
 
-    let control: Locked<ChainControlState>
-    let edits = Mailbox<ChainEditBatch>()
+    /// [any thread] The control handle: what other threads may do to this chain.
+    public let control: ChainControl
+    /// `control.edits`, kept here too: the frame path checks it with no extra load.
+    let edits: Mailbox<ChainEditBatch>
     /// How stages that run together outside the chain reach it (isolation groups).
     let groups: any StageGroupPolicy
-    var mediaKind: MediaKind { .video }
 
     /// Builds a chain from its text, e.g. `watermark=image=logo.png,scale=width=1280:height=720`.
     public convenience init(_ text: String, registry: PluginRegistry) throws(ChainError) {
@@ -61,10 +63,10 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         let instances = try makeInstances(specs, registry: registry, kind: .video)
         stages = instances.map { Stage($0) }
         groups = stageGroupPolicy(for: specs)
-        control = Locked(ChainControlState(instances: instances, groups: groups))
+        control = ChainControl(instances: instances, timings: stages.map(\.timing), groups: groups, kind: .video)
+        edits = control.edits
         frames = .allocate(capacity: stages.count + 1)
         frames.initialize(repeating: rawfx_video_frame(), count: stages.count + 1)
-        for index in stages.indices { watchReconfigureRequests(stages[index].instance, stage: index) }
     }
 
     deinit { frames.deallocate() }
@@ -109,7 +111,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             outputs[index] = grouped.output
             latencies[index] = grouped.latency
         }
-        let refusal = control.withLock { state in
+        let refusal = control.state.withLock { state in
             state.inputs = inputs
             state.outputs = outputs
             state.latencies = latencies
@@ -218,62 +220,24 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         timestamps.reset()
     }
 
-    /// Frames, errors, bypassed frames and p50/p99 time per filter.
-    /// [any thread] The instances are read from the control state, not from the stages, whose
-    /// instance the processing thread swaps when a RECONFIGURE parameter changes.
-    public var metrics: [Metrics] {
-        control.withLock { state in stages.indices.map { stages[$0].timing.snapshot(of: state.instances[$0]) } }
-    }
-
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one
-    /// replaces: a filter also in the old chain (its k-th occurrence matching the old k-th)
-    /// records into the old stage's recorder, so a swap does not reset its metrics. Only one of the two chains runs at a time,
-    /// on the one processing thread, so the recorder keeps a single writer.
-    package func carryMetrics(from old: VideoChain) {
-        let carried = carriedTimings(from: old.stages.map { ($0.instance.type.id, $0.timing) },
-                                     to: stages.map { $0.instance.type.id })
+    /// replaces (`ChainControl.carryTimings`). Only one of the two chains runs at a time, on
+    /// the one processing thread, so the recorder keeps a single writer.
+    package func carryMetrics(from old: ChainControl) {
+        let carried = control.carryTimings(from: old)
         for index in stages.indices { if let timing = carried[index] { stages[index].timing = timing } }
     }
 
-    // MARK: - Run-time control
+    // MARK: - Run-time control (edits applied on the processing thread)
 
-    /// [any thread] Sets a parameter while frames flow: `"watermark.opacity"` (by filter id)
-    /// or `"0.opacity"` (by stage index) to a value in chain syntax. Validated here (a bad
-    /// value throws now); applied on the processing thread before the next frame, keeping
-    /// the filter's state. A RECONFIGURE parameter (an output size, a file) is set on a new
-    /// instance that is configured on this thread and swapped in between two frames.
-    public func setParameter(_ address: String, _ value: String) throws(ChainError) {
-        try setParameterImpl(StageAddress(address), text: value)
-    }
-
-    /// [any thread] Bypasses a stage (`"watermark"` or `"0"`) or re-enables it, from the next
-    /// frame. A bypassed stage is not called; its frames are counted in `metrics`. A stage
-    /// that changes the format (a scaler) or delays frames cannot be bypassed.
-    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
-        let address = try StageAddress(stage, parameter: false)
-        if bypassed {
-            try control.withLock { (state: inout ChainControlState) throws(ChainError) in
-                let index = try address.resolve(in: state.types)
-                if state.latencies[index] > 0 {
-                    throw .contract("cannot bypass \(state.types[index].id): it delays video by \(state.latencies[index]) frame\(state.latencies[index] == 1 ? "" : "s")")
-                }
-            }
-        }
-        try setBypassImpl(address, bypassed)
-    }
-
-    func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit {
-        let preparedInput = state.inputs[start]
-        let stages = try prepareStages(start: start, first: first, state: &state, stageCount: self.stages.count) { instance, input throws(ChainError) in
-            guard case .video(let format) = input else { preconditionFailure("a video chain records video formats") }
-            let plan = try VideoChain.plan(instance, input: format, reusing: nil)
-            let stage = Stage(instance)
-            stage.negotiation = plan.negotiation
-            stage.output = plan.buffer
-            return (stage, .video(plan.output), plan.negotiation.latency)
-        }
-        // Not negotiated yet: the new instance is configured with the first frame.
-        return ChainEdit(replace: start, with: stages.isEmpty ? [Stage(first)] : stages, preparedFor: preparedInput)
+    /// [control] One prepared replacement stage for `input` (`ChainControl.prepareReplacement`).
+    static func planStage(_ instance: FilterInstance, _ input: StreamFormat) throws(ChainError) -> (stage: AnyObject, output: StreamFormat, latency: Int) {
+        guard case .video(let format) = input else { preconditionFailure("a video chain records video formats") }
+        let plan = try VideoChain.plan(instance, input: format, reusing: nil)
+        let stage = Stage(instance)
+        stage.negotiation = plan.negotiation
+        stage.output = plan.buffer
+        return (stage, .video(plan.output), plan.negotiation.latency)
     }
 
     func stageParts(_ index: Int) -> (instance: FilterInstance, timing: TimingRecorder) {
@@ -326,6 +290,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         var total = 0
         for index in 0..<stages.count { total += stages[index].negotiation?.latency ?? 0 }
         latency = total
+        control.publish(latency: total)
         timestamps.resize(total)
     }
 
