@@ -263,6 +263,50 @@ final class RunTimeControlTests: XCTestCase {
         XCTAssertEqual(chain.control.metrics[0].frames, 201, "every frame counted across 200 swaps")
     }
 
+    /// The split of issue #24: one thread owns the chain (the process handle, not `Sendable`:
+    /// the compiler refuses to capture it in these threads' closures) and processes, while
+    /// several threads use only its `control` at once: real-time parameters, RECONFIGURE
+    /// parameters (instances prepared on those threads and swapped in between frames),
+    /// bypasses and metrics. Each setting has one writer, so once the writers are joined the
+    /// next frame shows each one's last value; every frame is counted once.
+    func testControlHandleFromManyThreadsWhileOneThreadProcesses() throws {
+        let chain = try VideoChain("hostprobe=mark=9", registry: registry)
+        let control = chain.control
+        let buffer = patternBuffer(width: 16, height: 8)
+        _ = try chain.process(buffer.frame)
+        let finished = Locked(0), failures = Locked<[String]>([])
+        let rounds = 150
+        func controlThread(_ name: String, _ body: @escaping @Sendable (Int) throws -> Void) -> Thread {
+            Thread {
+                for round in 0..<rounds {
+                    do { try body(round) } catch { failures.withLock { $0.append("\(name): \(error)") } }
+                }
+                finished.withLock { $0 += 1 }
+            }
+        }
+        let threads = [
+            controlThread("mark") { try control.setParameter("hostprobe.mark", "\(10 + $0 % 100)") },
+            controlThread("generation") { try control.setParameter("0.generation", "\($0 % 50)") },
+            controlThread("bypass") { try control.setBypass("hostprobe", $0 % 2 == 0) },
+            controlThread("metrics") { _ in
+                guard control.metrics.first?.name == "hostprobe" else { throw ChainError.contract("metrics named another filter") }
+            },
+        ]
+        for thread in threads { thread.start() }
+        var processed = 1
+        while finished.withLock({ $0 }) < threads.count {
+            _ = try chain.process(buffer.frame)
+            processed += 1
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        let out = try chain.process(buffer.frame)
+        processed += 1
+        XCTAssertEqual(out.plane(0)[0], UInt8(10 + (rounds - 1) % 100), "the mark thread's last value")
+        XCTAssertEqual(out.plane(0)[1], UInt8((rounds - 1) % 50), "the generation thread's last value, on a swapped-in instance")
+        let metrics = control.metrics[0]
+        XCTAssertEqual(metrics.frames + metrics.bypassed, UInt64(processed), "every frame counted once, run or bypassed")
+    }
+
     func testScaleSizeChangedMidStreamRebuildsDownstreamAndMatchesAFreshChain() throws {
         guard (try? builtPlugins.filterType("scale")) != nil else { throw XCTSkip("libRawFXYUV.so not built") }
         let chain = try VideoChain("scale=width=64:height=36,rotate=angle=90", registry: builtPlugins)
