@@ -100,7 +100,7 @@ public final class AudioChain: AppliesChainEdits {
         return Int64(bufferingLatency) * 1_000_000 / Int64(rate)
     }
 
-    /// Negotiates every filter and sizes the FIFOs and buffers. Pending samples are dropped:
+    /// [process] Negotiates every filter and sizes the FIFOs and buffers. Pending samples are dropped:
     /// call `flush` first to keep them.
     @discardableResult
     public func negotiate(_ input: AudioFormat) throws(ChainError) -> AudioFormat {
@@ -136,7 +136,7 @@ public final class AudioChain: AppliesChainEdits {
         return format
     }
 
-    /// Runs one chunk of any size through the chain; `emit` receives every block that comes
+    /// [process] Runs one chunk of any size through the chain; `emit` receives every block that comes
     /// out, in order, valid only during the call. A chunk in another format than the
     /// negotiated one renegotiates first (dropping pending samples of the old format).
     public func process(_ block: AudioBlock, emit: (AudioBlock) -> Void) throws(ChainError) {
@@ -181,7 +181,7 @@ public final class AudioChain: AppliesChainEdits {
         return reaching
     }
 
-    /// Pushes out samples waiting in re-block FIFOs, padded with silence to a whole block,
+    /// [process] Pushes out samples waiting in re-block FIFOs, padded with silence to a whole block,
     /// at the end of a stream. The padding is part of the output.
     public func flush(emit: (AudioBlock) -> Void) throws(ChainError) {
         for index in stages.indices {
@@ -198,7 +198,7 @@ public final class AudioChain: AppliesChainEdits {
         }
     }
 
-    /// Ends the stream so that the output holds every input sample: feeds silence until
+    /// [process] Ends the stream so that the output holds every input sample: feeds silence until
     /// `latency` + (the input's length at the output rate) frames have come out since the
     /// negotiation, and cuts the last block there. Together with dropping the first
     /// `latency` output frames, the output then has the input's length and lines up with it
@@ -236,7 +236,7 @@ public final class AudioChain: AppliesChainEdits {
         }
     }
 
-    /// Forgets filter history and pending samples (a stream discontinuity).
+    /// [process] Forgets filter history and pending samples (a stream discontinuity).
     public func reset() {
         for stage in stages {
             stage.instance.resetOnProcessThread()

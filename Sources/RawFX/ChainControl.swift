@@ -353,13 +353,6 @@ public final class ChainControl: Sendable {
     /// [process] Records the process handle's new latency.
     func publish(latency: Int) { publishedLatency.store(latency, ordering: .relaxed) }
 
-    /// [any thread] The filter ids, in chain order.
-    public var filterIDs: [String] { state.withLock { $0.types.map(\.id) } }
-
-    /// [any thread] The newest instances, in chain order (in force, or swapped in before the
-    /// next frame).
-    package var instances: [FilterInstance] { state.withLock { $0.instances } }
-
     /// Queues an edit for the processing thread.
     func post(_ edit: ChainEdit) {
         edits.post { waiting in

@@ -71,10 +71,10 @@ public final class VideoChain: AppliesChainEdits {
 
     deinit { frames.deallocate() }
 
-    /// The instances, in chain order (read on the processing thread, or when it is idle).
+    /// [process] The instances, in chain order (read on the processing thread, or when it is idle).
     package var filters: [FilterInstance] { stages.map(\.instance) }
 
-    /// Negotiates every filter in order and allocates the out-of-place buffers. Returns the
+    /// [process] Negotiates every filter in order and allocates the out-of-place buffers. Returns the
     /// chain's output format. On refusal the chain stays unnegotiated.
     ///
     /// With `allocatingBuffers: false` it only learns the output format (for a stream that
@@ -135,7 +135,7 @@ public final class VideoChain: AppliesChainEdits {
         return outputFormat
     }
 
-    /// Runs `frame` through the chain and returns the output view: `frame` itself when every
+    /// [process] Runs `frame` through the chain and returns the output view: `frame` itself when every
     /// filter is in place, otherwise the last out-of-place filter's buffer, valid until the
     /// next call. The output's timestamp is that of the input frame it came from (`latency`
     /// frames earlier).
@@ -194,7 +194,7 @@ public final class VideoChain: AppliesChainEdits {
         return VideoFrame(frames[stages.count], storage: storage)
     }
 
-    /// At the end of a stream, pushes the frames a delaying filter still holds out of the
+    /// [process] At the end of a stream, pushes the frames a delaying filter still holds out of the
     /// chain by feeding `last` (the last input frame) again, `latency` times; `emit` gets each
     /// output, stamped with the time of the input it came from.
     public func drain(repeating last: VideoFrame, emit: (VideoFrame) throws -> Void) throws {
@@ -214,7 +214,7 @@ public final class VideoChain: AppliesChainEdits {
         return false
     }
 
-    /// Tells every filter the stream jumped (seek, source switch): `reset` on each.
+    /// [process] Tells every filter the stream jumped (seek, source switch): `reset` on each.
     public func reset() {
         for index in 0..<stages.count { stages[index].instance.resetOnProcessThread() }
         timestamps.reset()
