@@ -284,7 +284,7 @@ struct ChainControlState {
 /// the processing thread as edits through a `Mailbox`, which that thread takes between two
 /// frames (or blocks). It never touches a stage.
 ///
-/// Plainly `Sendable`: a lock, a mailbox and a constant. The chain (the process handle) is
+/// Plainly `Sendable`: a lock, a mailbox, an atomic and a constant. The chain (the process handle) is
 /// not: it belongs to the one thread that processes. A control handle kept after its chain
 /// is gone keeps the chain's instances alive; its edits go nowhere.
 public final class ChainControl: Sendable {
