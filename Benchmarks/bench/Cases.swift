@@ -496,7 +496,7 @@ func audioCases() -> [BenchCase] {
             let pool = context.audioPool(sampleRate: 48_000, multiple: 480)
             let chain = "denoise=level=-30"
             let e = try EngineAudio(chain: AudioChain(chain, registry: context.registry), pool: pool, chunkSizes: [480],
-                                    beforeChunk: { chain, i in try chain.setParameter("denoise.level", i % 2 == 0 ? "-20" : "-30") })
+                                    beforeChunk: { chain, i in try chain.control.setParameter("denoise.level", i % 2 == 0 ? "-20" : "-30") })
             return .init(chain: chain + " + setParameter per block", engine: e,
                          direct: DirectDenoise(pool: pool, level: -30, alternateLevel: -20), sampleRate: 48_000, filterCount: 1)
         }))

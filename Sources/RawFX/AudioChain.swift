@@ -18,11 +18,12 @@ import Synchronization
 /// Steady state allocates nothing: re-block FIFOs and output buffers are sized at
 /// negotiation (a chunk larger than any seen before grows a scratch buffer once).
 ///
-/// One thread processes. Any other thread may change a parameter (`setParameter`) or
-/// bypass a stage (`setBypass`): changes apply before the next `process`, keeping every
-/// filter's state and losing no sample.
-/// Unchecked `Sendable`: the process thread owns the stages; control threads reach them through `control` (`Locked`) and the `Mailbox`.
-public final class AudioChain: @unchecked Sendable, RunTimeControllable {
+/// The process handle: not `Sendable`. One thread owns it and processes (`process`,
+/// `negotiate`, `flush`, `drain`, `reset`). Any other thread goes through `control`, the
+/// chain's `Sendable` control handle: it changes a parameter (`setParameter`), bypasses a
+/// stage (`setBypass`) or reads `metrics`; changes apply before the next `process`, keeping
+/// every filter's state and losing no sample.
+public final class AudioChain: AppliesChainEdits {
     final class Stage {
         @exclusivity(unchecked) var instance: FilterInstance
         @exclusivity(unchecked) var negotiation: Negotiation?
@@ -74,11 +75,13 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
     /// Silence fed by `drain`, allocated on first use.
     private var silence: AudioStorage?
 
-    let control: Locked<ChainControlState>
-    let edits = Mailbox<ChainEditBatch>()
-    /// Brackets each stage's publication of its figures, so `metrics` never reads half of one.
-    private let figures = FigureSequence()
-    var mediaKind: MediaKind { .audio }
+    /// [any thread] The control handle: what other threads may do to this chain.
+    public let control: ChainControl
+    /// `control.edits`, kept here too: the block path checks it with no extra load.
+    let edits: Mailbox<ChainEditBatch>
+    /// `control.figures`: brackets each stage's publication of its figures, so
+    /// `control.metrics` never reads half of one.
+    private let figures: FigureSequence
 
     public convenience init(_ text: String, registry: PluginRegistry) throws(ChainError) {
         try self.init(specs: FilterSpec.parseChain(text), registry: registry)
@@ -88,8 +91,9 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         self.specs = specs
         let instances = try makeInstances(specs, registry: registry, kind: .audio)
         stages = instances.map { Stage($0) }
-        control = Locked(ChainControlState(instances: instances, groups: stageGroupPolicy(for: specs)))
-        for index in stages.indices { watchReconfigureRequests(stages[index].instance, stage: index) }
+        control = ChainControl(instances: instances, timings: stages.map(\.timing), groups: stageGroupPolicy(for: specs), kind: .audio)
+        edits = control.edits
+        figures = control.figures
     }
 
     package var filters: [FilterInstance] { stages.map(\.instance) }
@@ -100,7 +104,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         return Int64(bufferingLatency) * 1_000_000 / Int64(rate)
     }
 
-    /// Negotiates every filter and sizes the FIFOs and buffers. Pending samples are dropped:
+    /// [process] Negotiates every filter and sizes the FIFOs and buffers. Pending samples are dropped:
     /// call `flush` first to keep them.
     @discardableResult
     public func negotiate(_ input: AudioFormat) throws(ChainError) -> AudioFormat {
@@ -112,14 +116,14 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         var latencies: [Int] = []
         for stage in stages {
             let plan = try AudioChain.plan(stage.instance, input: format, reusing: stage)
-            install(plan, into: stage)
+            AudioChain.install(plan, into: stage)
             stage.fill = 0
             inputs.append(.audio(format))
             outputs.append(.audio(plan.output))
             latencies.append(plan.negotiation.latency)
             format = plan.output
         }
-        let refusal = control.withLock { state in
+        let refusal = control.state.withLock { state in
             state.inputs = inputs
             state.outputs = outputs
             state.latencies = latencies
@@ -136,7 +140,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         return format
     }
 
-    /// Runs one chunk of any size through the chain; `emit` receives every block that comes
+    /// [process] Runs one chunk of any size through the chain; `emit` receives every block that comes
     /// out, in order, valid only during the call. A chunk in another format than the
     /// negotiated one renegotiates first (dropping pending samples of the old format).
     public func process(_ block: AudioBlock, emit: (AudioBlock) -> Void) throws(ChainError) {
@@ -181,7 +185,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         return reaching
     }
 
-    /// Pushes out samples waiting in re-block FIFOs, padded with silence to a whole block,
+    /// [process] Pushes out samples waiting in re-block FIFOs, padded with silence to a whole block,
     /// at the end of a stream. The padding is part of the output.
     public func flush(emit: (AudioBlock) -> Void) throws(ChainError) {
         for index in stages.indices {
@@ -198,7 +202,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         }
     }
 
-    /// Ends the stream so that the output holds every input sample: feeds silence until
+    /// [process] Ends the stream so that the output holds every input sample: feeds silence until
     /// `latency` + (the input's length at the output rate) frames have come out since the
     /// negotiation, and cuts the last block there. Together with dropping the first
     /// `latency` output frames, the output then has the input's length and lines up with it
@@ -236,7 +240,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         }
     }
 
-    /// Forgets filter history and pending samples (a stream discontinuity).
+    /// [process] Forgets filter history and pending samples (a stream discontinuity).
     public func reset() {
         for stage in stages {
             stage.instance.resetOnProcessThread()
@@ -245,26 +249,10 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         }
     }
 
-    /// [any thread] The instances are read from the control state, not from the stages, whose
-    /// instance the processing thread swaps when a RECONFIGURE parameter changes.
-    public var metrics: [Metrics] {
-        let instances = control.withLock { $0.instances }
-        // Every stage's counts from between the same two frames.
-        var counters: [TimingRecorder.Counters] = []
-        counters.reserveCapacity(stages.count)
-        figures.read {
-            // No allocation inside: the read is a few loads per stage, so it fits between frames.
-            counters.removeAll(keepingCapacity: true)
-            for stage in stages { counters.append(stage.timing.published) }
-        }
-        return stages.indices.map { stages[$0].timing.snapshot(of: instances[$0], counters: counters[$0]) }
-    }
-
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one
     /// replaces (the same filter, k-th occurrence to k-th: same recorder); see `VideoChain.carryMetrics`.
-    package func carryMetrics(from old: AudioChain) {
-        let carried = carriedTimings(from: old.stages.map { ($0.instance.type.id, $0.timing) },
-                                     to: stages.map { $0.instance.type.id })
+    package func carryMetrics(from old: ChainControl) {
+        let carried = control.carryTimings(from: old)
         for index in stages.indices { if let timing = carried[index] { stages[index].timing = timing } }
     }
 
@@ -274,38 +262,15 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         return false
     }
 
-    // MARK: - Run-time control
+    // MARK: - Run-time control (edits applied on the processing thread)
 
-    /// [any thread] Sets a parameter while audio flows: `"denoise.level"` (by filter id) or
-    /// `"0.level"` (by stage index) to a value in chain syntax. Validated here (a bad value
-    /// throws now); applied on the processing thread before the next `process`, keeping the
-    /// filter's state (a denoiser's noise estimate, a resampler's phase). A RECONFIGURE
-    /// parameter is set on a new instance configured on this thread and swapped in between
-    /// two chunks, keeping the samples waiting in its FIFO.
-    public func setParameter(_ address: String, _ value: String) throws(ChainError) {
-        try setParameterImpl(StageAddress(address), text: value)
-    }
-
-    /// [any thread] Bypasses a stage (`"denoise"` or `"0"`) or re-enables it, from the next
-    /// `process`. A bypassed stage passes its input on, delayed by the stage's own latency
-    /// so the stream's timing never jumps; a stage with latency keeps being run (its output
-    /// unused) so that re-enabling it is seamless. Bypassed blocks are counted in `metrics`.
-    /// A stage that changes the format (a resampler) cannot be bypassed.
-    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
-        try setBypassImpl(StageAddress(stage, parameter: false), bypassed)
-    }
-
-    func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit {
-        let preparedInput = state.inputs[start]
-        let stages = try prepareStages(start: start, first: first, state: &state, stageCount: self.stages.count) { instance, input throws(ChainError) in
-            guard case .audio(let format) = input else { preconditionFailure("an audio chain records audio formats") }
-            let plan = try AudioChain.plan(instance, input: format, reusing: nil)
-            let stage = Stage(instance)
-            install(plan, into: stage)
-            return (stage, .audio(plan.output), plan.negotiation.latency)
-        }
-        // Not negotiated yet: the new instance is configured with the first block.
-        return ChainEdit(replace: start, with: stages.isEmpty ? [Stage(first)] : stages, preparedFor: preparedInput)
+    /// [control] One prepared replacement stage for `input` (`ChainControl.prepareReplacement`).
+    static func planStage(_ instance: FilterInstance, _ input: StreamFormat) throws(ChainError) -> (stage: AnyObject, output: StreamFormat, latency: Int) {
+        guard case .audio(let format) = input else { preconditionFailure("an audio chain records audio formats") }
+        let plan = try AudioChain.plan(instance, input: format, reusing: nil)
+        let stage = Stage(instance)
+        install(plan, into: stage)
+        return (stage, .audio(plan.output), plan.negotiation.latency)
     }
 
     func stageParts(_ index: Int) -> (instance: FilterInstance, timing: TimingRecorder) {
@@ -364,6 +329,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         }
         latency = Int((seconds * Double(rate)).rounded())
         bufferingLatency = latency + Int((buffering * Double(rate)).rounded())
+        control.publish(latency: latency)
     }
 
     /// A stage's negotiated settings and buffers, computed on whichever thread negotiates.
@@ -407,7 +373,7 @@ public final class AudioChain: @unchecked Sendable, RunTimeControllable {
         return Plan(negotiation: n, input: format, output: out, fifo: fifo!, out: output, delay: delay)
     }
 
-    private func install(_ plan: Plan, into stage: Stage) {
+    private static func install(_ plan: Plan, into stage: Stage) {
         stage.negotiation = plan.negotiation
         stage.input = plan.input
         stage.output = plan.output

@@ -228,11 +228,14 @@ struct ChainControlState {
     /// in before its next frame. What `metrics` reads (name, isolation figures), under this
     /// lock: the processing thread's own `instance` field is swapped without one.
     var instances: [FilterInstance]
+    /// Each stage's timing recorder, the same object as the process side's stage holds
+    /// (replaced only by `carryMetrics`, before the chain processes): what `metrics` reads.
+    var timings: [TimingRecorder]
     /// For each stage in a group of several (`StageGroupPolicy.groupStart`), the group's first
     /// stage; nil otherwise.
     let groupStarts: [Int?]
 
-    init(instances: [FilterInstance], groups: any StageGroupPolicy) {
+    init(instances: [FilterInstance], timings: [TimingRecorder], groups: any StageGroupPolicy) {
         groupStarts = instances.indices.map { k in groups.groupStart(of: instances[k], at: k) }
         types = instances.map(\.type)
         values = instances.map(\.values)
@@ -241,6 +244,7 @@ struct ChainControlState {
         outputs = Array(repeating: nil, count: instances.count)
         latencies = Array(repeating: 0, count: instances.count)
         self.instances = instances
+        self.timings = timings
     }
 
     /// The refusal of a bypass of a stage that turns `input` into `output`.
@@ -274,25 +278,93 @@ struct ChainControlState {
     }
 }
 
-/// The run-time control every chain offers: parameters, bypass, rebuilds. Shared by
-/// `VideoChain` and `AudioChain`, which supply `prepareReplacement` (negotiate new stages on
-/// the control side) and apply the batch on their processing thread.
-protocol RunTimeControllable: AnyObject, Sendable {
-    var control: Locked<ChainControlState> { get }
-    var edits: Mailbox<ChainEditBatch> { get }
-    var mediaKind: MediaKind { get }
-    /// [control] New stages for `start...`, negotiated for the recorded formats, with
-    /// `first` as the instance of stage `start`. Updates the recorded formats.
-    func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit
-    /// [process] Stage `index`'s instance and timing.
-    func stageParts(_ index: Int) -> (instance: FilterInstance, timing: TimingRecorder)
-    /// [process] Bypasses stage `index` or re-enables it.
-    func setStageBypassed(_ index: Int, _ bypassed: Bool)
-    /// [process] Swaps the prepared stages of a `.replace` edit in (the old ones go into the edit).
-    func swapIn(_ edit: ChainEdit)
-}
+/// The control handle of a chain (`VideoChain.control`, `AudioChain.control`): what any thread
+/// may do to a chain while one thread processes it. Parameters, bypasses, metrics and
+/// rebuilds are validated and prepared here, under the chain's control lock, and handed to
+/// the processing thread as edits through a `Mailbox`, which that thread takes between two
+/// frames (or blocks). It never touches a stage.
+///
+/// Plainly `Sendable`: a lock, a mailbox, an atomic and a constant. The chain (the process handle) is
+/// not: it belongs to the one thread that processes. A control handle kept after its chain
+/// is gone keeps the chain's instances alive; its edits go nowhere.
+public final class ChainControl: Sendable {
+    /// Parameter values, formats, bypasses, instances and timing recorders of every stage.
+    let state: Locked<ChainControlState>
+    /// Edits on their way to the processing thread.
+    let edits = Mailbox<ChainEditBatch>()
+    /// The process handle publishes its stages' figures under it (`TimingRecorder.publish`).
+    let figures = FigureSequence()
+    /// Video or audio: which chain's planning a replacement uses.
+    public let mediaKind: MediaKind
+    /// The process handle's `latency`, stored by it when it changes (at a negotiation or a
+    /// swap, never per frame).
+    private let publishedLatency = Atomic<Int>(0)
 
-extension RunTimeControllable {
+    init(instances: [FilterInstance], timings: [TimingRecorder], groups: any StageGroupPolicy, kind: MediaKind) {
+        state = Locked(ChainControlState(instances: instances, timings: timings, groups: groups))
+        mediaKind = kind
+        for index in instances.indices { watchReconfigureRequests(instances[index], stage: index) }
+    }
+
+    /// [any thread] Sets a parameter while frames flow: `"watermark.opacity"` (by filter id)
+    /// or `"0.opacity"` (by stage index) to a value in chain syntax. Validated here (a bad
+    /// value throws now); applied on the processing thread before the next frame or block,
+    /// keeping the filter's state (a denoiser's noise estimate, a resampler's phase). A
+    /// RECONFIGURE parameter (an output size, a file) is set on a new instance that is
+    /// configured on this thread and swapped in between two frames (an audio stage keeps the
+    /// samples waiting in its FIFO).
+    public func setParameter(_ address: String, _ value: String) throws(ChainError) {
+        try setParameter(StageAddress(address), text: value)
+    }
+
+    /// [any thread] Bypasses a stage (`"watermark"` or `"0"`) or re-enables it, from the next
+    /// frame or block. Its frames are counted in `metrics`. A stage that changes the format
+    /// (a scaler, a resampler) cannot be bypassed.
+    ///
+    /// Video: a bypassed stage is not called; a stage that delays frames cannot be bypassed.
+    /// Audio: a bypassed stage passes its input on, delayed by the stage's own latency so the
+    /// stream's timing never jumps; a stage with latency keeps being run (its output unused)
+    /// so that re-enabling it is seamless.
+    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
+        let address = try StageAddress(stage, parameter: false)
+        try state.withLock { (state: inout ChainControlState) throws(ChainError) in
+            let stage = try address.resolve(in: state.types)
+            if bypassed, mediaKind == .video, state.latencies[stage] > 0 {
+                throw .contract("cannot bypass \(state.types[stage].id): it delays video by \(state.latencies[stage]) frame\(state.latencies[stage] == 1 ? "" : "s")")
+            }
+            if bypassed, let input = state.inputs[stage], let output = state.outputs[stage], input != output {
+                throw ChainControlState.bypassRefusal(state.types[stage].id, input, output)
+            }
+            state.bypassed[stage] = bypassed
+            post(ChainEdit(bypass: stage, bypassed))
+        }
+    }
+
+    /// [any thread] Frames, errors, bypassed frames and p50/p99 time per filter, as one
+    /// snapshot: every stage's counts as the process handle published them after the same
+    /// frame (video) or call (audio), read under `figures` (a seqlock: this waits for a few
+    /// stores at most, never for a filter). The instances are read from the control state,
+    /// not from the stages, whose instance the processing thread swaps when a RECONFIGURE
+    /// parameter changes.
+    public var metrics: [Metrics] {
+        let (instances, timings) = state.withLock { ($0.instances, $0.timings) }
+        var counters: [TimingRecorder.Counters] = []
+        counters.reserveCapacity(timings.count)
+        figures.read {
+            // No allocation inside: a few loads per stage, so it fits between two publications.
+            counters.removeAll(keepingCapacity: true)
+            for timing in timings { counters.append(timing.published) }
+        }
+        return timings.indices.map { timings[$0].snapshot(of: instances[$0], counters: counters[$0]) }
+    }
+
+    /// [any thread] The chain's `latency` (video: frames; audio: frames at the output rate) as
+    /// of its last negotiation or swap on the processing thread; 0 before the first.
+    public var latency: Int { publishedLatency.load(ordering: .relaxed) }
+
+    /// [process] Records the process handle's new latency.
+    func publish(latency: Int) { publishedLatency.store(latency, ordering: .relaxed) }
+
     /// Queues an edit for the processing thread.
     func post(_ edit: ChainEdit) {
         edits.post { waiting in
@@ -302,8 +374,8 @@ extension RunTimeControllable {
         }
     }
 
-    func setParameterImpl(_ address: StageAddress, text: String) throws(ChainError) {
-        try control.withLock { (state: inout ChainControlState) throws(ChainError) in
+    func setParameter(_ address: StageAddress, text: String) throws(ChainError) {
+        try state.withLock { (state: inout ChainControlState) throws(ChainError) in
             let stage = try address.resolve(in: state.types)
             let type = state.types[stage]
             guard let name = address.parameter, let index = type.parameters.firstIndex(where: { $0.id == name }) else {
@@ -332,15 +404,23 @@ extension RunTimeControllable {
         }
     }
 
-    func setBypassImpl(_ address: StageAddress, _ on: Bool) throws(ChainError) {
-        try control.withLock { (state: inout ChainControlState) throws(ChainError) in
-            let stage = try address.resolve(in: state.types)
-            if on, let input = state.inputs[stage], let output = state.outputs[stage], input != output {
-                throw ChainControlState.bypassRefusal(state.types[stage].id, input, output)
-            }
-            state.bypassed[stage] = on
-            post(ChainEdit(bypass: stage, on))
+    /// [control] New stages for `start...`, negotiated for the recorded formats, with `first`
+    /// as the instance of stage `start`, planned by the chain's kind (static: no process
+    /// handle needed). Updates the recorded formats.
+    func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit {
+        let preparedInput = state.inputs[start]
+        let stages: [AnyObject]
+        let unnegotiated: AnyObject
+        switch mediaKind {
+        case .video:
+            stages = try prepareStages(start: start, first: first, state: &state, plan: VideoChain.planStage)
+            unnegotiated = VideoChain.Stage(first)
+        case .audio:
+            stages = try prepareStages(start: start, first: first, state: &state, plan: AudioChain.planStage)
+            unnegotiated = AudioChain.Stage(first)
         }
+        // Not negotiated yet: the new instance is configured with the first frame.
+        return ChainEdit(replace: start, with: stages.isEmpty ? [unnegotiated] : stages, preparedFor: preparedInput)
     }
 
     /// [control] New stages from `start` on: `first` (the new instance of stage `start`), then
@@ -348,7 +428,7 @@ extension RunTimeControllable {
     /// `plan` configures one instance for its input on this thread and returns the prepared
     /// stage, its output and its latency. Records the new formats; the processing thread
     /// swaps the stages in.
-    func prepareStages(start: Int, first: FilterInstance, state: inout ChainControlState, stageCount: Int,
+    func prepareStages(start: Int, first: FilterInstance, state: inout ChainControlState,
                        plan: (FilterInstance, StreamFormat) throws(ChainError) -> (stage: AnyObject, output: StreamFormat, latency: Int))
         throws(ChainError) -> [AnyObject] {
         guard var format = state.inputs[start] else { return [] }
@@ -368,12 +448,56 @@ extension RunTimeControllable {
             index += 1
             // Later stages are rebuilt only when the format reaching them changed; a group
             // renegotiates as a whole instead (VideoChain.swapIn).
-            guard changed, index < stageCount, state.groupStarts[index] == nil else { break }
+            guard changed, index < state.types.count, state.groupStarts[index] == nil else { break }
             instance = try state.makeInstance(stage: index)
         }
         return replacements
     }
 
+    /// Rebuilds the stage when its plugin calls `request_reconfigure`.
+    func watchReconfigureRequests(_ instance: FilterInstance, stage: Int) {
+        instance.onReconfigureRequest { [weak self] in try? self?.rebuildStage(stage) }
+    }
+
+    /// [control] Rebuilds stage `stage` with its recorded values (a plugin's
+    /// `request_reconfigure`).
+    func rebuildStage(_ stage: Int) throws(ChainError) {
+        try state.withLock { (state: inout ChainControlState) throws(ChainError) in
+            let instance = try state.makeInstance(stage: stage)
+            post(try prepareReplacement(start: stage, first: instance, state: &state))
+        }
+    }
+
+    /// [control] The recorders this chain's stages continue from `old` (the chain it
+    /// replaces): a filter also in the old chain, its k-th occurrence matching the old k-th,
+    /// records into the old stage's recorder, so a swap does not reset its metrics. Read
+    /// from `old`'s control state (never its stages, which another thread may be running).
+    /// Records them here; the caller, which owns the new chain before it processes, puts
+    /// them into its stages.
+    func carryTimings(from old: ChainControl) -> [TimingRecorder?] {
+        let previous = old.state.withLock { s in s.types.indices.map { (s.types[$0].id, s.timings[$0]) } }
+        return state.withLock { s in
+            let carried = carriedTimings(from: previous, to: s.types.map(\.id))
+            for index in carried.indices { if let timing = carried[index] { s.timings[index] = timing } }
+            return carried
+        }
+    }
+}
+
+/// The process side of a chain (`VideoChain`, `AudioChain`): it applies the edits its
+/// `control` posted, on its processing thread, between two frames or blocks.
+protocol AppliesChainEdits: AnyObject {
+    /// `control.edits`, held by the process handle too: one load fewer per frame.
+    var edits: Mailbox<ChainEditBatch> { get }
+    /// [process] Stage `index`'s instance and timing.
+    func stageParts(_ index: Int) -> (instance: FilterInstance, timing: TimingRecorder)
+    /// [process] Bypasses stage `index` or re-enables it.
+    func setStageBypassed(_ index: Int, _ bypassed: Bool)
+    /// [process] Swaps the prepared stages of a `.replace` edit in (the old ones go into the edit).
+    func swapIn(_ edit: ChainEdit)
+}
+
+extension AppliesChainEdits {
     /// [process] Applies the edits waiting, in order, and hands the batch back to the control
     /// side. Called at the start of a frame when `edits.hasPending`.
     func applyPendingEdits() {
@@ -394,19 +518,5 @@ extension RunTimeControllable {
             }
         }
         edits.retire(batch)
-    }
-
-    /// Rebuilds the stage when its plugin calls `request_reconfigure`.
-    func watchReconfigureRequests(_ instance: FilterInstance, stage: Int) {
-        instance.onReconfigureRequest { [weak self] in try? self?.rebuildStage(stage) }
-    }
-
-    /// [control] Rebuilds stage `stage` with its recorded values (a plugin's
-    /// `request_reconfigure`).
-    func rebuildStage(_ stage: Int) throws(ChainError) {
-        try control.withLock { (state: inout ChainControlState) throws(ChainError) in
-            let instance = try state.makeInstance(stage: stage)
-            post(try prepareReplacement(start: stage, first: instance, state: &state))
-        }
     }
 }

@@ -9,27 +9,34 @@ import Synchronization
 /// which the control side releases at its next `replace` or `collect`, so filter teardown
 /// never lands inside an SDK callback. The new chain continues the old one's per-filter
 /// metrics (`carryMetrics`).
-/// Unchecked `Sendable`: `inForce` is the process thread's; control threads reach `newest` under its lock and hand over through `handoff`.
-package final class ChainSlot<Chain: AnyObject>: @unchecked Sendable {
+///
+/// The chains are process handles (not `Sendable`): the slot is the one place that moves
+/// them between threads. A control thread hands a chain it owns (made and, if it likes,
+/// negotiated there) to `replace` and never touches it again; from then on only its
+/// `control` is reached from the control side (`latest`).
+/// Unchecked `Sendable`: `inForce` is the process thread's; a chain passed to `replace` moves to the process thread through `handoff` (the caller keeps no reference); control threads reach only `newest`, a `Sendable` control handle, under its lock.
+package final class ChainSlot<Chain: ProcessHandle>: @unchecked Sendable {
     /// Processing thread only.
     private var inForce: Chain
     /// Chains on their way in (latest wins) and, once replaced, on their way out.
     private let handoff = Mailbox<Chain>()
-    /// The chain most recently handed over (control side): run-time changes go there.
-    private let newest: Locked<Chain>
+    /// The control handle of the chain most recently handed over: run-time changes go there.
+    private let newest: Locked<ChainControl>
     private let swaps = Atomic<Int>(0)
 
+    /// [control] `chain` becomes the processing thread's.
     package init(_ chain: Chain) {
         inForce = chain
-        newest = Locked(chain)
+        newest = Locked(chain.control)
     }
 
     /// [control] Installs `chain` from the next frame; `prepare` runs first, under the slot's
-    /// control lock, with the chain it replaces (negotiate, carry metrics).
-    package func replace<E: Error>(with chain: Chain, prepare: (_ new: Chain, _ old: Chain) throws(E) -> Void) throws(E) {
-        try newest.withLock { (latest: inout Chain) throws(E) in
+    /// control lock, with the new chain (still the caller's) and the control handle of the
+    /// chain it replaces (negotiate, carry metrics).
+    package func replace<E: Error>(with chain: Chain, prepare: (_ new: Chain, _ old: ChainControl) throws(E) -> Void) throws(E) {
+        try newest.withLock { (latest: inout ChainControl) throws(E) in
             try prepare(chain, latest)
-            latest = chain
+            latest = chain.control
             handoff.post { _ in chain }
         }
     }
@@ -37,8 +44,9 @@ package final class ChainSlot<Chain: AnyObject>: @unchecked Sendable {
     /// [control] Releases a chain the processing thread retired, without replacing.
     package func collect() { handoff.collect() }
 
-    /// [any thread] The newest chain: in force, or in force from the next frame.
-    package var latest: Chain { newest.withLock { $0 } }
+    /// [any thread] The control handle of the newest chain: in force, or in force from the
+    /// next frame.
+    package var latest: ChainControl { newest.withLock { $0 } }
 
     /// [process] The chain in force.
     @inline(__always) package var current: Chain { inForce }
@@ -75,6 +83,14 @@ package final class ChainSlot<Chain: AnyObject>: @unchecked Sendable {
     }
 }
 
+/// A chain's process handle, with its `Sendable` control handle.
+package protocol ProcessHandle: AnyObject {
+    var control: ChainControl { get }
+}
+
+extension VideoChain: ProcessHandle {}
+extension AudioChain: ProcessHandle {}
+
 /// A video chain that can be replaced while frames flow, atomically between two frames.
 ///
 /// The processing thread calls `process`; any other thread calls `replace`. The new chain is
@@ -83,15 +99,20 @@ package final class ChainSlot<Chain: AnyObject>: @unchecked Sendable {
 /// taken on the frame path. The old chain is released by the next `replace` (or by `deinit`),
 /// never on the processing thread, so filter teardown never lands inside an SDK callback.
 /// Per-filter metrics continue across a replace for filters the two chains share.
+///
+/// `Sendable`: the chains in it are process handles that only the processing thread touches
+/// once handed over (`ChainSlot`); control threads reach the newest one's `control`.
 public final class SwappableVideoChain: Sendable {
     private let slot: ChainSlot<VideoChain>
 
+    /// [control] `chain` becomes the processing thread's: keep no other reference to it.
     public init(_ chain: VideoChain) { slot = ChainSlot(chain) }
 
     /// [control] Installs `chain` for the next frame. If `format` is given, the chain is
     /// negotiated here first (so a refusal throws now, not on the processing thread);
     /// otherwise it negotiates on its first frame. A chain still waiting from an earlier call
-    /// is released here, never installed.
+    /// is released here, never installed. `chain` is the processing thread's from here on:
+    /// keep its `control`, not the chain.
     public func replace(with chain: VideoChain, negotiatingFor format: VideoFormat? = nil) throws(ChainError) {
         try slot.replace(with: chain) { (new, old) throws(ChainError) in
             if let format { try new.negotiate(format) }
@@ -113,32 +134,34 @@ public final class SwappableVideoChain: Sendable {
     @discardableResult
     public func takePending() -> Bool { slot.takePending() }
 
-    /// [process] The chain in force (for metrics on the processing thread).
+    /// [process] The chain in force.
     public var chain: VideoChain { slot.current }
 
-    /// [any thread] The newest chain (in force, or from the next frame): for metrics off the
-    /// processing thread.
-    public var latestChain: VideoChain { slot.latest }
+    /// [any thread] The control handle of the newest chain (in force, or from the next
+    /// frame): parameters, bypasses and metrics off the processing thread.
+    public var control: ChainControl { slot.latest }
 
     /// [control] Releases a chain the processing thread has retired, without replacing.
     public func collectRetired() { slot.collect() }
 
     /// [any thread] Sets a parameter of the latest chain (the one in force, or the one
     /// `replace` handed over, which is in force from the next frame); see
-    /// `VideoChain.setParameter`.
+    /// `ChainControl.setParameter`.
     public func setParameter(_ address: String, _ value: String) throws(ChainError) {
         try slot.latest.setParameter(address, value)
     }
 
-    /// [any thread] Bypasses a stage of the latest chain; see `VideoChain.setBypass`.
+    /// [any thread] Bypasses a stage of the latest chain; see `ChainControl.setBypass`.
     public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
         try slot.latest.setBypass(stage, bypassed)
     }
 }
 
 /// What runs video frames on one processing thread: a `VideoChain`, or a `SwappableVideoChain`
-/// whose chain the control side replaces. A compositor's overlays take either.
-public protocol VideoProcessor: AnyObject, Sendable {
+/// whose chain the control side replaces. A compositor's overlays take either. Not
+/// `Sendable`: a process handle, owned by the thread that runs it (a compositor's scene
+/// carries it to the compose thread whole, through a `Mailbox`).
+public protocol VideoProcessor: AnyObject {
     /// [process] Runs one frame; the output view is valid until the next call.
     func process(_ frame: VideoFrame) throws(ChainError) -> VideoFrame
 
@@ -155,3 +178,25 @@ extension VideoProcessor {
 
 extension VideoChain: VideoProcessor {}
 extension SwappableVideoChain: VideoProcessor {}
+
+/// A process handle (a `VideoChain`, an `AudioChain`, anything not `Sendable` that one thread
+/// runs) on its way to the thread that will run it: made and set up on one thread, handed
+/// over once, then touched only by the thread that processes. Its control side travels on
+/// its own (`ChainControl` is `Sendable`).
+///
+/// ```swift
+/// let chain = try VideoChain("denoise", registry: registry)
+/// let control = chain.control               // any thread
+/// let owned = ProcessingThreadOwned(chain)  // keep no other reference to `chain`
+/// Thread { let chain = owned.value; /* process frames */ }.start()
+/// ```
+/// Unchecked `Sendable`: the value belongs to one thread at a time: the creating thread until it hands the box over (a thread start, a queue), then only the thread that processes, and, after that thread has been joined, the thread that joined it. The box itself is one immutable reference.
+public final class ProcessingThreadOwned<Value: AnyObject>: @unchecked Sendable {
+    private let owned: Value
+
+    /// [creating thread] Takes `value`; keep no other reference to it.
+    public init(_ value: Value) { owned = value }
+
+    /// [the thread that processes, or one that joined it] The value.
+    public var value: Value { owned }
+}

@@ -7,11 +7,12 @@ import Synchronization
 /// buffer the chain allocated for them at negotiation and reuses for every frame. A frame
 /// whose format differs from the negotiated one (size, range, rotation) renegotiates first.
 ///
-/// One thread processes. Any other thread may change a parameter (`setParameter`), bypass a
-/// stage (`setBypass`) or replace the whole chain (`SwappableVideoChain`): changes apply
-/// between two frames, keeping every filter's state.
-/// Unchecked `Sendable`: the process thread owns the stages; control threads reach them through `control` (`Locked`) and the `Mailbox`.
-public final class VideoChain: @unchecked Sendable, RunTimeControllable {
+/// The process handle: not `Sendable`. One thread owns it and processes (`process`,
+/// `negotiate`, `drain`, `reset`). Any other thread goes through `control`, the chain's
+/// `Sendable` control handle: it changes a parameter (`setParameter`), bypasses a stage
+/// (`setBypass`) or reads `metrics`; changes apply between two frames, keeping every
+/// filter's state. `SwappableVideoChain` replaces the whole chain.
+public final class VideoChain: AppliesChainEdits {
     /// One position in the chain. Its instance and buffer change when a RECONFIGURE
     /// parameter swaps in a new instance; its timing survives that. Only the processing
     /// thread touches a live stage, so the per-access exclusivity checks Swift would make on
@@ -44,14 +45,15 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
     /// timestamp of the input it came from.
     @exclusivity(unchecked) private var timestamps = TimestampDelay()
 
-    let control: Locked<ChainControlState>
-    let edits = Mailbox<ChainEditBatch>()
-    /// Brackets each frame's publication of its figures, so `metrics` reads every stage's
-    /// from the same frame.
-    private let figures = FigureSequence()
+    /// [any thread] The control handle: what other threads may do to this chain.
+    public let control: ChainControl
+    /// `control.edits`, kept here too: the frame path checks it with no extra load.
+    let edits: Mailbox<ChainEditBatch>
+    /// `control.figures`: brackets each frame's publication of its figures, so
+    /// `control.metrics` reads every stage's from the same frame.
+    private let figures: FigureSequence
     /// How stages that run together outside the chain reach it (isolation groups).
     let groups: any StageGroupPolicy
-    var mediaKind: MediaKind { .video }
 
     /// Builds a chain from its text, e.g. `watermark=image=logo.png,scale=width=1280:height=720`.
     public convenience init(_ text: String, registry: PluginRegistry) throws(ChainError) {
@@ -64,18 +66,19 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         let instances = try makeInstances(specs, registry: registry, kind: .video)
         stages = instances.map { Stage($0) }
         groups = stageGroupPolicy(for: specs)
-        control = Locked(ChainControlState(instances: instances, groups: groups))
+        control = ChainControl(instances: instances, timings: stages.map(\.timing), groups: groups, kind: .video)
+        edits = control.edits
+        figures = control.figures
         frames = .allocate(capacity: stages.count + 1)
         frames.initialize(repeating: rawfx_video_frame(), count: stages.count + 1)
-        for index in stages.indices { watchReconfigureRequests(stages[index].instance, stage: index) }
     }
 
     deinit { frames.deallocate() }
 
-    /// The instances, in chain order (read on the processing thread, or when it is idle).
+    /// [process] The instances, in chain order (read on the processing thread, or when it is idle).
     package var filters: [FilterInstance] { stages.map(\.instance) }
 
-    /// Negotiates every filter in order and allocates the out-of-place buffers. Returns the
+    /// [process] Negotiates every filter in order and allocates the out-of-place buffers. Returns the
     /// chain's output format. On refusal the chain stays unnegotiated.
     ///
     /// With `allocatingBuffers: false` it only learns the output format (for a stream that
@@ -112,7 +115,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
             outputs[index] = grouped.output
             latencies[index] = grouped.latency
         }
-        let refusal = control.withLock { state in
+        let refusal = control.state.withLock { state in
             state.inputs = inputs
             state.outputs = outputs
             state.latencies = latencies
@@ -136,7 +139,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         return outputFormat
     }
 
-    /// Runs `frame` through the chain and returns the output view: `frame` itself when every
+    /// [process] Runs `frame` through the chain and returns the output view: `frame` itself when every
     /// filter is in place, otherwise the last out-of-place filter's buffer, valid until the
     /// next call. The output's timestamp is that of the input frame it came from (`latency`
     /// frames earlier).
@@ -203,7 +206,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         figures.endWrite()
     }
 
-    /// At the end of a stream, pushes the frames a delaying filter still holds out of the
+    /// [process] At the end of a stream, pushes the frames a delaying filter still holds out of the
     /// chain by feeding `last` (the last input frame) again, `latency` times; `emit` gets each
     /// output, stamped with the time of the input it came from.
     public func drain(repeating last: VideoFrame, emit: (VideoFrame) throws -> Void) throws {
@@ -223,77 +226,30 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         return false
     }
 
-    /// Tells every filter the stream jumped (seek, source switch): `reset` on each.
+    /// [process] Tells every filter the stream jumped (seek, source switch): `reset` on each.
     public func reset() {
         for index in 0..<stages.count { stages[index].instance.resetOnProcessThread() }
         timestamps.reset()
     }
 
-    /// Frames, errors, bypassed frames and p50/p99 time per filter.
-    /// [any thread] The instances are read from the control state, not from the stages, whose
-    /// instance the processing thread swaps when a RECONFIGURE parameter changes.
-    public var metrics: [Metrics] {
-        let instances = control.withLock { $0.instances }
-        // Every stage's counts from between the same two frames.
-        var counters: [TimingRecorder.Counters] = []
-        counters.reserveCapacity(stages.count)
-        figures.read {
-            // No allocation inside: the read is a few loads per stage, so it fits between frames.
-            counters.removeAll(keepingCapacity: true)
-            for stage in stages { counters.append(stage.timing.published) }
-        }
-        return stages.indices.map { stages[$0].timing.snapshot(of: instances[$0], counters: counters[$0]) }
-    }
-
     /// [control, before this chain processes] Continues the figures of `old`, the chain this one
-    /// replaces: a filter also in the old chain (its k-th occurrence matching the old k-th)
-    /// records into the old stage's recorder, so a swap does not reset its metrics. Only one of the two chains runs at a time,
-    /// on the one processing thread, so the recorder keeps a single writer.
-    package func carryMetrics(from old: VideoChain) {
-        let carried = carriedTimings(from: old.stages.map { ($0.instance.type.id, $0.timing) },
-                                     to: stages.map { $0.instance.type.id })
+    /// replaces (`ChainControl.carryTimings`). Only one of the two chains runs at a time, on
+    /// the one processing thread, so the recorder keeps a single writer.
+    package func carryMetrics(from old: ChainControl) {
+        let carried = control.carryTimings(from: old)
         for index in stages.indices { if let timing = carried[index] { stages[index].timing = timing } }
     }
 
-    // MARK: - Run-time control
+    // MARK: - Run-time control (edits applied on the processing thread)
 
-    /// [any thread] Sets a parameter while frames flow: `"watermark.opacity"` (by filter id)
-    /// or `"0.opacity"` (by stage index) to a value in chain syntax. Validated here (a bad
-    /// value throws now); applied on the processing thread before the next frame, keeping
-    /// the filter's state. A RECONFIGURE parameter (an output size, a file) is set on a new
-    /// instance that is configured on this thread and swapped in between two frames.
-    public func setParameter(_ address: String, _ value: String) throws(ChainError) {
-        try setParameterImpl(StageAddress(address), text: value)
-    }
-
-    /// [any thread] Bypasses a stage (`"watermark"` or `"0"`) or re-enables it, from the next
-    /// frame. A bypassed stage is not called; its frames are counted in `metrics`. A stage
-    /// that changes the format (a scaler) or delays frames cannot be bypassed.
-    public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
-        let address = try StageAddress(stage, parameter: false)
-        if bypassed {
-            try control.withLock { (state: inout ChainControlState) throws(ChainError) in
-                let index = try address.resolve(in: state.types)
-                if state.latencies[index] > 0 {
-                    throw .contract("cannot bypass \(state.types[index].id): it delays video by \(state.latencies[index]) frame\(state.latencies[index] == 1 ? "" : "s")")
-                }
-            }
-        }
-        try setBypassImpl(address, bypassed)
-    }
-
-    func prepareReplacement(start: Int, first: FilterInstance, state: inout ChainControlState) throws(ChainError) -> ChainEdit {
-        let preparedInput = state.inputs[start]
-        let stages = try prepareStages(start: start, first: first, state: &state, stageCount: self.stages.count) { instance, input throws(ChainError) in
-            guard case .video(let format) = input else { preconditionFailure("a video chain records video formats") }
-            let plan = try VideoChain.plan(instance, input: format, reusing: nil)
-            let stage = Stage(instance)
-            stage.negotiation = plan.negotiation
-            stage.output = plan.buffer
-            return (stage, .video(plan.output), plan.negotiation.latency)
-        }
-        // Not negotiated yet: the new instance is configured with the first frame.
-        return ChainEdit(replace: start, with: stages.isEmpty ? [Stage(first)] : stages, preparedFor: preparedInput)
+    /// [control] One prepared replacement stage for `input` (`ChainControl.prepareReplacement`).
+    static func planStage(_ instance: FilterInstance, _ input: StreamFormat) throws(ChainError) -> (stage: AnyObject, output: StreamFormat, latency: Int) {
+        guard case .video(let format) = input else { preconditionFailure("a video chain records video formats") }
+        let plan = try VideoChain.plan(instance, input: format, reusing: nil)
+        let stage = Stage(instance)
+        stage.negotiation = plan.negotiation
+        stage.output = plan.buffer
+        return (stage, .video(plan.output), plan.negotiation.latency)
     }
 
     func stageParts(_ index: Int) -> (instance: FilterInstance, timing: TimingRecorder) {
@@ -346,6 +302,7 @@ public final class VideoChain: @unchecked Sendable, RunTimeControllable {
         var total = 0
         for index in 0..<stages.count { total += stages[index].negotiation?.latency ?? 0 }
         latency = total
+        control.publish(latency: total)
         timestamps.resize(total)
     }
 

@@ -144,7 +144,7 @@ final class MixerRoster: Sendable {
 /// [one producer thread at a time] `submit` converts a block to the mixer's rate, mono, and
 /// appends it to a one-second ring; [mix thread] the mixer takes 10 ms per block. The ring is
 /// single-producer single-consumer: two atomic positions, no lock.
-/// Unchecked `Sendable`: the ring is single-producer (the input's thread) single-consumer (the mix thread), positions atomic.
+/// Unchecked `Sendable`: the ring is single-producer (the input's thread) single-consumer (the mix thread), positions atomic; the converter chain is the producer's.
 public final class MixerInput: @unchecked Sendable {
     public let id: String
     public let format: AudioFormat

@@ -12,7 +12,7 @@ import Synchronization
 /// (what a chain returns, what async receive keeps) is retained, never copied, and must not
 /// be written after it is submitted. A frame over borrowed planes (an SDK callback's) is
 /// copied once into a buffer of this input's (`submit(copying:)`).
-/// Unchecked `Sendable`: each slot belongs to the writer, the reader or the middle, exchanged atomically; the rest is immutable.
+/// Unchecked `Sendable`: each slot belongs to the writer, the reader or the middle, exchanged atomically; `chain` and the overlays (process handles) are the compose thread's; the rest is immutable.
 public final class CompositorInput: @unchecked Sendable {
     /// The input's name in layouts (`speaker`, `custom` tiles, `--layout-json`).
     public let id: String
@@ -20,8 +20,11 @@ public final class CompositorInput: @unchecked Sendable {
     public let placeholder: Placeholder?
     /// How the picture fills its tile; nil: the compositor's.
     public let fit: TileFit?
-    /// Filters run on each new frame before it is scaled into its tile (compose thread).
-    public let chain: VideoChain?
+    /// [compose thread] Filters run on each new frame before it is scaled into its tile: a
+    /// process handle, run by the compose thread only.
+    let chain: VideoChain?
+    /// [any thread] The control handle of the input's chain (parameters, bypass, metrics).
+    public let chainControl: ChainControl?
     /// Filters run in place on the tile itself, after it is drawn (its picture or its
     /// placeholder) and before the tiles above it: a name label, an initials card. They see
     /// the tile's rectangle of the output as an I420 frame of the tile's size with the
@@ -65,6 +68,7 @@ public final class CompositorInput: @unchecked Sendable {
         self.placeholder = placeholder
         self.fit = fit
         self.chain = chain
+        chainControl = chain?.control
         self.overlay = overlay
         self.placeholderOverlay = placeholderOverlay
         self.border = border

@@ -9,18 +9,25 @@ protocol ParameterControl {
     func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError)
 }
 
+extension ChainControl: ParameterControl {}
+
 /// What the C API does alike on video and audio chains: run-time control and metrics.
-protocol EmbeddedChain: AnyObject, ParameterControl {
+protocol EmbeddedChain: AnyObject {
+    /// [control] Where a handle's *_set_parameter and *_set_bypass go: the chain's control
+    /// handle (the newest chain's, for a video chain).
+    var parameterControl: any ParameterControl { get }
     /// [process] The figures of the chain in force.
     var stageMetrics: [Metrics] { get }
 }
 
 extension AudioChain: EmbeddedChain {
-    var stageMetrics: [Metrics] { metrics }
+    var parameterControl: any ParameterControl { control }
+    var stageMetrics: [Metrics] { control.metrics }
 }
 
 extension SwappableVideoChain: EmbeddedChain {
-    var stageMetrics: [Metrics] { chain.metrics }
+    var parameterControl: any ParameterControl { control }
+    var stageMetrics: [Metrics] { chain.control.metrics }
 }
 
 /// The chain behind a handle, or the failure for NULL.
@@ -64,12 +71,12 @@ func setBypass(_ function: String, _ target: Result<any ParameterControl, RawFXC
 
 func setParameter<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,
                                     _ address: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> rawfx_result {
-    setParameter(function, chain(pointer, type, function).map { $0 }, address, value)
+    setParameter(function, chain(pointer, type, function).map { $0.parameterControl }, address, value)
 }
 
 func setBypass<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,
                                  _ stage: UnsafePointer<CChar>?, _ bypassed: Int32) -> rawfx_result {
-    setBypass(function, chain(pointer, type, function).map { $0 }, stage, bypassed)
+    setBypass(function, chain(pointer, type, function).map { $0.parameterControl }, stage, bypassed)
 }
 
 func metrics<C: EmbeddedChain>(_ type: C.Type, _ function: String, _ pointer: OpaquePointer?,

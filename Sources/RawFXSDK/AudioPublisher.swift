@@ -117,7 +117,7 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
     private let sentChunks = Atomic<UInt64>(0)
     private let lastOutcome = Locked<String?>(nil)
     /// The conversion chain, for metrics from any thread (written when it is made).
-    private let convertForMetrics = Locked<AudioChain?>(nil)
+    private let convertForMetrics = Locked<ChainControl?>(nil)
 
     /// How late a chunk may be before the pacer re-anchors instead of bursting to catch up.
     let maxLatenessMicroseconds: Int64 = 100_000
@@ -233,10 +233,10 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
         }
     }
 
-    /// `AudioChain.setParameter` on the newest chain: applied before the next push, state kept.
+    /// `ChainControl.setParameter` on the newest chain: applied before the next push, state kept.
     func setParameter(_ address: String, _ value: String) throws(ChainError) { try chain.latest.setParameter(address, value) }
 
-    /// `AudioChain.setBypass` on the newest chain.
+    /// `ChainControl.setBypass` on the newest chain.
     func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) { try chain.latest.setBypass(stage, bypassed) }
 
     /// [any thread] Runs `work` on the sender thread (the chunk queue's worker, which sends
@@ -387,7 +387,7 @@ final class AudioPublisher<Sender>: @unchecked Sendable {
                 let c = try AudioChain(specs: [FilterSpec("resample", [("rate", String(targetRate)), ("channels", "mono")])],
                                        registry: registry)
                 convert = c
-                convertForMetrics.withLock { $0 = c }
+                convertForMetrics.withLock { $0 = c.control }
             }
             convertFrom = block.format
             return try flushed + convertAndChunkBlock(block)

@@ -87,7 +87,8 @@ public final class MeetingProgram: @unchecked Sendable {
     /// Per input id: its label and its placeholder card (the `text` filter).
     private let labels = Locked<[String: (label: TextOverlay?, card: TextOverlay?)]>([:])
     /// The caption bar over the program.
-    private let captionBar: VideoChain?
+    /// The caption bar over the program: the control handle of the chain the compositor runs.
+    private let captionBar: ChainControl?
 
     /// Names on tiles, initials on placeholder cards and a caption bar, drawn by the `text`
     /// filter (the Text plugin, docs/plugins/text.md) as compositor overlays: each style is
@@ -129,8 +130,9 @@ public final class MeetingProgram: @unchecked Sendable {
         }
         let compositor = try Compositor(configuration)
         self.compositor = compositor
-        captionBar = try decorations?.captionStyle.map { try Self.textChain($0, "", registry) }
-        compositor.setOverlay(captionBar)
+        let bar = try decorations?.captionStyle.map { try Self.textChain($0, "", registry) }
+        captionBar = bar?.control
+        compositor.setOverlay(bar)
         self.clock = clock ?? { compositor.now }
         mixer = try AudioMixer(sampleRate: audioRate, registry: registry)
         director = ProgramDirector(compositor: compositor, shareLayout: shareLayout)
@@ -331,7 +333,7 @@ public final class MeetingProgram: @unchecked Sendable {
     /// A `text` filter chain styled by `style`, showing `text` (set as a parameter: never quoted).
     static func textChain(_ style: String, _ text: String, _ registry: PluginRegistry) throws -> VideoChain {
         let chain = try VideoChain(style.isEmpty ? "text" : "text=\(style)", registry: registry)
-        try chain.setParameter("text.text", text)
+        try chain.control.setParameter("text.text", text)
         return chain
     }
 }
@@ -359,7 +361,7 @@ final class TextOverlay: VideoProcessor, Sendable {
     func setText(_ text: String) {
         state.withLock { state in
             state.text = text
-            try? state.chain.setParameter("text.text", text)
+            try? state.chain.control.setParameter("text.text", text)
         }
     }
 

@@ -36,7 +36,8 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
     private let control = Locked<Control>(Control())
 
     struct Control {
-        var chain: VideoChain?
+        /// The newest chain's control handle.
+        var chain: ChainControl?
         var text = ""
         var lastError: ChainError?
         var lastFormat: VideoFormat?
@@ -53,7 +54,7 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
         let built = try Self.checkedChain(chain, registry: registry, formats: frameFormat.map { [$0] } ?? Self.probeFormats)
         live = SwappableVideoChain(built)
         control.withLock {
-            $0.chain = built
+            $0.chain = built.control
             $0.text = chain
             // What setChain checks a new chain against until the first frame says otherwise.
             $0.lastFormat = frameFormat
@@ -67,7 +68,7 @@ public final class PreProcessorHook: SDKVideoSourcePreProcessor, @unchecked Send
         let formats = frameFormat.map { [$0] } ?? control.withLock { $0.lastFormat }.map { [$0] } ?? Self.probeFormats
         let chain = try Self.checkedChain(text, registry: registry, formats: formats)
         control.withLock {
-            $0.chain = chain
+            $0.chain = chain.control
             $0.text = text
         }
         try live.replace(with: chain)

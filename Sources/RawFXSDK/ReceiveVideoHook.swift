@@ -272,7 +272,7 @@ public final class ReceiveVideoHook: Sendable {
             let streams = Array(s.streams.values)
             // The first application validates; with no stream, a chain that is never run does.
             if streams.isEmpty {
-                try Self.apply(edit, to: VideoChain(specs: s.specs, registry: registry))
+                try Self.apply(edit, to: VideoChain(specs: s.specs, registry: registry).control)
             }
             for stream in streams { try stream.apply(edit) }
             s.edits.append(edit)
@@ -280,16 +280,16 @@ public final class ReceiveVideoHook: Sendable {
         }
     }
 
-    static func apply(_ edit: Edit, to chain: VideoChain) throws(ChainError) {
+    static func apply(_ edit: Edit, to control: ChainControl) throws(ChainError) {
         switch edit {
-        case .parameter(let address, let value): try chain.setParameter(address, value)
-        case .bypass(let stage, let on): try chain.setBypass(stage, on)
+        case .parameter(let address, let value): try control.setParameter(address, value)
+        case .bypass(let stage, let on): try control.setBypass(stage, on)
         }
     }
 
     private func makeChain(specs: [FilterSpec], edits: [Edit], negotiatingFor format: VideoFormat?) throws(ChainError) -> VideoChain {
         let chain = try VideoChain(specs: specs, registry: registry)
-        for edit in edits { try Self.apply(edit, to: chain) }
+        for edit in edits { try Self.apply(edit, to: chain.control) }
         if let format { try chain.negotiate(format) }
         return chain
     }
@@ -360,7 +360,7 @@ final class ReceiveStream: SDKRawDataPipeDelegate, ReceivedFrameInput, @unchecke
     /// [processing] The chain in force; `install` hands a new one over between two frames.
     private var swappable: SwappableVideoChain?
     /// [control] The chain most recently installed: run-time changes and metrics go there.
-    private let latest: Locked<VideoChain?>
+    private let latest: Locked<ChainControl?>
     /// [processing] The format the chain is negotiated for.
     private var current: VideoFormat?
     /// [control reads] The last format seen, for negotiating a new chain off the frame path.
@@ -384,7 +384,7 @@ final class ReceiveStream: SDKRawDataPipeDelegate, ReceivedFrameInput, @unchecke
         self.sink = sink
         stats = HookStats(name: "\(hookName) \(id)")
         swappable = SwappableVideoChain(chain)
-        latest = Locked(chain)
+        latest = Locked(chain.control)
         current = expected
         known = Locked(expected)
         if let pool {
@@ -413,13 +413,13 @@ final class ReceiveStream: SDKRawDataPipeDelegate, ReceivedFrameInput, @unchecke
     // MARK: Run-time control [control]
 
     func install(_ chain: VideoChain) {
-        latest.withLock { $0 = chain }
+        latest.withLock { $0 = chain.control }
         try? swappable?.replace(with: chain)  // negotiated by the caller: nothing here throws
     }
 
     func apply(_ edit: ReceiveVideoHook.Edit) throws(ChainError) {
-        guard let chain = latest.withLock({ $0 }) else { return }
-        try ReceiveVideoHook.apply(edit, to: chain)
+        guard let control = latest.withLock({ $0 }) else { return }
+        try ReceiveVideoHook.apply(edit, to: control)
     }
 
     // MARK: SDK callbacks [the SDK's thread for this pipe]

@@ -153,7 +153,7 @@ final class VideoPublishPipeline: @unchecked Sendable {
                 return m
             }
         }
-        return chain.latest.metrics + renamed(tail?.fit?.metrics, " (fit)") + renamed(tail?.rangeChain?.metrics, " (range)")
+        return chain.latest.metrics + renamed(tail?.fit?.control.metrics, " (fit)") + renamed(tail?.rangeChain?.control.metrics, " (range)")
     }
 
     static func makeFit(width: Int, height: Int, registry: PluginRegistry) throws(ChainError) -> VideoChain {

@@ -177,7 +177,7 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
     }
 
     /// [any thread] Bypasses a stage (`"denoise"` or `"0"`) of every stream's chain, or
-    /// re-enables it; see `AudioChain.setBypass`.
+    /// re-enables it; see `ChainControl.setBypass`.
     public func setBypass(_ stage: String, _ bypassed: Bool) throws(ChainError) {
         try edit(.bypass(stage: stage, on: bypassed))
     }
@@ -186,8 +186,8 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
         try config.withLock { (c: inout SpeakerConfig) throws(ChainError) in
             let live = streams.withLock { Array($0.values) }
             // Validate on a chain of the same text, so a bad change throws before any stream has it.
-            let first: AudioChain
-            if let stream = live.first { first = stream.slot.latest } else { first = try AudioChain(specs: c.specs, registry: registry) }
+            let first: ChainControl
+            if let stream = live.first { first = stream.slot.latest } else { first = try AudioChain(specs: c.specs, registry: registry).control }
             try change.apply(to: first)
             for stream in live.dropFirst() { try change.apply(to: stream.slot.latest) }
             c.record(change)
@@ -327,7 +327,7 @@ public final class VirtualSpeakerHook: SDKVirtualAudioSpeaker, SDKUserEvents, @u
                 if let s = streams.withLock({ $0[id] }) { return s }
                 let chain = try AudioChain(specs: c.specs, registry: registry)
                 try chain.negotiate(format)
-                for change in c.edits { try change.apply(to: chain) }
+                for change in c.edits { try change.apply(to: chain.control) }
                 let created = SpeakerStream(id: id, chain: chain)
                 created.knownFormat = format
                 streams.withLock { $0[id] = created }
@@ -458,10 +458,10 @@ enum SpeakerEdit: Equatable {
         }
     }
 
-    func apply(to chain: AudioChain) throws(ChainError) {
+    func apply(to control: ChainControl) throws(ChainError) {
         switch self {
-        case .parameter(let address, let value): try chain.setParameter(address, value)
-        case .bypass(let stage, let on): try chain.setBypass(stage, on)
+        case .parameter(let address, let value): try control.setParameter(address, value)
+        case .bypass(let stage, let on): try control.setBypass(stage, on)
         }
     }
 }

@@ -164,7 +164,7 @@ struct ComposeCommand: ParsableCommand {
     static func textChain(style: String, text: String, registry: PluginRegistry, option: String) throws -> VideoChain {
         do {
             let chain = try VideoChain(style.isEmpty ? "text" : "text=\(style)", registry: registry)
-            try chain.setParameter("text.text", text)
+            try chain.control.setParameter("text.text", text)
             return chain
         } catch {
             throw CLIError("\(option): \(error)")
@@ -483,7 +483,7 @@ struct ComposeCommand: ParsableCommand {
                     let cue = SubRip.cue(in: cues, at: time)
                     if cue != shownCue {
                         shownCue = cue
-                        try captionChain.setParameter("text.text", cue.map { cues[$0].text } ?? "")
+                        try captionChain.control.setParameter("text.text", cue.map { cues[$0].text } ?? "")
                     }
                 }
                 let frame = compositor.compose(frameIndex: index)
@@ -515,8 +515,9 @@ struct ComposeCommand: ParsableCommand {
     }
 }
 
-/// Two overlays over the program, one after the other (`--overlay`, then the captions).
-final class ChainPair: VideoProcessor, Sendable {
+/// Two overlays over the program, one after the other (`--overlay`, then the captions). A
+/// process handle, like the chains in it: run by the compose thread only.
+final class ChainPair: VideoProcessor {
     let first: VideoChain
     let second: VideoChain
 

@@ -119,7 +119,7 @@ struct DemoCommand: ParsableCommand {
         print("audio chain: \(audioText.isEmpty ? "(none)" : audioText)")
         print("")
         print("filter".padding(toLength: 16, withPad: " ", startingAt: 0) + "calls".leftAligned(8) + "p50 ms".leftAligned(10) + "p99 ms".leftAligned(10))
-        for m in video.metrics + audio.metrics {
+        for m in video.control.metrics + audio.control.metrics {
             print(m.name.padding(toLength: 16, withPad: " ", startingAt: 0) + "\(m.frames)".leftAligned(8)
                   + milliseconds(m.p50Nanoseconds).leftAligned(10) + milliseconds(m.p99Nanoseconds).leftAligned(10))
         }

@@ -272,9 +272,10 @@ struct RunCommand: ParsableCommand {
     private func runVideo(_ source: MediaInput, registry: PluginRegistry) throws {
         let chain: VideoChain
         do { chain = try VideoChain(specs: chainSpecs(videoChain), registry: registry) } catch { throw explain(error, registry: registry) }
-        defer { warnAboutFaults(chain.metrics) }
+        let control = chain.control
+        defer { warnAboutFaults(control.metrics) }
         let collected = makeCollector()
-        collected?.reporter.addChain(named: "video") { chain.metrics }
+        collected?.reporter.addChain(named: "video") { control.metrics }
         defer { printMetrics(collected) }
         let reader = try Y4MReader(source)
         let inFormat = reader.header.format
@@ -365,9 +366,10 @@ struct RunCommand: ParsableCommand {
             throw CLIError("--isolate=chain runs a video chain in one helper; audio filters are isolated one per helper: use --isolate")
         }
         do { chain = try AudioChain(specs: chainSpecs(audioChain, audio: true), registry: registry) } catch { throw explain(error, registry: registry) }
-        defer { warnAboutFaults(chain.metrics) }
+        let control = chain.control
+        defer { warnAboutFaults(control.metrics) }
         let collected = makeCollector()
-        collected?.reporter.addChain(named: "audio") { chain.metrics }
+        collected?.reporter.addChain(named: "audio") { control.metrics }
         defer { printMetrics(collected) }
         let reader = try WAVReader(source)
         let inFormat = reader.format

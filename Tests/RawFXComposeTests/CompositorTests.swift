@@ -203,7 +203,7 @@ final class CompositorTests: XCTestCase {
         rotated.copy(to: copy.frame)
         let expected = try scaledAlone(copy, width: 320, height: 320, mode: "fit")
         for p in 0..<3 { XCTAssertEqual(samples(output, plane: p), samples(expected, plane: p), "plane \(p)") }
-        XCTAssertEqual(chain.metrics.first?.frames, 1, "one input frame, one run of its chain")
+        XCTAssertEqual(chain.control.metrics.first?.frames, 1, "one input frame, one run of its chain")
     }
 
     func testTheBackgroundShowsOnlyOutsideTheTilesAndNothingElseChanges() throws {

@@ -159,11 +159,11 @@ final class FuzzRegressionTests: XCTestCase {
 
     /// The watermark's refusal for `path`, run on a thread: nil if it took more than 10 s.
     private func watermarkRefusal(_ path: String) throws -> String? {
-        let chain = try VideoChain("watermark=image='\(path)'", registry: watermarkRegistry)
+        let owned = ProcessingThreadOwned(try VideoChain("watermark=image='\(path)'", registry: watermarkRegistry))
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var message = "no error"
         let thread = Thread {
-            do { try chain.negotiate(VideoFormat(width: 64, height: 48)) } catch { message = "\(error)" }
+            do { try owned.value.negotiate(VideoFormat(width: 64, height: 48)) } catch { message = "\(error)" }
             done.signal()
         }
         thread.start()

@@ -74,7 +74,7 @@ final class RunTimeControlTests: XCTestCase {
         let chain = try AudioChain("denoise=level=-30", registry: builtPlugins)
         let changeAt = 150
         let output = try run(chain, input, rate: 48000) { b in
-            if b == changeAt { try self.onAnotherThread { try chain.setParameter("denoise.level", "-10") } }
+            if b == changeAt { try self.onAnotherThread { [control = chain.control] in try control.setParameter("denoise.level", "-10") } }
         }
         let reference = speexReference(input, rate: 48000, level: -30, newLevel: -10, changeAt: changeAt)
         XCTAssertEqual(output.count, reference.count)
@@ -94,8 +94,8 @@ final class RunTimeControlTests: XCTestCase {
         let input = noisySpeech(seconds: 1)
         let chain = try AudioChain("denoise", registry: builtPlugins)
         let output = try run(chain, input, rate: 48000) { b in
-            if b == 30 { try chain.setBypass("denoise", true) }
-            if b == 60 { try chain.setBypass("0", false) }
+            if b == 30 { try chain.control.setBypass("denoise", true) }
+            if b == 60 { try chain.control.setBypass("0", false) }
         }
         let reference = speexReference(input, rate: 48000, level: -30, newLevel: -30, changeAt: nil)
         let block = 480
@@ -110,8 +110,8 @@ final class RunTimeControlTests: XCTestCase {
                 XCTAssertEqual(got, Array(reference[(b * block)..<((b + 1) * block)]), "block \(b)")
             }
         }
-        XCTAssertEqual(chain.metrics[0].bypassed, 30)
-        XCTAssertEqual(chain.metrics[0].frames, 70)
+        XCTAssertEqual(chain.control.metrics[0].bypassed, 30)
+        XCTAssertEqual(chain.control.metrics[0].frames, 70)
     }
 
     func testAudioTimestampsStayWithTheContent() throws {
@@ -148,19 +148,19 @@ final class RunTimeControlTests: XCTestCase {
 
     func testParameterErrorsNameWhatIsWrong() throws {
         let chain = try VideoChain("hostprobe,hostprobe", registry: registry)
-        XCTAssertThrowsChainError(try chain.setParameter("hostprobe.mark", "1")) {
+        XCTAssertThrowsChainError(try chain.control.setParameter("hostprobe.mark", "1")) {
             XCTAssertTrue($0.description.contains("appears 2 times"), $0.description)
         }
-        XCTAssertThrowsChainError(try chain.setParameter("1.mark", "300")) {
+        XCTAssertThrowsChainError(try chain.control.setParameter("1.mark", "300")) {
             XCTAssertEqual($0.description, "hostprobe: invalid value '300' for mark: expected an integer from 0 to 255")
         }
-        XCTAssertThrowsChainError(try chain.setParameter("2.mark", "1")) {
+        XCTAssertThrowsChainError(try chain.control.setParameter("2.mark", "1")) {
             XCTAssertTrue($0.description.contains("stage 2 does not exist"), $0.description)
         }
-        XCTAssertThrowsChainError(try chain.setParameter("0.nope", "1")) {
+        XCTAssertThrowsChainError(try chain.control.setParameter("0.nope", "1")) {
             XCTAssertTrue($0.description.contains("unknown parameter 'nope'"), $0.description)
         }
-        XCTAssertThrowsChainError(try chain.setParameter("mark", "1")) {
+        XCTAssertThrowsChainError(try chain.control.setParameter("mark", "1")) {
             XCTAssertTrue($0.description.contains("FILTER.PARAMETER"), $0.description)
         }
     }
@@ -182,10 +182,10 @@ final class RunTimeControlTests: XCTestCase {
         var allocations: UInt64 = 0
         for i in 0..<100 {
             // Control side (allocates, not counted here: only the process calls are measured).
-            try audio.setParameter("denoise.level", String(-10 - i % 40))
-            try audio.setParameter("gain.db", String(i % 6))
-            try audio.setBypass("gain", i % 2 == 0)
-            try video.setParameter("hostprobe.mark", String(i))
+            try audio.control.setParameter("denoise.level", String(-10 - i % 40))
+            try audio.control.setParameter("gain.db", String(i % 6))
+            try audio.control.setBypass("gain", i % 2 == 0)
+            try video.control.setParameter("hostprobe.mark", String(i))
             let before = rawfx_thread_allocation_count()
             _ = try video.process(buffer.frame)
             try audio.process(block) { _ in }
@@ -218,7 +218,7 @@ final class RunTimeControlTests: XCTestCase {
         let buffer = patternBuffer(width: 16, height: 8)
         XCTAssertEqual(try chain.process(buffer.frame).plane(0)[0], 5)
         let first = ObjectIdentifier(chain.filters[0])
-        try onAnotherThread { try chain.setParameter("hostprobe.mark", "77") }
+        try onAnotherThread { [control = chain.control] in try control.setParameter("hostprobe.mark", "77") }
         XCTAssertEqual(try chain.process(buffer.frame).plane(0)[0], 77)
         XCTAssertEqual(ObjectIdentifier(chain.filters[0]), first, "no rebuild for a real-time parameter")
     }
@@ -227,12 +227,12 @@ final class RunTimeControlTests: XCTestCase {
         let chain = try VideoChain("hostprobe=mark=9", registry: registry)
         let buffer = patternBuffer(width: 16, height: 8)
         _ = try chain.process(buffer.frame)
-        try chain.setParameter("hostprobe.mark", "42")
-        try onAnotherThread { try chain.setParameter("hostprobe.generation", "3") }
+        try chain.control.setParameter("hostprobe.mark", "42")
+        try onAnotherThread { [control = chain.control] in try control.setParameter("hostprobe.generation", "3") }
         let out = try chain.process(buffer.frame)
         XCTAssertEqual(out.plane(0)[1], 3, "the new instance has the new value")
         XCTAssertEqual(out.plane(0)[0], 42, "and every value set before, run-time ones included")
-        XCTAssertEqual(chain.metrics[0].frames, 2, "metrics survive the swap")
+        XCTAssertEqual(chain.control.metrics[0].frames, 2, "metrics survive the swap")
     }
 
     /// Metrics read on another thread while RECONFIGURE parameters swap instances on the
@@ -246,21 +246,65 @@ final class RunTimeControlTests: XCTestCase {
         // takes XCTest's locks, which would order the two threads).
         let stop = Locked(false), done = DispatchSemaphore(value: 0)
         let names = Locked<[String]>([])
-        let reader = Thread {
+        let reader = Thread { [control = chain.control] in
             var seen: [String] = []
-            while !stop.withLock({ $0 }) { seen.append(chain.metrics.first?.name ?? "") }
+            while !stop.withLock({ $0 }) { seen.append(control.metrics.first?.name ?? "") }
             names.withLock { $0 = seen }
             done.signal()
         }
         reader.start()
         for generation in 0..<200 {
-            try chain.setParameter("hostprobe.generation", "\(generation % 100)")
+            try chain.control.setParameter("hostprobe.generation", "\(generation % 100)")
             _ = try chain.process(buffer.frame)
         }
         stop.withLock { $0 = true }
         done.wait()
         XCTAssert(names.withLock { $0.allSatisfy { $0 == "hostprobe" } })
-        XCTAssertEqual(chain.metrics[0].frames, 201, "every frame counted across 200 swaps")
+        XCTAssertEqual(chain.control.metrics[0].frames, 201, "every frame counted across 200 swaps")
+    }
+
+    /// The split of issue #24: one thread owns the chain (the process handle, not `Sendable`:
+    /// the compiler refuses to capture it in these threads' closures) and processes, while
+    /// several threads use only its `control` at once: real-time parameters, RECONFIGURE
+    /// parameters (instances prepared on those threads and swapped in between frames),
+    /// bypasses and metrics. Each setting has one writer, so once the writers are joined the
+    /// next frame shows each one's last value; every frame is counted once.
+    func testControlHandleFromManyThreadsWhileOneThreadProcesses() throws {
+        let chain = try VideoChain("hostprobe=mark=9", registry: registry)
+        let control = chain.control
+        let buffer = patternBuffer(width: 16, height: 8)
+        _ = try chain.process(buffer.frame)
+        let finished = Locked(0), failures = Locked<[String]>([])
+        let rounds = 150
+        func controlThread(_ name: String, _ body: @escaping @Sendable (Int) throws -> Void) -> Thread {
+            Thread {
+                for round in 0..<rounds {
+                    do { try body(round) } catch { failures.withLock { $0.append("\(name): \(error)") } }
+                }
+                finished.withLock { $0 += 1 }
+            }
+        }
+        let threads = [
+            controlThread("mark") { try control.setParameter("hostprobe.mark", "\(10 + $0 % 100)") },
+            controlThread("generation") { try control.setParameter("0.generation", "\($0 % 50)") },
+            controlThread("bypass") { try control.setBypass("hostprobe", $0 % 2 == 0) },
+            controlThread("metrics") { _ in
+                guard control.metrics.first?.name == "hostprobe" else { throw ChainError.contract("metrics named another filter") }
+            },
+        ]
+        for thread in threads { thread.start() }
+        var processed = 1
+        while finished.withLock({ $0 }) < threads.count {
+            _ = try chain.process(buffer.frame)
+            processed += 1
+        }
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        let out = try chain.process(buffer.frame)
+        processed += 1
+        XCTAssertEqual(out.plane(0)[0], UInt8(10 + (rounds - 1) % 100), "the mark thread's last value")
+        XCTAssertEqual(out.plane(0)[1], UInt8((rounds - 1) % 50), "the generation thread's last value, on a swapped-in instance")
+        let metrics = control.metrics[0]
+        XCTAssertEqual(metrics.frames + metrics.bypassed, UInt64(processed), "every frame counted once, run or bypassed")
     }
 
     /// `metrics` is one snapshot of the chain: every stage's counts from between the same two
@@ -276,9 +320,10 @@ final class RunTimeControlTests: XCTestCase {
         let total: UInt64 = 2_000
         let stop = Locked(false), done = DispatchSemaphore(value: 0)
         let seen = Locked<[[UInt64]]>([])
+        let control = chain.control
         let reader = Thread {
             var snapshots: [[UInt64]] = []
-            while !stop.withLock({ $0 }) { snapshots.append(chain.metrics.map(\.frames)) }
+            while !stop.withLock({ $0 }) { snapshots.append(control.metrics.map(\.frames)) }
             seen.withLock { $0 = snapshots }
             done.signal()
         }
@@ -295,7 +340,7 @@ final class RunTimeControlTests: XCTestCase {
         let midStream = snapshots.filter { $0[0] > 0 && $0[0] < total }.count
         XCTAssertGreaterThan(midStream, 0, "no snapshot was taken while frames flowed: the check above saw nothing")
         XCTAssertEqual(zip(snapshots, snapshots.dropFirst()).filter { $0.0[0] > $0.1[0] }.count, 0, "counts only grow")
-        XCTAssertEqual(chain.metrics.map(\.frames), Array(repeating: total, count: 4))
+        XCTAssertEqual(control.metrics.map(\.frames), Array(repeating: total, count: 4))
     }
 
     func testScaleSizeChangedMidStreamRebuildsDownstreamAndMatchesAFreshChain() throws {
@@ -303,7 +348,7 @@ final class RunTimeControlTests: XCTestCase {
         let chain = try VideoChain("scale=width=64:height=36,rotate=angle=90", registry: builtPlugins)
         let buffer = patternBuffer(width: 128, height: 72)
         XCTAssertEqual(try chain.process(buffer.frame).format, VideoFormat(width: 36, height: 64))
-        try onAnotherThread { try chain.setParameter("scale.width", "96") }
+        try onAnotherThread { [control = chain.control] in try control.setParameter("scale.width", "96") }
         let out = try chain.process(buffer.frame)
         let fresh = try VideoChain("scale=width=96:height=36,rotate=angle=90", registry: builtPlugins)
         let expected = try fresh.process(buffer.frame)
@@ -317,33 +362,33 @@ final class RunTimeControlTests: XCTestCase {
         let buffer = patternBuffer(width: 16, height: 8)
         let before = planeBytes(buffer.frame, 0)
         _ = try chain.process(buffer.frame)
-        try chain.setBypass("hostprobe", true)
+        try chain.control.setBypass("hostprobe", true)
         let input = patternBuffer(width: 16, height: 8)
         _ = try chain.process(input.frame)
         XCTAssertEqual(planeBytes(input.frame, 0), before, "a bypassed in-place filter leaves the frame alone")
-        XCTAssertEqual(chain.metrics[0].bypassed, 1)
-        XCTAssertThrowsChainError(try chain.setBypass("vdelay", true)) {
+        XCTAssertEqual(chain.control.metrics[0].bypassed, 1)
+        XCTAssertThrowsChainError(try chain.control.setBypass("vdelay", true)) {
             XCTAssertEqual($0.description, "cannot bypass vdelay: it delays video by 1 frame")
         }
         guard (try? builtPlugins.filterType("scale")) != nil else { return }
         let scaler = try VideoChain("scale=width=32:height=18", registry: builtPlugins)
         try scaler.negotiate(VideoFormat(width: 64, height: 36))
-        XCTAssertThrowsChainError(try scaler.setBypass("scale", true)) {
+        XCTAssertThrowsChainError(try scaler.control.setBypass("scale", true)) {
             XCTAssertTrue($0.description.hasPrefix("cannot bypass scale: it turns 64x36"), $0.description)
         }
         // Bypassed before the formats were known: refused with the same words when they are,
         // and no frame passes at the input's size (it used to, the output keeping 64x36).
         let early = try VideoChain("scale=width=32:height=18", registry: builtPlugins)
-        try early.setBypass("scale", true)
+        try early.control.setBypass("scale", true)
         let frame = patternBuffer(width: 64, height: 36)
         XCTAssertThrowsChainError(try early.process(frame.frame)) {
             XCTAssertTrue($0.description.hasPrefix("cannot bypass scale: it turns 64x36"), $0.description)
         }
-        try early.setBypass("scale", false)
+        try early.control.setBypass("scale", false)
         XCTAssertEqual(try early.process(frame.frame).width, 32, "re-enabled: the chain negotiates and scales")
         // Audio alike: a resampler bypassed early.
         let resampler = try AudioChain("resample=rate=16000", registry: builtPlugins)
-        try resampler.setBypass("resample", true)
+        try resampler.control.setBypass("resample", true)
         XCTAssertThrowsChainError(try resampler.negotiate(AudioFormat(sampleRate: 48000, channels: 1))) {
             XCTAssertTrue($0.description.hasPrefix("cannot bypass resample: it turns"), $0.description)
         }

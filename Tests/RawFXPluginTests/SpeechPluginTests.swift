@@ -327,7 +327,7 @@ final class SpeechPluginTests: XCTestCase, RawfxCommandTesting {
         var copy = input
         try copy.withUnsafeMutableBufferPointer { buffer in
             for b in 0..<blocks {
-                if b == change { try chain.setParameter("dfn.atten_lim", "6") }
+                if b == change { try chain.control.setParameter("dfn.atten_lim", "6") }
                 try chain.process(AudioBlock(samples: buffer.baseAddress! + b * 480, frameCount: 480, format: format)) {
                     output.append(contentsOf: $0.buffer)
                 }

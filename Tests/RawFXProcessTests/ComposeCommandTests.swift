@@ -177,7 +177,7 @@ final class ComposeCommandTests: XCTestCase, RawfxCommandTesting {
         }
         func drawn(_ picture: VideoFrame, _ style: String, _ text: String) throws {
             let chain = try VideoChain("text=\(style)", registry: builtPlugins)
-            try chain.setParameter("text.text", text)
+            try chain.control.setParameter("text.text", text)
             _ = try chain.process(picture)
         }
         let tiles = try JSONSerialization.jsonObject(with: Data(String(contentsOf: dir.appendingPathComponent("l.jsonl"), encoding: .utf8)

@@ -148,7 +148,7 @@ final class LoaderTests: XCTestCase {
             let before = buffer.frame.plane(0)[0]
             _ = try chain.process(buffer.frame)
             let first = ObjectIdentifier(chain.filters[0])
-            try chain.setParameter("stamp.value", "3")
+            try chain.control.setParameter("stamp.value", "3")
             let again = patternBuffer(width: 16, height: 8)
             let out = try chain.process(again.frame)
             XCTAssertEqual(out.plane(0)[0], before &+ 3, name)

@@ -67,25 +67,25 @@ final class IsolationGroupTests: XCTestCase {
 
         // A parameter of the third stage, in the helper.
         let before = try compare(4, "before the change")
-        try chain.setParameter("faulty_video.delta", "40")
-        try reference.setParameter("faulty_video.delta", "40")
+        try chain.control.setParameter("faulty_video.delta", "40")
+        try reference.control.setParameter("faulty_video.delta", "40")
         XCTAssertNotEqual(try compare(4, "after setParameter"), before, "the change reached the stage")
         // A RECONFIGURE parameter of the second: the group negotiates again in its helper.
-        try chain.setParameter("scale.width", "80")
-        try reference.setParameter("scale.width", "80")
+        try chain.control.setParameter("scale.width", "80")
+        try reference.control.setParameter("scale.width", "80")
         XCTAssertEqual(chain.filters[0].isolation?.pid, pids[0], "the same helper")
         _ = try compare(5, "after a new width")
         XCTAssertEqual(chain.outputFormat?.width, 80)
         // A bypass of the third, in the helper.
-        try chain.setBypass("faulty_video", true)
-        try reference.setBypass("faulty_video", true)
+        try chain.control.setBypass("faulty_video", true)
+        try reference.control.setBypass("faulty_video", true)
         _ = try compare(6, "bypassed")
-        try chain.setBypass("faulty_video", false)
-        try reference.setBypass("faulty_video", false)
+        try chain.control.setBypass("faulty_video", false)
+        try reference.control.setBypass("faulty_video", false)
         _ = try compare(7, "bypass off")
-        XCTAssertThrowsChainError(try chain.setBypass("scale", true)) { XCTAssertTrue("\($0)".contains("cannot bypass scale"), "\($0)") }
+        XCTAssertThrowsChainError(try chain.control.setBypass("scale", true)) { XCTAssertTrue("\($0)".contains("cannot bypass scale"), "\($0)") }
 
-        let metrics = chain.metrics
+        let metrics = chain.control.metrics
         XCTAssertEqual(metrics.map(\.frames), [frames, frames, frames - 1].map(UInt64.init))
         XCTAssertEqual(metrics[2].bypassed, 1)
         XCTAssertEqual(metrics.map { $0.isolation?.faults }, [0, 0, 0])
@@ -158,8 +158,8 @@ final class IsolationGroupTests: XCTestCase {
             }
         }
         for seed in 1...2 { try run(seed) }
-        try chain.setParameter("faulty_video.delta", "23")
-        try reference.setParameter("faulty_video.delta", "23")
+        try chain.control.setParameter("faulty_video.delta", "23")
+        try reference.control.setParameter("faulty_video.delta", "23")
         for seed in 3...5 { try run(seed) }
         XCTAssertEqual(outcomes, [.processed, .processed, .processed, .processed, .passedThrough])
         for seed in 6...7 { try run(seed) }
@@ -167,7 +167,7 @@ final class IsolationGroupTests: XCTestCase {
         try run(8)
         XCTAssertEqual(outcomes.last, .processed, "the restarted helper runs the group, with delta=23 replayed")
         XCTAssertEqual(outcomes.count, 8, "every frame came out")
-        let metrics = chain.metrics
+        let metrics = chain.control.metrics
         XCTAssertEqual(metrics.map { $0.isolation?.faults }, [1, 1, 1], "the group's count, seen from every stage")
         XCTAssertEqual(metrics.map { $0.isolation?.stageFaults }, [0, 1, 0], "the stage it happened in")
         XCTAssertGreaterThanOrEqual(metrics[0].isolation?.restarts ?? 0, 1)

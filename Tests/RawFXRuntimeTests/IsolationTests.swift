@@ -66,8 +66,8 @@ final class IsolationTests: XCTestCase {
         for seed in 1...2 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
         // A run-time change before the fault: the restarted helper must get it again.
         let stage = chain.filters[0].type.id
-        try chain.setParameter("\(stage).delta", "23")
-        try reference.setParameter("\(stage).delta", "23")
+        try chain.control.setParameter("\(stage).delta", "23")
+        try reference.control.setParameter("\(stage).delta", "23")
         for seed in 3...5 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
         XCTAssertEqual(outcomes, [.processed, .processed, .processed, .processed, .passedThrough])
         XCTAssertEqual(chain.filters[0].isolation?.faults, 1)
@@ -77,7 +77,7 @@ final class IsolationTests: XCTestCase {
         let processedBefore = outcomes.filter { $0 == .processed }.count
         outcomes.append(try runFrame(chain, reference: reference, seed: 8))
         XCTAssertEqual(outcomes.last, .processed, "the restarted helper runs the filter again")
-        let metrics = chain.metrics[0]
+        let metrics = chain.control.metrics[0]
         XCTAssertGreaterThanOrEqual(metrics.isolation?.restarts ?? 0, 1)
         XCTAssertEqual(metrics.isolation?.passthrough, UInt64(outcomes.filter { $0 == .passedThrough }.count))
         XCTAssertGreaterThan(outcomes.filter { $0 == .processed }.count, processedBefore)
@@ -165,7 +165,7 @@ final class IsolationTests: XCTestCase {
         waitUntilUp(chain.filters[0])
         for seed in 2...4 { outcomes.append(try runFrame(chain, reference: reference, seed: seed)) }
         XCTAssertEqual(Array(outcomes.dropFirst()), [.processed, .processed, .processed], "configured again after the restart")
-        XCTAssertEqual(chain.metrics[0].isolation?.restarts, 1)
+        XCTAssertEqual(chain.control.metrics[0].isolation?.restarts, 1)
     }
 
     func testZeroAllocationsPerFrameOnTheHostSide() throws {
@@ -221,8 +221,8 @@ final class IsolationTests: XCTestCase {
         waitUntilUp(chain.filters[0])
         try block(6)
         XCTAssertEqual(outcomes.last, .processed)
-        XCTAssertEqual(chain.metrics[0].isolation?.faults, 1)
-        XCTAssertEqual(chain.metrics[0].isolation?.restarts, 1)
+        XCTAssertEqual(chain.control.metrics[0].isolation?.faults, 1)
+        XCTAssertEqual(chain.control.metrics[0].isolation?.restarts, 1)
     }
 
     func testAudioSegfaultPassesTheBlockThrough() throws { try checkAudioFault("segv", deadline: "10000ms") }
@@ -285,10 +285,10 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(outputs[1], [Int16](repeating: 0, count: 480), "the first call: silence")
         for n in 2...8 { XCTAssertEqual(outputs[n], expected[n - 1], "call \(n): block \(n - 1) as the in-process filter makes it") }
         XCTAssertEqual(chain.latency, 480, "one 10 ms block of latency (the filter asked for any block size)")
-        XCTAssertEqual(chain.metrics[0].isolation?.passthrough, 0)
-        XCTAssertEqual(chain.metrics[0].isolation?.faults, 0)
+        XCTAssertEqual(chain.control.metrics[0].isolation?.passthrough, 0)
+        XCTAssertEqual(chain.control.metrics[0].isolation?.faults, 0)
         // A parameter between blocks reaches the helper after the block in flight.
-        try chain.setParameter("faulty_audio.delta", "9")
+        try chain.control.setParameter("faulty_audio.delta", "9")
         let later = try pipelinedOutputs(chain, blocks: 9...10, inputs: &inputs)
         XCTAssertEqual(later[9], expected[8], "block 8, posted before the change")
         XCTAssertEqual(later[10], try referenceOutputs("faulty_audio=delta=9", registry: registry, [9: inputs[9]!])[9])
@@ -310,9 +310,9 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(outputs[6], inputs[5], "call 6: block 5, whose helper \(fault)ed, passed through")
         XCTAssertEqual(outputs[7], inputs[6], "call 7: block 6, never posted (the helper was down), passed through")
         XCTAssertEqual(outputs[8], expected[7], "call 8: block 7, processed by the restarted helper")
-        XCTAssertEqual(chain.metrics[0].isolation?.faults, 1)
-        XCTAssertEqual(chain.metrics[0].isolation?.restarts, 1)
-        XCTAssertEqual(chain.metrics[0].isolation?.passthrough, 2)
+        XCTAssertEqual(chain.control.metrics[0].isolation?.faults, 1)
+        XCTAssertEqual(chain.control.metrics[0].isolation?.restarts, 1)
+        XCTAssertEqual(chain.control.metrics[0].isolation?.passthrough, 2)
     }
 
     func testPipelinedAudioSegfaultPassesTheBlockThrough() throws { try checkPipelinedAudioFault("segv", deadline: "10000ms") }
@@ -349,8 +349,8 @@ final class IsolationTests: XCTestCase {
             }
         }
         XCTAssertEqual(chain.latency, 100)
-        XCTAssertEqual(chain.metrics[0].isolation?.passthrough, 1)
-        XCTAssertEqual(chain.metrics[0].isolation?.faults, 1)
+        XCTAssertEqual(chain.control.metrics[0].isolation?.passthrough, 1)
+        XCTAssertEqual(chain.control.metrics[0].isolation?.faults, 1)
     }
 
     /// Like every chain output, an isolated stage's view keeps what its planes lie in alive

@@ -42,7 +42,7 @@ final class HookSpeakerControlTests: XCTestCase {
             hook.drain()
             for id in order {
                 let got = recorder.samples(of: id)
-                let expected = try reference(signals[id]!, registry: registry, blocks: blocks, change: change) { try $0.setParameter("denoise.level", "-5") }
+                let expected = try reference(signals[id]!, registry: registry, blocks: blocks, change: change) { try $0.control.setParameter("denoise.level", "-5") }
                 XCTAssertEqual(got.count, expected.count, "\(mode) \(id)")
                 XCTAssertTrue(got == expected, "\(mode) \(id): not bit-exact with one chain whose level changed at block \(change)")
                 let rebuilt = try reference(signals[id]!, registry: registry, blocks: blocks, change: change, rebuildWith: "denoise=level=-5")

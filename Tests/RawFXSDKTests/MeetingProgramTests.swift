@@ -334,7 +334,7 @@ extension MeetingProgramTests {
         }
         func textAlone(_ picture: VideoBuffer, _ style: String, _ text: String) throws -> VideoBuffer {
             let chain = try VideoChain("text=\(style)", registry: registry)
-            try chain.setParameter("text.text", text)
+            try chain.control.setParameter("text.text", text)
             let out = try chain.process(picture.frame)
             let copy = VideoBuffer(format: picture.format)
             out.copy(to: copy.frame)

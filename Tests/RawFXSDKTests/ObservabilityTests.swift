@@ -37,7 +37,8 @@ final class ObservabilityTests: XCTestCase {
         let metrics = TestMetrics()
         let reporter = MetricsReporter(factory: metrics)
         let chain = try VideoChain(text, registry: builtPlugins)
-        reporter.addChain(named: name) { chain.metrics }
+        let control = chain.control
+        reporter.addChain(named: name) { control.metrics }
         let buffer = patternBuffer(width: 32, height: 16)
         for _ in 0..<frames { _ = try chain.process(buffer.frame) }
         reporter.report()
@@ -50,11 +51,11 @@ final class ObservabilityTests: XCTestCase {
         XCTAssertEqual(try metrics.expectCounter("rawfx_filter_frames_total", copy).values, [37])
         let timer = try metrics.expectTimer("rawfx_filter_process_duration", copy)
         // Every duration the stage recorded, in order: the recorder's own ring is the reference.
-        XCTAssertEqual(timer.values, chain.metrics[1].recentNanoseconds.map { Int64($0) })
+        XCTAssertEqual(timer.values, chain.control.metrics[1].recentNanoseconds.map { Int64($0) })
         XCTAssertEqual(timer.values.count, 37)
 
         // A second report adds the difference only; a bypassed stage counts bypasses, not frames.
-        try chain.setBypass("copy", true)
+        try chain.control.setBypass("copy", true)
         for _ in 0..<5 { _ = try chain.process(buffer.frame) }
         reporter.report()
         XCTAssertEqual(try metrics.expectCounter("rawfx_filter_frames_total", copy).values, [37])
@@ -75,7 +76,7 @@ final class ObservabilityTests: XCTestCase {
         let null: [(String, String)] = [("chain", "v"), ("filter", "null"), ("stage", "0")]
         XCTAssertEqual(try frames(metrics, "rawfx_filter_frames_total", null), Int64(count))
         let timer = try metrics.expectTimer("rawfx_filter_process_duration", null)
-        XCTAssertEqual(timer.values, chain.metrics[0].recentNanoseconds.map { Int64($0) })
+        XCTAssertEqual(timer.values, chain.control.metrics[0].recentNanoseconds.map { Int64($0) })
         XCTAssertEqual(timer.values.count, TimingRecorder.window)
     }
 
@@ -136,7 +137,8 @@ final class ObservabilityTests: XCTestCase {
         let reporter = MetricsReporter()  // MetricsSystem.factory: the bootstrapped TestMetrics
         let chain = try VideoChain("null,copy", registry: builtPlugins)
         let name = "alloc-\(UUID().uuidString)"
-        reporter.addChain(named: name) { chain.metrics }
+        let control = chain.control
+        reporter.addChain(named: name) { control.metrics }
         let buffer = patternBuffer(width: 64, height: 36, extraStride: 3)
         for _ in 0..<3 { _ = try chain.process(buffer.frame) }
         reporter.start(interval: .milliseconds(1))

@@ -324,15 +324,17 @@ final class ProcessorTests: XCTestCase {
         defer { GatePlugin.open() }
         let entered = GatePlugin.entered
         let done = DispatchSemaphore(value: 0)
+        let control = chain.control
+        let owned = ProcessingThreadOwned(chain), frame = ProcessingThreadOwned(buffer)
         Thread.detachNewThread {
-            _ = try? chain.process(buffer.frame)
+            _ = try? owned.value.process(frame.value.frame)
             done.signal()
         }
         XCTAssertTrue(waitUntil { GatePlugin.entered > entered }, "frame 4 never reached the gate")
-        XCTAssertEqual(chain.metrics.map(\.frames), [3, 3], "one frame's figures, read while the next is held")
+        XCTAssertEqual(control.metrics.map(\.frames), [3, 3], "one frame's figures, read while the next is held")
         GatePlugin.open()
         done.wait()
-        XCTAssertEqual(chain.metrics.map(\.frames), [4, 4])
+        XCTAssertEqual(control.metrics.map(\.frames), [4, 4])
     }
 
     func testSDKUserKeysFromVideoSDKStringIDs() {

@@ -125,7 +125,7 @@ final class RangeFilterTests: XCTestCase {
         XCTAssertEqual(first.format.colorRange, .limited)
         XCTAssertEqual(first.plane(0)[0], Self.expected(Int(input.frame.plane(0)[0]), luma: true, to: .limited))
         // to=full on a full input: the next frame passes through unchanged.
-        try chain.setParameter("range.to", "full")
+        try chain.control.setParameter("range.to", "full")
         let second = try chain.process(input.frame)
         XCTAssertEqual(second.format.colorRange, .full)
         XCTAssertEqual(planeBytes(second, 0), planeBytes(input.frame, 0))

@@ -733,7 +733,7 @@ final class ReceiveVideoTests: XCTestCase {
         let chain = try VideoChain("blend", registry: registry)
         var expected: [[[UInt8]]] = []
         for seed in 0..<3 {
-            if seed == 2 { try chain.setParameter("blend.weight", "32") }
+            if seed == 2 { try chain.control.setParameter("blend.weight", "32") }
             let input = receivedPattern(format, seed: seed)
             expected.append(try withExtendedLifetime(input) { let o = try chain.process(input.frame); return (0..<3).map { planeBytes(o, $0) } })
         }

@@ -129,6 +129,9 @@ final class SoakTests: XCTestCase {
         leakWatch.watch(direct, "swappable video chain")
         let directAudio = try AudioChain(hasDenoise ? "gain=db=0,denoise=level=-20" : "gain=db=0,gain=db=0", registry: registry)
         leakWatch.watch(directAudio, "direct audio chain")
+        // The audio thread runs the chain; the control thread reaches it through its control handle.
+        let directAudioControl = directAudio.control
+        let directAudioOwned = ProcessingThreadOwned(directAudio)
 
         cameraSession.initialize()
         cameraSession.startSend()
@@ -185,6 +188,7 @@ final class SoakTests: XCTestCase {
         // App audio thread: 20 ms pushes to the mic and production studio, pumped every 10 ms of
         // the emulator's clock (paced in real time), and the direct audio chain.
         let audioThread = SoakThread("soak-audio") {
+            let directAudio = directAudioOwned.value
             let speech = ArrayPCMSource(speechAt: audioFormat, seconds: 3, seed: 7, loop: true)
             var chunk = [Int16](repeating: 0, count: 960)
             var scratch = [Int16](repeating: 0, count: 960)
@@ -303,8 +307,8 @@ final class SoakTests: XCTestCase {
                     try direct.setParameter("watermark.opacity", String(format: "%.2f", 0.2 + Double(tick % 7) / 10))
                     try direct.setParameter("mirror.vertical", tick % 2 == 0 ? "true" : "false")
                     try direct.setBypass("watermark", tick % 4 == 1)
-                    try directAudio.setParameter("0.db", String(tick % 13 - 6))
-                    try directAudio.setBypass("1", tick % 2 == 1)
+                    try directAudioControl.setParameter("0.db", String(tick % 13 - 6))
+                    try directAudioControl.setBypass("1", tick % 2 == 1)
                     parameterChanges += 5
                     // An app's status display reads every hook's figures while frames flow.
                     metricsReads += processor.metrics.count

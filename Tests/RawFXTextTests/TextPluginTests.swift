@@ -495,7 +495,7 @@ final class TextPluginTests: XCTestCase {
         for frame in 0..<300 {
             if frame % 3 == 0 { // 10 changes a second at 30 fps
                 last = "Caption \(frame / 3): speaker \(frame % 7) — ½ × résumé مرحبا"
-                try chain.setParameter("text.text", last)
+                try chain.control.setParameter("text.text", last)
             }
             let before = rawfx_thread_allocation_count()
             _ = try chain.process(buffer.frame)
@@ -584,7 +584,7 @@ final class TextPluginTests: XCTestCase {
         for i in 0..<10 {
             let caption = "Caption number \(i)"
             let expected = try run(try self.chain([("text", caption)] + style), flatBuffer(width: 1920, height: 1080))
-            try chain.setParameter("text.text", caption)
+            try chain.control.setParameter("text.text", caption)
             var frame = 0
             // 300 frames (10 s) bound a caption that never shows; how soon it shows is printed.
             while try run(chain, flatBuffer(width: 1920, height: 1080)) != expected, frame < 300 {
